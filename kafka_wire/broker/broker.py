@@ -295,6 +295,7 @@ class Broker:
             directory_id=opened.directory_id,
         )
         self._state = state
+        state.may_slice = lambda: self._pipeline.jobs_may_step
         self._effects.extend(opened.effects)
         legacy = None
         if sole_voter:  # a cluster of its own: the node may hold an old single node's directory

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -93,6 +93,10 @@ class BrokerState:
     touched: dict[tuple[str, int], None] = field(default_factory=dict)
     #: What the current engine call may still do (see ``kafka_wire.broker.work``).
     budget: WorkBudget = field(default_factory=lambda: WorkBudget(DEFAULT_MAX_WORK_BYTES_PER_CALL))
+    #: Whether work done in slices (jobs, the partitions the replica manager opens) may take a
+    #: step now: not while the writes of earlier slices are in flight
+    #: (``kafka_wire.broker.storage_pipeline.JOB_BATCHES_IN_FLIGHT``).
+    may_slice: Callable[[], bool] = lambda: True
     #: ``directory.id`` of the data directory's ``meta.properties`` (None: an older file without it).
     directory_id: uuid.UUID | None = None
     #: Producer id blocks from the controller (``kafka_wire.broker.producer_ids``); None on a

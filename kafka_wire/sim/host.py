@@ -36,7 +36,7 @@ from kafka_wire.broker.effects import (
 )
 from kafka_wire.broker.node import Node
 from kafka_wire.broker.server_properties import load_server_properties
-from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 if TYPE_CHECKING:
     from kafka_wire.sim.network import Connection, Network

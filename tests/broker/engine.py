@@ -19,10 +19,10 @@ from kafka_wire.broker.effects import (
     Send,
     StorageEffect,
 )
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.structs import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 #: The data directory of a single node of the release before the one-voter node
 #: (``tests/data/legacy-single-node.toml`` says how it was made).

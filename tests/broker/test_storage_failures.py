@@ -12,7 +12,6 @@ import errno
 import pytest
 
 from kafka_wire.broker.effects import CloseConnection, StopBroker
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
@@ -34,6 +33,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol import Response
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, fetch, produce, records_of
 from tests.broker.test_engine_groups import find_coordinator

@@ -15,7 +15,6 @@ import pytest
 from kafka_wire.broker import Broker, BrokerConfig
 from kafka_wire.broker.effects import Append, Delete, MakeDir, StopBroker, WriteProgress
 from kafka_wire.broker.log import LogConfig, PartitionLog
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.broker.storage_pipeline import (
     DRIVER_TRANSITIONS,
     JOB_BATCHES_IN_FLIGHT,
@@ -45,6 +44,7 @@ from kafka_wire.messages import (
 from kafka_wire.protocol import Response
 from kafka_wire.protocol.machine import step
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, fetch, records_of
 from tests.broker.test_engine_connections import produce_request
@@ -197,6 +197,12 @@ def test_a_job_waits_for_its_writes_and_the_others_are_served_meanwhile() -> Non
         engine.tick()
     assert isinstance(replies[0].body, CreateTopicsResponse)
     assert replies[0].body.topics[0].error_code == ErrorCode.NONE
+    # The controller answers once the records are committed; the partitions open in slices on.
+    for _ in range(1000):
+        if len(broker.state.partitions) == 64:
+            break
+        engine.drain()
+        engine.tick()
     assert len(broker.state.partitions) == 64
 
 

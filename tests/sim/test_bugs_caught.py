@@ -15,7 +15,7 @@ from kafka_wire.sim.run import SimOptions, simulate
 #: bug -> (seed, the anomaly the checker reports)
 CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
-    "skip-truncation": (3, "inconsistent-offsets"),
+    "skip-truncation": (2, "committed-truncated"),
     "unclean-election": (12, "unclean-election"),
     "ack-before-isr": (2, "lost-write"),
     "forget-producer-state": (1, "producer-state-lost"),

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from kafka_wire.broker import Broker, BrokerConfig
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ApiKey,
@@ -31,6 +30,7 @@ from kafka_wire.sim.clients.producer import DELIVERY_TIMEOUT_MS, Producer
 from kafka_wire.sim.clients.workload import Workload, clients_for, default_clients
 from kafka_wire.sim.contracts import SimClient
 from kafka_wire.sim.history import History, Op, OpKind, OpType
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 ADDRESS = ("node1", 9092)
 START_MS = 1_000_000

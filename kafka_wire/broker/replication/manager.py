@@ -115,7 +115,10 @@ class ReplicaManager:
         return applied
 
     def _work(self, now_ms: int) -> None:
-        """Open and delete queued partitions while the call's budget lasts (at least one)."""
+        """Open and delete queued partitions while the call's budget lasts (at least one), unless
+        the writes of the last slices are still in flight (a report of them wakes the queue)."""
+        if not self.state.may_slice():
+            return
         budget = self.state.budget
         stepped = False
         while self._queue and (not stepped or not budget.exhausted):
@@ -259,7 +262,7 @@ class ReplicaManager:
         )
 
     def next_deadline_ms(self) -> int | None:
-        if self._queue:
+        if self._queue and self.state.may_slice():
             return self._now_ms  # the queue goes on at once
         deadlines = [self._next_isr_check_ms, self._next_checkpoint_ms]
         if (alter := self.alter.next_deadline_ms()) is not None:

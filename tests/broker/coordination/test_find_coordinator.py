@@ -7,7 +7,6 @@ from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.state import BrokerState, Context
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -20,6 +19,7 @@ from kafka_wire.messages import (
     RequestHeader,
 )
 from kafka_wire.protocol.events import Request
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 
 from .fakes import NOW, PARTITIONS, FakeCluster, node_state

@@ -11,10 +11,10 @@ import pytest
 from kafka_wire.adapters.file_storage import FileStorage
 from kafka_wire.broker.effects import Append, Delete, Fsync, MakeDir, Rename, Truncate, WriteAt
 from kafka_wire.broker.log import LogConfig
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.cli import dump_log
 from kafka_wire.logformat.index import decode_offset_entries, decode_time_entries
 from kafka_wire.records import build_batch, read_batches
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 from .helpers import CODECS, DIR, MIB, Driven, batch, contents, noise
 

@@ -15,7 +15,6 @@ from kafka_wire.broker.effects import Effect, OpenConnection, Send
 from kafka_wire.broker.node import MetadataView, Node, NodeParts, PartsContext
 from kafka_wire.broker.server_properties import load_server_properties
 from kafka_wire.broker.state import Waiting
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ApiKey,
@@ -30,6 +29,7 @@ from kafka_wire.messages import (
     VoteResponse,
 )
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 CLUSTER_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 TOPIC_ID = uuid.UUID(int=7)

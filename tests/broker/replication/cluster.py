@@ -18,7 +18,6 @@ from kafka_wire.broker.metadata import ClusterMetadata
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.replication.manager import ReplicaManager, ReplicationConfig
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     REQUESTS,
@@ -35,6 +34,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol.events import Request
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 CONTROLLER = 100
 TOPIC_ID = uuid.UUID(int=0xABC)
