@@ -49,6 +49,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Final, Protocol
 
+from kafka_wire import messages
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.channels import Answer, Channel, Held, failed_without_answer
 from kafka_wire.broker.cluster_view import ClusterView
@@ -85,13 +86,7 @@ from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError
-from kafka_wire.messages import (
-    ApiKey,
-    ErrorCode,
-    FetchRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeResponse,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.events import (
     NEED_DATA,
     Authenticated,
@@ -709,9 +704,9 @@ class Broker:
         if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
             # Only reached without a SASL gate: Kafka refuses SASL on a plaintext listener.
             refusal: Message = (
-                SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE)
+                messages.SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE)
                 if key == ApiKey.SASL_HANDSHAKE
-                else SaslAuthenticateResponse(
+                else messages.SaslAuthenticateResponse(
                     error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="SASL is not enabled"
                 )
             )
@@ -847,7 +842,7 @@ class Broker:
         if self._cluster.serves(conn.listener):
             return False
         body = request.body
-        return not isinstance(body, FetchRequest) or (
+        return not isinstance(body, messages.FetchRequest) or (
             body.replica_id < 0 and body.replica_state.replica_id < 0
         )
 

@@ -27,22 +27,21 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.metadata import random_uuid
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationRequest,
-    BrokerRegistrationRequestFeature,
-    BrokerRegistrationRequestListener,
-    BrokerRegistrationResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        BrokerHeartbeatRequest,
+        BrokerRegistrationRequest,
+    )
 
 #: What a kafka_wire broker announces it supports (name, min, max): metadata.version 3.3-IV3 (7,
 #: the first KRaft-only level) to 3.9-IV0 (21), and kraft.version 0 to 1.
@@ -236,18 +235,18 @@ class BrokerLifecycle:
     # -- requests --------------------------------------------------------------------------------
 
     def _registration(self) -> BrokerRegistrationRequest:
-        return BrokerRegistrationRequest(
+        return messages.BrokerRegistrationRequest(
             broker_id=self._config.node_id,
             cluster_id=self._cluster_id,
             incarnation_id=self.incarnation_id,
             listeners=[
-                BrokerRegistrationRequestListener(
+                messages.BrokerRegistrationRequestListener(
                     name=e.listener, host=e.host, port=e.port, security_protocol=PLAINTEXT_ID
                 )
                 for e in self._listeners
             ],
             features=[
-                BrokerRegistrationRequestFeature(
+                messages.BrokerRegistrationRequestFeature(
                     name=name, min_supported_version=low, max_supported_version=high
                 )
                 for name, low, high in self._features
@@ -258,7 +257,7 @@ class BrokerLifecycle:
         )
 
     def _heartbeat(self) -> BrokerHeartbeatRequest:
-        return BrokerHeartbeatRequest(
+        return messages.BrokerHeartbeatRequest(
             broker_id=self._config.node_id,
             broker_epoch=self.broker_epoch,
             current_metadata_offset=self._metadata_offset(),
@@ -297,8 +296,8 @@ class BrokerLifecycle:
     def _on_registration(self, reply: Message | None, now_ms: int) -> None:
         if self._state is not LifecycleState.STARTING:
             return
-        if not isinstance(reply, BrokerRegistrationResponse) or reply.error_code != ErrorCode.NONE:
-            if isinstance(reply, BrokerRegistrationResponse):
+        if not isinstance(reply, messages.BrokerRegistrationResponse) or reply.error_code != ErrorCode.NONE:
+            if isinstance(reply, messages.BrokerRegistrationResponse):
                 self._log.info("broker registration refused: %r", ErrorCode.lookup(reply.error_code))
             self._retry(now_ms)
             return
@@ -314,7 +313,7 @@ class BrokerLifecycle:
             LifecycleState.PENDING_CONTROLLED_SHUTDOWN,
         ):
             return
-        if not isinstance(reply, BrokerHeartbeatResponse):
+        if not isinstance(reply, messages.BrokerHeartbeatResponse):
             self._retry(now_ms)
             return
         if reply.error_code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):

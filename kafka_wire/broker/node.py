@@ -43,6 +43,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
 from kafka_wire.broker.controller.controller import CONTROLLER_APIS as QUORUM_CONTROLLER_APIS
@@ -70,7 +71,7 @@ from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.logformat.names import partition_dir
-from kafka_wire.messages import REQUESTS, ApiKey
+from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import api_versions_response
 
@@ -103,9 +104,9 @@ def controller_api_versions() -> dict[int, tuple[int, int]]:
     """What a controller listener accepts: every version kafka_wire knows of :data:`CONTROLLER_APIS`."""
     versions: dict[int, tuple[int, int]] = {}
     for key in sorted(CONTROLLER_APIS):
-        cls = REQUESTS.get(key)
-        if cls is not None:
-            versions[key] = (min(cls.VERSIONS), max(cls.VERSIONS))
+        known = messages.VALID_VERSIONS.get(key)
+        if known is not None:
+            versions[key] = (min(known), max(known))
     return versions
 
 

@@ -26,9 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import AllocateProducerIdsRequest, AllocateProducerIdsResponse, ErrorCode
+from kafka_wire.messages import ErrorCode
 
 #: Kafka's ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``: what the controller hands out at once.
 BLOCK_SIZE: Final = 1000
@@ -133,7 +134,9 @@ class ProducerIdBlocks:
             Outbound(
                 cluster.controller_id,
                 cluster.controller_listener,
-                AllocateProducerIdsRequest(broker_id=cluster.node_id, broker_epoch=self._broker_epoch()),
+                messages.AllocateProducerIdsRequest(
+                    broker_id=cluster.node_id, broker_epoch=self._broker_epoch()
+                ),
                 self._on_reply,
                 self._timeout_ms,
             )
@@ -148,7 +151,7 @@ class ProducerIdBlocks:
         self._prefetched = block
 
     def _accepted(self, body: Message | None) -> IdBlock | None:
-        if not isinstance(body, AllocateProducerIdsResponse):
+        if not isinstance(body, messages.AllocateProducerIdsResponse):
             self._log.warning("AllocateProducerIds to the controller failed (no answer); retrying")
             return None
         if body.error_code:

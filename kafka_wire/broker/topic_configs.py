@@ -10,11 +10,16 @@ them (see :mod:`kafka_wire.broker.topic_synonyms`), the value is the one the top
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.log.config import CONFIG_KEYS, LogConfig
 from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, describe_synonyms
-from kafka_wire.messages import DescribeConfigsResponseResourceResult, DescribeConfigsResponseSynonym
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        DescribeConfigsResponseResourceResult,
+    )
 
 #: ``ConfigResource.Type`` values.
 RESOURCE_TOPIC: Final = 2
@@ -48,14 +53,16 @@ def describe_topic_configs(
         chain += describe_synonyms(name, static)
         source = chain[0][2] if chain else DEFAULT_CONFIG
         results.append(
-            DescribeConfigsResponseResourceResult(
+            messages.DescribeConfigsResponseResourceResult(
                 name=name,
                 value=value,
                 read_only=False,
                 config_source=source,
                 is_default=version == 0 and source == DEFAULT_CONFIG,
                 is_sensitive=False,
-                synonyms=[DescribeConfigsResponseSynonym(name=n, value=v, source=s) for n, v, s in chain]
+                synonyms=[
+                    messages.DescribeConfigsResponseSynonym(name=n, value=v, source=s) for n, v, s in chain
+                ]
                 if synonyms
                 else [],
                 config_type=spec.type_id,

@@ -90,7 +90,6 @@ async def _run_until_signalled(
     one line when ready, serve until SIGINT or SIGTERM, stop; the exit status. With
     ``control_port``, the fault-injection control protocol listens on 127.0.0.1 there."""
     from kafka_wire.adapters.collector import Collector
-    from kafka_wire.adapters.fault_control import ControlServer
 
     try:
         server = build()
@@ -104,8 +103,10 @@ async def _run_until_signalled(
         return _cannot_start(
             f"{server.failure} (data directory {data_dir}: it must be writable, with free space)"
         )
-    control: ControlServer | None = None
+    control = None
     if control_port is not None:
+        from kafka_wire.adapters.fault_control import ControlServer  # loaded only when asked for
+
         control = ControlServer(server)
         try:
             bound = await control.start(CONTROL_HOST, control_port)

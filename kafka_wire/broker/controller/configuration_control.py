@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.configs_image import ConfigResourceType, ConfigsImage
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.result import ControllerResult, Decision
@@ -32,18 +33,14 @@ from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.log.config import CONFIG_KEYS, ConfigError, LogConfig
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AlterConfigsRequest,
-    AlterConfigsResponse,
-    AlterConfigsResponseResourceResponse,
-    ApiKey,
-    ConfigRecord,
-    ErrorCode,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsRequestAlterableConfig,
-    IncrementalAlterConfigsResponse,
-    IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        AlterConfigsRequest,
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsRequestAlterableConfig,
+    )
 
 #: Why a resource's change is refused: (error code, message).
 Problem = tuple[int, str | None]
@@ -121,7 +118,9 @@ class ConfigurationControl:
         """A ConfigRecord per key whose value changes (a null value removes the override)."""
         old = self.image.configs.get((resource_type, name), {})
         return [
-            ConfigRecord(resource_type=resource_type, resource_name=name, name=key, value=new.get(key))
+            messages.ConfigRecord(
+                resource_type=resource_type, resource_name=name, name=key, value=new.get(key)
+            )
             for key in sorted(set(old) | set(new))
             if old.get(key) != new.get(key)
         ]
@@ -178,8 +177,8 @@ class ConfigurationControl:
             req.resources,
             req.validate_only,
             lambda resource, old: self._apply_ops(resource.resource_type, resource.configs, old),
-            IncrementalAlterConfigsResponse,
-            IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
+            messages.IncrementalAlterConfigsResponse,
+            messages.IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
         )
 
     def _apply_ops(
@@ -244,6 +243,6 @@ class ConfigurationControl:
             req.resources,
             req.validate_only,
             replaced,
-            AlterConfigsResponse,
-            AlterConfigsResponseResourceResponse,
+            messages.AlterConfigsResponse,
+            messages.AlterConfigsResponseResourceResponse,
         )

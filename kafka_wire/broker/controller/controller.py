@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from kafka_wire import messages
 from kafka_wire.broker import buggify
 from kafka_wire.broker.controller.cluster_control import ClusterControl
 from kafka_wire.broker.controller.configuration_control import ConfigurationControl
@@ -57,14 +58,7 @@ from kafka_wire.broker.controller.settings import DEFAULT_COMMIT_TIMEOUT_MS, Con
 from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AllocateProducerIdsResponse,
-    AlterPartitionResponse,
-    ApiKey,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 
 
 class MetadataLog(Protocol):
@@ -342,10 +336,12 @@ def error_response(api_key: int, api_version: int, body: Message, code: int) -> 
     if api_key in ERROR_ANSWERS:  # the request's shape with a message, as Kafka's getErrorResponse
         return failure_answer(api_key, body, code)
     simple: dict[int, Callable[[], Message]] = {
-        ApiKey.BROKER_REGISTRATION: lambda: BrokerRegistrationResponse(error_code=code, broker_epoch=-1),
-        ApiKey.BROKER_HEARTBEAT: lambda: BrokerHeartbeatResponse(error_code=code, is_fenced=True),
-        ApiKey.ALTER_PARTITION: lambda: AlterPartitionResponse(error_code=code),
-        ApiKey.ALLOCATE_PRODUCER_IDS: lambda: AllocateProducerIdsResponse(
+        ApiKey.BROKER_REGISTRATION: lambda: messages.BrokerRegistrationResponse(
+            error_code=code, broker_epoch=-1
+        ),
+        ApiKey.BROKER_HEARTBEAT: lambda: messages.BrokerHeartbeatResponse(error_code=code, is_fenced=True),
+        ApiKey.ALTER_PARTITION: lambda: messages.AlterPartitionResponse(error_code=code),
+        ApiKey.ALLOCATE_PRODUCER_IDS: lambda: messages.AllocateProducerIdsResponse(
             error_code=code, producer_id_start=-1, producer_id_len=0
         ),
     }

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.features_image import FeaturesImage
 from kafka_wire.broker.controller.settings import METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import FeatureLevelRecord
 
 
 class FeatureControl:
@@ -38,4 +38,6 @@ class FeatureControl:
         """What a new leader writes when no ``metadata.version`` is finalized yet."""
         if METADATA_VERSION_FEATURE in self.image.features:
             return []
-        return [FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=METADATA_VERSION_LEVEL)]
+        return [
+            messages.FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=METADATA_VERSION_LEVEL)
+        ]

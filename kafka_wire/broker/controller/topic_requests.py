@@ -23,8 +23,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.configs_image import ConfigResourceType
 from kafka_wire.broker.controller.partition_changes import PartitionChanges
 from kafka_wire.broker.controller.placement import assign_replicas
@@ -37,26 +38,19 @@ from kafka_wire.broker.topic_configs import describe_topic_configs
 from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, set_by_broker
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ApiKey,
-    ConfigRecord,
-    CreatePartitionsRequest,
-    CreatePartitionsRequestTopic,
-    CreatePartitionsResponse,
-    CreatePartitionsResponseTopicResult,
-    CreateTopicsRequest,
-    CreateTopicsRequestCreatableTopic,
-    CreateTopicsResponse,
-    CreateTopicsResponseCreatableTopicConfigs,
-    CreateTopicsResponseCreatableTopicResult,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-    DeleteTopicsResponseDeletableTopicResult,
-    ErrorCode,
-    PartitionRecord,
-    RemoveTopicRecord,
-    TopicRecord,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        CreatePartitionsRequest,
+        CreatePartitionsRequestTopic,
+        CreatePartitionsResponseTopicResult,
+        CreateTopicsRequest,
+        CreateTopicsRequestCreatableTopic,
+        CreateTopicsResponseCreatableTopicResult,
+        DeleteTopicsRequest,
+        DeleteTopicsResponseDeletableTopicResult,
+    )
 
 EXCESSIVE_BATCH_MESSAGE: Final = "Unable to perform excessively large batch operation."
 
@@ -92,7 +86,7 @@ class TopicRequests(PartitionChanges):
         checked: list[_NewTopic] = []
         if self._requested_partitions(topics) > MAX_PARTITIONS_PER_BATCH:
             results = [
-                CreateTopicsResponseCreatableTopicResult(
+                messages.CreateTopicsResponseCreatableTopicResult(
                     name=t.name,
                     error_code=ErrorCode.POLICY_VIOLATION,
                     error_message="Excessively large number of partitions per request.",
@@ -102,7 +96,7 @@ class TopicRequests(PartitionChanges):
         else:
             for entry in topics:
                 # A success's message is null, as Kafka's controller sets it (the default is "").
-                result = CreateTopicsResponseCreatableTopicResult(
+                result = messages.CreateTopicsResponseCreatableTopicResult(
                     name=entry.name, error_message=None, num_partitions=-1, replication_factor=-1
                 )
                 results.append(result)
@@ -110,7 +104,7 @@ class TopicRequests(PartitionChanges):
                 if new is not None:
                     checked.append(new)
         results += [
-            CreateTopicsResponseCreatableTopicResult(
+            messages.CreateTopicsResponseCreatableTopicResult(
                 name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
             )
             for name in duplicates
@@ -124,7 +118,7 @@ class TopicRequests(PartitionChanges):
             topic_records = self._place(new, version)
             if topic_records is not None and not req.validate_only:
                 records += topic_records
-        response = CreateTopicsResponse(topics=results)
+        response = messages.CreateTopicsResponse(topics=results)
         return ControllerResult(
             records,
             lambda: response,
@@ -246,9 +240,9 @@ class TopicRequests(PartitionChanges):
             assignment = assign_replicas(active, new.partitions, new.replication, self.rng)
         topic_id = random_uuid(self.rng)
         name = new.entry.name
-        records: list[Message] = [TopicRecord(name=name, topic_id=topic_id)]
+        records: list[Message] = [messages.TopicRecord(name=name, topic_id=topic_id)]
         records += [
-            ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v)
+            messages.ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v)
             for k, v in sorted(new.configs.items())
         ]
         for index, replicas in enumerate(assignment):
@@ -261,7 +255,7 @@ class TopicRequests(PartitionChanges):
                 )
                 return None
             records.append(
-                PartitionRecord(
+                messages.PartitionRecord(
                     partition_id=index, topic_id=topic_id, replicas=replicas, isr=isr, leader=isr[0],
                     leader_epoch=0, partition_epoch=0,
                 )
@@ -273,7 +267,7 @@ class TopicRequests(PartitionChanges):
             # A config a broker property sets is STATIC_BROKER_CONFIG here, as Kafka's controller
             # lists it, even where DescribeConfigs says DEFAULT_CONFIG (see ``set_by_broker``).
             result.configs = [
-                CreateTopicsResponseCreatableTopicConfigs(
+                messages.CreateTopicsResponseCreatableTopicConfigs(
                     name=c.name,
                     value=c.value,
                     read_only=c.read_only,
@@ -346,10 +340,10 @@ class TopicRequests(PartitionChanges):
             else:
                 results.append(_deleted(topic.name, topic.topic_id, ErrorCode.NONE))
                 removed.add(topic.topic_id)
-                records.append(RemoveTopicRecord(topic_id=topic.topic_id))
+                records.append(messages.RemoveTopicRecord(topic_id=topic.topic_id))
         return ControllerResult(
             records,
-            lambda: DeleteTopicsResponse(responses=results),
+            lambda: messages.DeleteTopicsResponse(responses=results),
             lambda code: failure_answer(ApiKey.DELETE_TOPICS, req, code),
             req.timeout_ms,
         )
@@ -365,14 +359,14 @@ class TopicRequests(PartitionChanges):
         duplicates = _duplicates(t.name for t in req.topics)
         topics = [t for t in req.topics if t.name not in duplicates]
         results: list[CreatePartitionsResponseTopicResult] = [
-            CreatePartitionsResponseTopicResult(
+            messages.CreatePartitionsResponseTopicResult(
                 name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
             )
             for name in duplicates
         ]
         if self._added_partitions(topics) > MAX_PARTITIONS_PER_BATCH:
             results += [
-                CreatePartitionsResponseTopicResult(
+                messages.CreatePartitionsResponseTopicResult(
                     name=t.name,
                     error_code=ErrorCode.POLICY_VIOLATION,
                     error_message="Excessively large number of additional partitions per request.",
@@ -384,7 +378,7 @@ class TopicRequests(PartitionChanges):
         counted = 0
         overflowed = False
         for entry in topics:
-            result = CreatePartitionsResponseTopicResult(name=entry.name)
+            result = messages.CreatePartitionsResponseTopicResult(name=entry.name)
             results.append(result)
             topic = self.image.topics.get(entry.name)
             current = 0 if topic is None else len(topic.partitions)
@@ -420,7 +414,7 @@ class TopicRequests(PartitionChanges):
                     records += new
         return ControllerResult(
             records,
-            lambda: CreatePartitionsResponse(results=results),
+            lambda: messages.CreatePartitionsResponse(results=results),
             lambda code: failure_answer(ApiKey.CREATE_PARTITIONS, req, code),
             req.timeout_ms,
         )
@@ -475,7 +469,7 @@ class TopicRequests(PartitionChanges):
                 )
                 return None
             new.append(
-                PartitionRecord(
+                messages.PartitionRecord(
                     partition_id=current + offset, topic_id=topic_id, replicas=replicas, isr=isr,
                     leader=isr[0], leader_epoch=0, partition_epoch=0,
                 )
@@ -499,6 +493,6 @@ def _deleted(
     description (Kafka's ``ApiError`` of the code)."""
     if message is None and code != ErrorCode.NONE:
         message = code.description
-    return DeleteTopicsResponseDeletableTopicResult(
+    return messages.DeleteTopicsResponseDeletableTopicResult(
         name=name, topic_id=topic_id, error_code=code, error_message=message
     )

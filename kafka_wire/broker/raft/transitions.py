@@ -3,12 +3,12 @@ each persisting the epoch, leader and vote to ``quorum-state`` and arming its ro
 
 from __future__ import annotations
 
+from kafka_wire import messages
 from kafka_wire.broker.raft.leader_fetch import LeaderFetch
 from kafka_wire.broker.raft.quorum_state import NO_NODE, ElectionState, write_quorum_state
 from kafka_wire.broker.raft.replica_state import ReplicaProgress
 from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS, QuorumInput, QuorumRole
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import LeaderChangeMessage, LeaderChangeMessageVoter
 from kafka_wire.protocol.machine import step
 from kafka_wire.records.control import ControlRecordType, build_control_batch
 
@@ -76,11 +76,11 @@ class QuorumTransitions(LeaderFetch):
         self._persist()
         log = self._log
         self._epoch_start_offset = log.log_end_offset
-        message = LeaderChangeMessage(
+        message = messages.LeaderChangeMessage(
             version=0,
             leader_id=self.node_id,
-            voters=[LeaderChangeMessageVoter(voter_id=v) for v in self._voters],
-            granting_voters=[LeaderChangeMessageVoter(voter_id=v) for v in sorted(self._granted)],
+            voters=[messages.LeaderChangeMessageVoter(voter_id=v) for v in self._voters],
+            granting_voters=[messages.LeaderChangeMessageVoter(voter_id=v) for v in sorted(self._granted)],
         )
         control = build_control_batch(
             ControlRecordType.LEADER_CHANGE,
