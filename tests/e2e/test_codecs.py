@@ -7,9 +7,9 @@ codec, one client reads what another wrote (a ring over the clients, so each cod
 different pair of implementations).
 
 Codec support (all five with every client): confluent-kafka, kafka-python (python-snappy, lz4,
-zstandard from the project's dependencies), aiokafka (cramjam), the Java client (snappy-java,
-lz4-java, zstd-jni) natively; kafkajs does gzip itself and snappy, lz4 and zstd through the codec
-plugins in package.json (see clients/kafkajs_driver.js).
+zstandard from the project's dependencies), aiokafka (cramjam), the Java client in both its
+releases (3.9.1 and 4.4.0; snappy-java, lz4-java, zstd-jni) natively; kafkajs does gzip itself and
+snappy, lz4 and zstd through the codec plugins in package.json (see clients/kafkajs_driver.js).
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ CLIENT_NAME: dict[Client, str] = {
     "aiokafka": "aiokafka",
     "kafkajs": "kafkajs",
     "java": "java",
+    "java4": "java4",
 }
 #: Per codec: who writes, who reads.
 CROSS: dict[str, tuple[Client, Client]] = {
     "none": ("kafkajs", "java"),
-    "gzip": ("java", "kafka_python"),
+    "gzip": ("java4", "kafka_python"),
     "snappy": ("kafka_python", "confluent"),
     "lz4": ("confluent", "aiokafka"),
     "zstd": ("aiokafka", "kafkajs"),
