@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 
 from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.structs import Message, Struct
-from kafka_wire.messages import DATA, HEADERS, catalog
+from kafka_wire.messages import DATA, HEADERS, ApiKey, MetadataRequest, MetadataRequestTopic, catalog
 from kafka_wire.protocol.framing import request_header_version, response_header_version
 from kafka_wire.testing.strategies import messages
 from tests.interop.harness import java_command, peer_jars, stop_process_group
@@ -355,3 +355,48 @@ def test_kafka_agrees(
     back = cls.decode(built, version, strict=True)
     assert back == plain
     assert back.encode(version) == built
+
+
+def _check(oracle: Oracle, data: bytes, json_value: dict[str, Any]) -> dict[str, Any]:
+    """Kafka's answers for ``data`` and ``json_value`` as a MetadataRequest v12."""
+    return oracle.ask(
+        {
+            "op": "check",
+            "kind": "request",
+            "api": int(ApiKey.METADATA),
+            "version": 12,
+            "bytes": _b64(data),
+            "json": json_value,
+        }
+    )
+
+
+def test_the_oracle_sees_differences(oracle: Oracle) -> None:
+    """Each way a codec could differ shows in one of the answers test_kafka_agrees checks."""
+    msg = MetadataRequest(
+        topics=[MetadataRequestTopic(name="t")],
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=True,
+    )
+    encoded = msg.encode(12)
+    as_json = to_kafka_json(msg, 12)
+    agreed = _check(oracle, encoded, as_json)
+    assert base64.b64decode(agreed["reread"]) == encoded and base64.b64decode(agreed["built"]) == encoded
+    assert agreed["readJson"] == to_kafka_json(msg, 12, records_as_size=True)
+    # Bytes of another layout (v8, not flexible): Kafka cannot read them as v12.
+    assert _check(oracle, msg.encode(8), as_json)["stage"] == "read"
+    # A field under another name: Kafka's JsonConverter finds no value for its own.
+    renamed = {("autoTopicCreation" if k == "allowAutoTopicCreation" else k): v for k, v in as_json.items()}
+    assert _check(oracle, encoded, renamed)["stage"] == "build"
+    # Another value: Kafka's bytes are not ours.
+    flipped = {**as_json, "allowAutoTopicCreation": True}
+    assert base64.b64decode(_check(oracle, encoded, flipped)["built"]) != encoded
+    # Two fields of one type in the other order: the bytes round-trip, the values do not.
+    swapped = MetadataRequest(
+        topics=[MetadataRequestTopic(name="t")],
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+    ).encode(12)
+    answer = _check(oracle, swapped, as_json)
+    assert base64.b64decode(answer["reread"]) == swapped
+    assert answer["readJson"] != to_kafka_json(msg, 12, records_as_size=True)

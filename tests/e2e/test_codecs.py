@@ -14,13 +14,21 @@ snappy, lz4 and zstd through the codec plugins in package.json (see clients/kafk
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
 from tests.e2e.brokers import BrokerProcess
 from tests.interop.clients.driver_common import pad
-from tests.interop.harness import ALL_CLIENTS, COMPRESSIONS, Client, DriverOptions, DriverRun, run_driver
+from tests.interop.harness import (
+    ALL_CLIENTS,
+    COMPRESSIONS,
+    Client,
+    DriverOptions,
+    DriverRun,
+    run_driver,
+    skip_unserved,
+)
 
 COUNT = 40
 VALUE_SIZE = 100
@@ -37,7 +45,7 @@ CLIENT_NAME: dict[Client, str] = {
 #: Per codec: who writes, who reads.
 CROSS: dict[str, tuple[Client, Client]] = {
     "none": ("kafkajs", "java"),
-    "gzip": ("java4", "kafka_python"),
+    "gzip": ("java", "kafka_python"),
     "snappy": ("kafka_python", "confluent"),
     "lz4": ("confluent", "aiokafka"),
     "zstd": ("aiokafka", "kafkajs"),
@@ -65,9 +73,20 @@ def check_consumed(run: DriverRun, writer: Client) -> None:
         assert got == want, f"record {want[1]}: got {got}, want {want}. {run.describe()}"
 
 
-@pytest.mark.parametrize("codec", COMPRESSIONS)
-@pytest.mark.parametrize("client", ALL_CLIENTS)
+#: Every client with every codec, but the 3.9.1 Java client with one: its codecs are the 4.4
+#: client's (the same snappy-java, lz4-java and zstd-jni, the same batch builder); what it adds is
+#: the older requests (Produce v11 and Fetch v16 against 4.4's v13 and v18), which one codec covers.
+ROUND_TRIPS: Final = [
+    pytest.param(client, codec, id=f"{client}-{codec}")
+    for client in ALL_CLIENTS
+    for codec in COMPRESSIONS
+    if client != "java" or codec == "none"
+]
+
+
+@pytest.mark.parametrize(("client", "codec"), ROUND_TRIPS)
 def test_round_trip(target: BrokerProcess, client: Client, codec: str) -> None:
+    skip_unserved(target.name, client)
     topic = f"codec-{client}-{codec}"
     options = DriverOptions(compression=codec, headers=True, value_size=VALUE_SIZE)
     run = run_driver(
