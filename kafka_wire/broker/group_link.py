@@ -109,6 +109,7 @@ class GroupLink:
             topic_id_of=lambda name: t.topic_id if (t := state.topic_named(name)) is not None else None,
             timers=timers,
             partitioned=True,
+            topics=lambda: [(t.name, t.topic_id, t.partitions) for t in state.metadata.topics.values()],
         )
 
     @property
