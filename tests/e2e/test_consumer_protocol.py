@@ -14,10 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.apache_kafka import apache_kafka
+from tests.e2e.apache_kafka import START_TIMEOUT_S, apache_kafka
 from tests.e2e.brokers import BrokerProcess, kafka_wire
 from tests.e2e.test_group_rebalance import (
     BATCH,
+    Bootstrapped,
     members_leave_and_rebalance,
     processed,
     produce,
@@ -45,10 +46,18 @@ def test_members_leave_and_offsets_survive_a_restart(restartable: BrokerProcess,
     name = f"kip848-{client}"
     produced = members_leave_and_rebalance(restartable, client, "consumer", name=name)
     restartable.stop()
-    restartable.restart()
+    restartable.restart(START_TIMEOUT_S)  # a Kafka node takes longer than kafka-wire
+    consume_from_committed(restartable, client, name, produced)
+
+
+def consume_from_committed(
+    target: Bootstrapped, client: Client, name: str, produced: dict[tuple[int, int], str]
+) -> None:
+    """A new member of group ``name`` consumes a third phase from the committed offsets: it
+    processes none of ``produced`` (everything of it was committed)."""
     member = LiveDriver(
         client,
-        restartable.bootstrap,
+        target.bootstrap,
         "group",
         topic=name,
         timeout_s=60.0,
@@ -56,7 +65,7 @@ def test_members_leave_and_offsets_survive_a_restart(restartable: BrokerProcess,
         name="after-restart",
     )
     try:
-        phase3 = produce(restartable, name, client)
+        phase3 = produce(target, name, client)
         assert wait_processed([member], set(phase3)), "phase 3 was not processed after the restart"
         member.terminate()
         run = member.finish(20.0)
