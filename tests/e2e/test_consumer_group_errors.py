@@ -1,0 +1,106 @@
+"""Bad KIP-848 requests, answered as Apache Kafka 4.4 answers them: the same request, as raw bytes,
+to ``kafka-wire serve`` and to a Kafka 4.4 node; the error code, message and epoch must match."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from kafka_wire.codec.structs import Message
+from kafka_wire.messages import (
+    ApiKey,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    RequestHeader,
+)
+from kafka_wire.protocol.framing import decode_response, encode_request
+from tests.e2e import raw
+from tests.e2e.apache_kafka import apache_kafka
+from tests.e2e.brokers import BrokerProcess, kafka_wire
+
+
+def _join(**changes: object) -> ConsumerGroupHeartbeatRequest:
+    request = ConsumerGroupHeartbeatRequest(
+        group_id="kw-errors",
+        member_id="kw-errors-member",
+        member_epoch=0,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_names=["kw-errors-topic"],
+        topic_partitions=[],
+    )
+    for name, value in changes.items():
+        setattr(request, name, value)
+    return request
+
+
+HEARTBEATS = {
+    "empty group id": _join(group_id=""),
+    "empty instance id": _join(instance_id=""),
+    "empty rack id": _join(rack_id=""),
+    "join without rebalance timeout": _join(rebalance_timeout_ms=-1),
+    "join with owned partitions unset": _join(topic_partitions=None),
+    "join without subscription": _join(subscribed_topic_names=None),
+    "join without member id": _join(member_id=""),
+    "invalid epoch": _join(member_epoch=-3),
+    "static leave without instance id": _join(member_epoch=-2),
+    "unknown assignor": _join(server_assignor="sticky"),
+    "bad regex": _join(subscribed_topic_names=None, subscribed_topic_regex="("),
+    "unknown group": _join(member_epoch=5, group_id="kw-errors-nobody"),
+}
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, BrokerProcess]]:
+    """``kafka-wire serve`` and Apache Kafka 4.4, side by side."""
+    ours = kafka_wire(tmp_path_factory.mktemp("kafka_wire"))
+    kafka = apache_kafka(tmp_path_factory.mktemp("apache_kafka"))
+    ours.start()
+    try:
+        kafka.start()
+        try:
+            yield ours, kafka
+        finally:
+            kafka.close()
+    finally:
+        ours.close()
+
+
+def ask(broker: BrokerProcess, request: Message, api_key: int, version: int) -> Message:
+    header = RequestHeader(correlation_id=7, client_id=raw.CLIENT_ID)
+    outcome = raw.exchange(
+        broker.address, encode_request(header, request, version), probe=type(request).__name__
+    )
+    assert outcome.whole_frame, outcome.describe()
+    _, body = decode_response(outcome.reply, api_key, version)
+    return body
+
+
+@pytest.mark.parametrize("case", list(HEARTBEATS))
+def test_bad_heartbeats_are_refused_as_kafka_refuses_them(
+    pair: tuple[BrokerProcess, BrokerProcess], case: str
+) -> None:
+    answers = []
+    for broker in pair:
+        body = ask(broker, HEARTBEATS[case], ApiKey.CONSUMER_GROUP_HEARTBEAT, 1)
+        assert isinstance(body, ConsumerGroupHeartbeatResponse)
+        answers.append((body.error_code, body.error_message, body.member_epoch, body.member_id))
+    ours, kafka = answers
+    assert ours == kafka
+
+
+def test_describing_a_missing_group_is_answered_as_kafka(pair: tuple[BrokerProcess, BrokerProcess]) -> None:
+    answers = []
+    for broker in pair:
+        body = ask(
+            broker,
+            ConsumerGroupDescribeRequest(group_ids=["kw-errors-none"]),
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
+            1,
+        )
+        assert isinstance(body, ConsumerGroupDescribeResponse)
+        answers.append([(g.group_id, g.error_code, g.error_message, g.group_state) for g in body.groups])
+    ours, kafka = answers
+    assert ours == kafka
