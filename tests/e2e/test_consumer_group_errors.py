@@ -3,6 +3,7 @@ to ``kafka-wire serve`` and to a Kafka 4.4 node; the error code, message and epo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,8 @@ from kafka_wire.messages import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    ErrorCode,
+    FindCoordinatorRequest,
     RequestHeader,
 )
 from kafka_wire.protocol.framing import decode_response, encode_request
@@ -68,14 +71,36 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProce
         ours.close()
 
 
+#: Answers while the group's coordinator is not ready: Kafka creates ``__consumer_offsets`` at the
+#: first FindCoordinator and loads its partitions; the request is sent again until they pass.
+NOT_READY = (
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_COORDINATOR,
+)
+READY_TIMEOUT_S = 60.0
+
+
 def ask(broker: BrokerProcess, request: Message, api_key: int, version: int) -> Message:
+    """``request``'s answer, asked again while its group's coordinator is not ready."""
     header = RequestHeader(correlation_id=7, client_id=raw.CLIENT_ID)
-    outcome = raw.exchange(
-        broker.address, encode_request(header, request, version), probe=type(request).__name__
-    )
-    assert outcome.whole_frame, outcome.describe()
-    _, body = decode_response(outcome.reply, api_key, version)
-    return body
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while True:
+        outcome = raw.exchange(
+            broker.address, encode_request(header, request, version), probe=type(request).__name__
+        )
+        assert outcome.whole_frame, outcome.describe()
+        _, body = decode_response(outcome.reply, api_key, version)
+        errors = (
+            [g.error_code for g in body.groups] if isinstance(body, ConsumerGroupDescribeResponse) else []
+        )
+        errors.append(getattr(body, "error_code", 0))
+        if not set(errors) & set(NOT_READY):
+            return body
+        find = FindCoordinatorRequest(key=getattr(request, "group_id", "kw-errors"), key_type=0)
+        raw.exchange(broker.address, encode_request(header, find, 3), probe="FindCoordinator")
+        assert time.monotonic() < deadline, f"{broker.name}: the coordinator was not ready: {body}"
+        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("case", list(HEARTBEATS))

@@ -21,6 +21,7 @@ CAUGHT = {
     "serve-above-hw": (10, "inconsistent-offsets"),
     "offsets-not-loaded": (2, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
+    "assign-before-revoke": (1, "double-ownership"),
 }
 
 

@@ -205,7 +205,9 @@ class ConsumerGroups:
             if request.topic_partitions is None or request.topic_partitions:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
             if not request.subscribed_topic_names and request.subscribed_topic_regex is None:
-                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+                raise invalid(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+                )
         elif epoch == STATIC_LEAVE_EPOCH:
             if not request.member_id:
                 raise invalid("MemberId can't be empty.")

@@ -142,6 +142,19 @@ class ConsumerGroup:
                         epochs[topic_id, p] = member.member_epoch
         return epochs
 
+    def double_owned(self) -> list[tuple[uuid.UUID, int, str, str]]:
+        """Partitions two members own at once (assigned or pending revocation): always empty."""
+        owners: dict[tuple[uuid.UUID, int], str] = {}
+        out = []
+        for member in self.members.values():
+            for owned in (member.assigned, member.pending_revocation):
+                for topic_id, partitions in owned.items():
+                    for p in partitions:
+                        first = owners.setdefault((topic_id, p), member.member_id)
+                        if first != member.member_id:
+                            out.append((topic_id, p, first, member.member_id))
+        return out
+
     def put_member(self, member: ConsumerMember) -> None:
         self.members[member.member_id] = member
         if member.instance_id is not None:

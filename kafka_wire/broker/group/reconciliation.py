@@ -13,6 +13,7 @@ import uuid
 from enum import Enum
 from typing import Final
 
+from kafka_wire.broker import buggify
 from kafka_wire.broker.group.consumer_model import ConsumerMember, MemberState, intersect, minus
 from kafka_wire.broker.group.consumer_records import Partitions
 from kafka_wire.protocol.machine import step
@@ -91,6 +92,8 @@ def _next(
     wanted = minus(target, kept)
     free: Partitions = {}
     unreleased = False
+    if buggify.hooks.planted("assign-before-revoke"):
+        owner_epochs = {}
     for topic_id, partitions in wanted.items():
         available = tuple(p for p in partitions if (topic_id, p) not in owner_epochs)
         unreleased = unreleased or len(available) < len(partitions)

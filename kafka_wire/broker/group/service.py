@@ -424,6 +424,10 @@ class GroupCoordinator:
         group = self._rt.groups.get(group_id)
         return None if group is None or group.consumer is None else group.consumer.copy()
 
+    def consumer_group_ids(self) -> list[str]:
+        """The KIP-848 consumer groups in memory, in creation order."""
+        return [g.group_id for g in self._rt.groups.values() if g.consumer is not None]
+
     def consumer_group_state(self, group_id: str) -> ConsumerGroupState | None:
         group = self._rt.groups.get(group_id)
         return None if group is None or group.consumer is None else group.consumer.state()
