@@ -51,6 +51,9 @@ HEARTBEATS = {
     "static leave without instance id": _join(member_epoch=-2),
     "unknown assignor": _join(server_assignor="sticky"),
     "bad regex": _join(subscribed_topic_names=None, subscribed_topic_regex="("),
+    "bad regex class": _join(subscribed_topic_names=None, subscribed_topic_regex="[a"),
+    "bad regex repetition": _join(subscribed_topic_names=None, subscribed_topic_regex="a**"),
+    "bad regex backslash": _join(subscribed_topic_names=None, subscribed_topic_regex="a\\"),
     "unknown group": _join(member_epoch=5, group_id="kw-errors-nobody"),
 }
 
