@@ -96,6 +96,13 @@ class GroupLink:
                 min_session_timeout_ms=config.group_min_session_timeout_ms,
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
                 max_group_size=config.group_max_size,
+                consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+                consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+                consumer_assignors=tuple(
+                    a.strip() for a in config.group_consumer_assignors.split(",") if a.strip()
+                ),
+                consumer_max_size=config.group_consumer_max_size,
+                consumer_migration_policy=config.group_consumer_migration_policy,
                 offsets_retention_ms=config.offsets_retention_ms,
                 # Groups are placed by the partitions the topic has, once it exists.
                 offsets_topic_num_partitions=(

@@ -9,6 +9,8 @@ from kafka_wire.errors import KafkaWireError
 
 #: Java's ``Integer.MAX_VALUE``: Kafka's default ``group.max.size`` (no limit).
 INT32_MAX: Final = 2**31 - 1
+#: The server-side assignors of KIP-848 groups (``group.consumer.assignors``).
+CONSUMER_ASSIGNORS: Final = ("uniform", "range")
 #: ``group.consumer.migration.policy`` values.
 MIGRATION_POLICIES: Final = ("bidirectional", "upgrade", "downgrade", "disabled")
 
@@ -79,8 +81,10 @@ class GroupConfig:
         for name in ("consumer_session_timeout_ms", "consumer_heartbeat_interval_ms", "consumer_max_size"):
             if getattr(self, name) < 1:
                 raise GroupConfigError(PROPERTY_NAMES[name], "must be at least 1")
-        if not self.consumer_assignors or any(a not in ("uniform", "range") for a in self.consumer_assignors):
-            raise GroupConfigError(PROPERTY_NAMES["consumer_assignors"], "known assignors: uniform, range")
+        if not self.consumer_assignors or any(a not in CONSUMER_ASSIGNORS for a in self.consumer_assignors):
+            raise GroupConfigError(
+                PROPERTY_NAMES["consumer_assignors"], f"known assignors: {', '.join(CONSUMER_ASSIGNORS)}"
+            )
         if self.consumer_migration_policy not in MIGRATION_POLICIES:
             raise GroupConfigError(
                 PROPERTY_NAMES["consumer_migration_policy"], f"one of {', '.join(MIGRATION_POLICIES)}"
