@@ -15,8 +15,16 @@ from kafka_wire.messages import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     ErrorCode,
     FindCoordinatorRequest,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
     RequestHeader,
 )
 from kafka_wire.protocol.framing import decode_response, encode_request
@@ -131,4 +139,87 @@ def test_describing_a_missing_group_is_answered_as_kafka(pair: tuple[BrokerProce
         assert isinstance(body, ConsumerGroupDescribeResponse)
         answers.append([(g.group_id, g.error_code, g.error_message, g.group_state) for g in body.groups])
     ours, kafka = answers
+    assert ours == kafka
+
+
+LIVE = "kw-errors-live"
+
+
+def _live_member(broker: BrokerProcess) -> ConsumerGroupHeartbeatResponse:
+    """A member joined to ``LIVE`` (subscribed to a topic that does not exist: no assignment)."""
+    body = ask(broker, _join(group_id=LIVE, member_id="live-member"), ApiKey.CONSUMER_GROUP_HEARTBEAT, 1)
+    assert isinstance(body, ConsumerGroupHeartbeatResponse) and body.error_code == 0, body
+    return body
+
+
+def test_a_live_consumer_group_is_described_and_checked_as_kafka_does(
+    pair: tuple[BrokerProcess, BrokerProcess],
+) -> None:
+    seen = []
+    for broker in pair:
+        joined = _live_member(broker)
+        fenced = ask(
+            broker,
+            _join(
+                group_id=LIVE,
+                member_id="live-member",
+                member_epoch=joined.member_epoch + 5,
+                rebalance_timeout_ms=-1,
+            ),
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            1,
+        )
+        assert isinstance(fenced, ConsumerGroupHeartbeatResponse)
+        described = ask(
+            broker, ConsumerGroupDescribeRequest(group_ids=[LIVE]), ApiKey.CONSUMER_GROUP_DESCRIBE, 1
+        )
+        assert isinstance(described, ConsumerGroupDescribeResponse)
+        [group] = described.groups
+        [member] = group.members
+        classic = ask(broker, DescribeGroupsRequest(groups=[LIVE]), ApiKey.DESCRIBE_GROUPS, 6)
+        assert isinstance(classic, DescribeGroupsResponse)
+        listed = ask(broker, ListGroupsRequest(types_filter=["consumer"]), ApiKey.LIST_GROUPS, 5)
+        assert isinstance(listed, ListGroupsResponse)
+        stale = ask(
+            broker,
+            OffsetCommitRequest(
+                group_id=LIVE,
+                generation_id_or_member_epoch=joined.member_epoch + 1,
+                member_id="live-member",
+                topics=[
+                    OffsetCommitRequestTopic(
+                        name="kw-errors-topic",
+                        partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=1)],
+                    )
+                ],
+            ),
+            ApiKey.OFFSET_COMMIT,
+            9,
+        )
+        assert isinstance(stale, OffsetCommitResponse)
+        seen.append(
+            {
+                "join": (joined.member_epoch, joined.heartbeat_interval_ms, joined.assignment),
+                "fenced": (fenced.error_code, fenced.error_message),
+                "describe": (
+                    group.error_code,
+                    group.group_state,
+                    group.group_epoch,
+                    group.assignment_epoch,
+                    group.assignor_name,
+                    member.member_epoch,
+                    member.subscribed_topic_names,
+                    member.client_id,
+                    member.member_type,
+                ),
+                "describe_groups": [(g.error_code, g.error_message, g.group_state) for g in classic.groups],
+                "listed": [
+                    (g.group_type, g.group_state, g.protocol_type)
+                    for g in listed.groups
+                    if g.group_id == LIVE
+                ],
+                "stale_commit": [p.error_code for t in stale.topics for p in t.partitions],
+            }
+        )
+    ours, kafka = seen
     assert ours == kafka

@@ -14,12 +14,12 @@ from kafka_wire.sim.run import SimOptions, simulate
 #: bug -> (seed, the anomaly the checker reports)
 CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
-    "skip-truncation": (3, "inconsistent-offsets"),
+    "skip-truncation": (8, "liveness"),
     "unclean-election": (33, "unclean-election"),
-    "ack-before-isr": (3, "lost-write"),
+    "ack-before-isr": (2, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
     "serve-above-hw": (10, "inconsistent-offsets"),
-    "offsets-not-loaded": (2, "committed-offset-lost"),
+    "offsets-not-loaded": (1, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
     "assign-before-revoke": (1, "double-ownership"),
 }
