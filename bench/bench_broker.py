@@ -1,9 +1,11 @@
-"""Broker benchmark: Tansu against ``kafka-wire serve``, with one real client (confluent-kafka).
+"""Broker benchmark: ``kafka-wire serve`` beside Apache Kafka 4.4 and Tansu, in one run, with one
+real client (confluent-kafka).
 
 Not a test. For each broker:
 
-* **start**: seconds from ``Popen`` until the port accepts a TCP connection, median of ``--starts``
-  fresh starts (each with an empty data dir).
+* **start**: seconds from ``Popen`` until the broker answers its first ApiVersions request, median
+  of ``--starts`` fresh starts (each with an empty data dir; Kafka's is formatted by its storage
+  tool before the clock starts, as ``kafka-storage.sh format`` runs before ``kafka-server-start.sh``).
 * **produce**: one confluent-kafka ``Producer`` (acks=all, linger.ms=5, no compression) sends
   ``--records`` records of ``--value-bytes`` bytes (no key) to a one-partition topic; timed from the
   first ``produce()`` until ``flush()`` returns with every delivery report in.
@@ -14,8 +16,12 @@ Not a test. For each broker:
   only queue), to show where the client itself limits the produce figure.
 
 MB/s counts value bytes only, 1 MB = 10^6 bytes. Tansu runs with memory storage
-(``--storage-engine memory://tansu/``); kafka-wire serve writes to its data dir in the temp dir.
-Run: ``.venv/bin/python bench/bench_broker.py [--records N] [--value-bytes B] [--starts K] [--rounds R]``.
+(``--storage-engine memory://tansu/``); kafka-wire serve and Kafka write to their data dirs in the
+temp dir. Kafka 4.4 is the jars of ``make peers``, one KRaft combined node configured as its example
+``server.properties`` with the JVM heap of its start script (``-Xmx1G -Xms1G``;
+``tests/e2e/apache_kafka.py``).
+Run: ``.venv/bin/python bench/bench_broker.py [--records N] [--value-bytes B] [--starts K] [--rounds R]
+[--brokers kafka-wire,kafka-4.4,tansu]``.
 """
 
 from __future__ import annotations
@@ -38,12 +44,15 @@ sys.path.insert(0, str(ROOT))  # for tests.e2e.brokers (the broker processes of 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402  # not in its stubs' exports
 
+from tests.e2e.apache_kafka import KafkaNode, answers_api_versions, apache_kafka  # noqa: E402
 from tests.e2e.brokers import BrokerProcess, kafka_wire, tansu  # noqa: E402
-from tests.interop.harness import free_port, stop_process_group, wait_until_accepting  # noqa: E402
+from tests.interop.harness import free_port, stop_process_group  # noqa: E402
 
 TOPIC = "bench"
 
 MakeBroker = Callable[[Path], BrokerProcess]
+#: Every broker the script can measure, in the order of its table.
+BROKERS: dict[str, MakeBroker] = {"kafka-wire": kafka_wire, "kafka-4.4": apache_kafka, "tansu": tansu}
 
 
 @dataclass
@@ -60,11 +69,13 @@ class Result:
 
 
 def measure_start(make: MakeBroker, workdir: Path, starts: int) -> float:
-    """Median seconds from Popen until the port accepts, over ``starts`` fresh starts."""
+    """Median seconds from Popen until the first ApiVersions answer, over ``starts`` fresh starts."""
     times = []
     for i in range(starts):
         broker = make(workdir / f"start-{i}")
         broker.data_dir.mkdir(parents=True, exist_ok=True)
+        if isinstance(broker, KafkaNode):
+            broker.format()
         begin = time.monotonic()
         process = subprocess.Popen(
             broker.command(),
@@ -75,7 +86,10 @@ def measure_start(make: MakeBroker, workdir: Path, starts: int) -> float:
             start_new_session=True,
         )
         try:
-            wait_until_accepting(broker.address, 60.0, process)
+            while not answers_api_versions(broker.address, timeout_s=0.5):
+                if process.poll() is not None or time.monotonic() - begin > 120:
+                    raise RuntimeError(f"{broker.name} did not answer ApiVersions (status {process.poll()})")
+                time.sleep(0.002)
             times.append(time.monotonic() - begin)
         finally:
             stop_process_group(process)
@@ -187,15 +201,16 @@ def value_of(size: int) -> bytes:
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description="Tansu vs kafka-wire serve: start time, produce and consume throughput"
+        description="kafka-wire serve, Apache Kafka 4.4 and Tansu: start time, produce and consume throughput"
     )
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--brokers", default=",".join(BROKERS), help="which of them, comma-separated")
     args = parser.parse_args()
 
-    brokers: list[tuple[str, MakeBroker]] = [("tansu", tansu), ("kafka-wire", kafka_wire)]
+    brokers = [(name, BROKERS[name]) for name in args.brokers.split(",")]
 
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-broker-") as tmp:
@@ -218,11 +233,14 @@ def main() -> None:
             f"| {r.broker} | {r.start_s * 1000:.0f} | {p_rec:,.0f} | {p_mb:.1f} | {c_rec:,.0f} | {c_mb:.1f} |"
         )
     print(f"\nclient ceiling (the produce loop with no broker): {ceiling:,.0f} rec/s")
-    if len(results) == 2:
-        t, k = results
+    ours = next((r for r in results if r.broker == "kafka-wire"), None)
+    for other in results:
+        if ours is None or other is ours:
+            continue
         print(
-            f"\nkafka-wire / Tansu: start {k.start_s / t.start_s:.2f}x the time, "
-            f"produce {t.produce_s / k.produce_s:.2f}x the rate, consume {t.consume_s / k.consume_s:.2f}x the rate"
+            f"kafka-wire / {other.broker}: start {ours.start_s / other.start_s:.2f}x the time, "
+            f"produce {other.produce_s / ours.produce_s:.2f}x the rate, "
+            f"consume {other.consume_s / ours.consume_s:.2f}x the rate"
         )
 
 

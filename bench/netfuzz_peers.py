@@ -1,46 +1,38 @@
-"""``kafka-wire fuzz`` for a long run against ``kafka-wire serve`` and against Tansu.
+"""``kafka-wire fuzz`` for a long run against ``kafka-wire serve``, Apache Kafka 4.4 and Tansu.
 
 Not a test (``tests/netfuzz/test_live_servers.py`` runs short versions). For each peer it starts
 the server on a free port, watches it from a supervisor thread that starts it again on the same
 port whenever it exits (as systemd would), and runs ``kafka-wire fuzz HOST:PORT --requests N
 --seed S --wait-restart 60 --report build/netfuzz/PEER-seedS.json``. It prints the fuzzer's
 summary for each peer, and the server's restarts.
-Run: ``.venv/bin/python bench/netfuzz_peers.py [--requests N] [--seed S] [--peer kafka-wire|tansu]``.
+Kafka 4.4 is one KRaft node from the jars of ``make peers`` (``tests/e2e/apache_kafka.py``); a
+restart keeps its data directory, as a restarted Kafka does.
+Run: ``.venv/bin/python bench/netfuzz_peers.py [--requests N] [--seed S] [--peer kafka-wire|kafka-4.4|tansu]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.e2e.apache_kafka import answers_api_versions, apache_kafka  # noqa: E402
 from tests.e2e.brokers import BrokerProcess, kafka_wire, kafka_wire_cli, tansu  # noqa: E402
 
-PEERS = {"kafka-wire": kafka_wire, "tansu": tansu}
-
-
-#: An ApiVersions v0 request frame (correlation id 1, client id "supervisor").
-_PROBE = struct.pack(">ihhih", 20, 18, 0, 1, 10) + b"supervisor"
-
-
-def answers(address: tuple[str, int], timeout_s: float) -> bool:
-    """Whether the server answers an ApiVersions on a new connection within ``timeout_s``."""
-    try:
-        with socket.create_connection(address, timeout_s) as sock:
-            sock.sendall(_PROBE)
-            return len(sock.recv(4)) == 4
-    except OSError:
-        return False
+PEERS: dict[str, Callable[[Path], BrokerProcess]] = {
+    "kafka-wire": kafka_wire,
+    "kafka-4.4": apache_kafka,
+    "tansu": tansu,
+}
 
 
 class Supervisor:
@@ -62,7 +54,7 @@ class Supervisor:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self) -> None:
-        address = (self.broker.address.host, self.broker.address.port)
+        address = self.broker.address
         silent_since: float | None = None
         probed = time.monotonic()
         while not self._stop.wait(0.05):  # an exit is seen within 50 ms
@@ -71,7 +63,7 @@ class Supervisor:
                 if now - probed < self.PROBE_EVERY_S:
                     continue
                 probed = now
-                if answers(address, self.PROBE_TIMEOUT_S):
+                if answers_api_versions(address, self.PROBE_TIMEOUT_S):
                     silent_since = None
                     continue
                 silent_since = silent_since or now
@@ -121,7 +113,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--peer", choices=sorted(PEERS), action="append", help="default: both")
+    parser.add_argument("--peer", choices=sorted(PEERS), action="append", help="default: all")
     args, extra = parser.parse_known_args()
     worst = max(run(peer, args.requests, args.seed, extra) for peer in args.peer or sorted(PEERS))
     sys.exit(worst)

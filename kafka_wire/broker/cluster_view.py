@@ -85,9 +85,9 @@ class Outbound:
     body: Message
     on_reply: ReplyHandler
     timeout_ms: int = 30_000
-    #: The version ``body`` is meant at (a forwarded request keeps its client's), or None: the
-    #: newest both nodes support.
-    api_version: int | None = None
+    #: The version to send it at (a forwarded request keeps its client's, as Kafka's Envelope
+    #: does); None: the highest both nodes support.
+    version: int | None = None
 
 
 class ClusterView(Protocol):

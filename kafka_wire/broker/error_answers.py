@@ -35,6 +35,7 @@ from kafka_wire.messages import (
     ElectLeadersResponse,
     ElectLeadersResponsePartitionResult,
     ElectLeadersResponseReplicaElectionResult,
+    ErrorCode,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
     IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
@@ -170,3 +171,11 @@ ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] =
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _list_reassignments,
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
 }
+
+
+def failure_answer(api_key: int, request: Message, code: int) -> Message:
+    """The error answer of :data:`ERROR_ANSWERS` for a request the controller could not carry out
+    (it lost its leadership, or its records were not committed in time), with the error's own
+    description as message: Kafka's controller answers these with its exception's message."""
+    known = ErrorCode.lookup(code)
+    return ERROR_ANSWERS[api_key](request, code, known.description if isinstance(known, ErrorCode) else None)

@@ -3,8 +3,9 @@
 When the storage effects of an engine call fail, every answer built in that call is replaced by a
 copy of itself in which each successful outcome carries an error instead: every ``error_code``
 that says NONE gets the failure's code (and ``error_message`` its reason where the message has
-one), offsets and records that the failed writes would have backed are cleared. Outcomes that were
-errors already keep their own code: they did not depend on the write.
+one), offsets and records that the failed writes would have backed are cleared, as Kafka clears
+them for a storage error. Outcomes that were errors already keep their own code: they did not
+depend on the write.
 
 The code is Kafka's for a failed log directory, KAFKA_STORAGE_ERROR, except for the group
 coordinator's APIs: Kafka's coordinator reports a failed ``__consumer_offsets`` write as
@@ -19,17 +20,20 @@ from typing import Final
 from kafka_wire.codec.structs import Message, Struct
 from kafka_wire.messages import ErrorCode
 
-#: Fields whose value a failed write makes meaningless; they go back to their defaults.
-_CLEARED: Final = frozenset(
-    {
-        "records",
-        "base_offset",
-        "log_append_time_ms",
-        "log_start_offset",
-        "high_watermark",
-        "last_stable_offset",
-    }
-)
+#: Fields whose value a failed write makes meaningless, and what they become: Kafka's values
+#: for a storage error (its ``LogAppendResult`` and ``LogReadResult``: offsets -1, empty records,
+#: null aborted transactions), not the generated defaults (0 for ``base_offset`` and
+#: ``high_watermark``, null records).
+_CLEARED: Final[dict[str, object]] = {
+    "records": b"",
+    "aborted_transactions": None,
+    "base_offset": -1,
+    "log_append_time_ms": -1,
+    "log_start_offset": -1,
+    "high_watermark": -1,
+    "last_stable_offset": -1,
+    "low_watermark": -1,
+}
 
 
 def failed_answer(body: Message, error_code: int, reason: str) -> Message:
@@ -45,8 +49,8 @@ def _mark(struct: Struct, error_code: int, reason: str) -> None:
         struct.error_code = error_code  # type: ignore[attr-defined]  # checked through FIELDS above
         if "error_message" in fields:
             struct.error_message = reason  # type: ignore[attr-defined]  # checked through FIELDS above
-        for name in _CLEARED & fields.keys():
-            setattr(struct, name, fields[name].default())
+        for name in _CLEARED.keys() & fields.keys():
+            setattr(struct, name, _CLEARED[name])
     for spec in fields.values():
         if spec.struct is None:
             continue

@@ -252,8 +252,12 @@ def _fetch(request: Message, code: int) -> Message:
                 topic=t.topic,
                 topic_id=t.topic_id,
                 partitions=[
-                    FetchResponsePartitionData(
-                        partition_index=p.partition, error_code=code, high_watermark=-1, last_stable_offset=-1
+                    FetchResponsePartitionData(  # empty records, as Kafka's partitionResponse
+                        partition_index=p.partition,
+                        error_code=code,
+                        high_watermark=-1,
+                        last_stable_offset=-1,
+                        records=b"",
                     )
                     for p in t.partitions
                 ],

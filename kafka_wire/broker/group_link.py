@@ -114,6 +114,7 @@ class GroupLink:
                 t.name if (t := state.topic_with_id(topic_id)) is not None else None
             ),
             topic_id_of=lambda name: t.topic_id if (t := state.topic_named(name)) is not None else None,
+            partitions_of=lambda name: t.partitions if (t := state.topic_named(name)) is not None else None,
             timers=timers,
             partitioned=True,
             topics=lambda: [(t.name, t.topic_id, t.partitions) for t in state.metadata.topics.values()],
@@ -144,7 +145,8 @@ class GroupLink:
             request.api_version,
             now_ms,
             client_id=request.header.client_id or "",
-            client_host=client_host,
+            # Kafka's coordinator keeps the peer's InetAddress.toString(): "/127.0.0.1".
+            client_host=f"/{client_host}" if client_host else "",
         )
         return self._apply(effects, now_ms)
 

@@ -182,10 +182,12 @@ class BrokerLifecycle:
         and its own registration): it may be unfenced (Kafka's ``setReadyToUnfence``)."""
         self._caught_up = True
 
-    def begin_shutdown(self, now_ms: int) -> None:
+    def begin_shutdown(self, now_ms: int, *, controlled: bool = True) -> None:
+        """Stop: with a controlled shutdown (``controlled.shutdown.enable``, and ``controlled``:
+        the node passes False when there is no other broker to move leaderships to), else at once."""
         if self._state in (LifecycleState.SHUTTING_DOWN, LifecycleState.PENDING_CONTROLLED_SHUTDOWN):
             return
-        if not self._config.controlled_shutdown_enable:
+        if not (controlled and self._config.controlled_shutdown_enable):
             self._state = LifecycleState.SHUTTING_DOWN
             return
         self._move(LifecycleInput.SHUTDOWN_ASKED)

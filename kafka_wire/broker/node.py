@@ -21,12 +21,11 @@ interfaces, the protocols below, are used here). The wiring, after every input (
 3. once the image has applied everything the quorum committed, the lifecycle may ask to be
    unfenced;
 4. the raft replica's outbound requests go to the peer links;
-5. requests to this node's own controller (the broker side's registration, heartbeats and
-   forwarded requests while its controller is the active one) are answered in-process by the
+5. on the only voter of its quorum (a single node), requests to its own controller (the broker
+   side's registration, heartbeats and forwarded requests) are answered in-process by the
    :class:`~kafka_wire.broker.local_link.LocalLink`, with no connection; their answers may move
-   the steps above again, so the pump repeats until nothing moves. A node that is the only
-   voter of its quorum (a single node) starts, elects itself, registers and is unfenced within
-   its first call, and needs no controller socket.
+   the steps above again, so the pump repeats until nothing moves. Such a node starts, elects
+   itself, registers and is unfenced within its first call, and needs no controller socket.
 
 Requests on a controller listener go to the raft replica (Vote, BeginQuorumEpoch,
 EndQuorumEpoch, Fetch and FetchSnapshot of ``__cluster_metadata``, DescribeQuorum) or to the
@@ -153,8 +152,9 @@ class Node:
             logger=self._log,
         )
         self.view = MetadataView(config.node_id, self.settings, self._send)
-        #: Requests to this node's own controller, answered in-process.
+        #: Requests to this node's own controller, answered in-process (the only voter).
         self.local = LocalLink(self._serve_local)
+        self._sole_voter = self.settings.sole_voter(config.node_id)
         self._parts: NodeParts | None = None
         self._state: BrokerState | None = None
         self._effects = EffectSink()
@@ -180,9 +180,13 @@ class Node:
             self.links.send(outbound, self._now_ms)
 
     def _is_local(self, outbound: Outbound) -> bool:
-        """A request for this node's own controller (it has the role): served in-process."""
+        """A request for this node's own controller when it is the quorum's only voter: served
+        in-process. A node of a larger quorum reaches its own controller over its controller
+        listener, as a Kafka combined node does (its heartbeats then take a network hop, as
+        every other broker's do)."""
         return (
-            outbound.destination == self.config.node_id
+            self._sole_voter
+            and outbound.destination == self.config.node_id
             and outbound.listener in self.settings.controller_listener_names
             and self._parts is not None
             and self._parts.controller is not None
@@ -238,7 +242,7 @@ class Node:
             )
             lifecycle = self.lifecycle
             state.producer_ids = ProducerIdBlocks(self.view, lambda: lifecycle.broker_epoch)
-            if parts.controller is not None:
+            if parts.controller is not None and self._sole_voter:
                 parts.controller.local_broker(lifecycle.incarnation_id)
             self.lifecycle.start(now_ms)
         self._pump(now_ms)
@@ -333,9 +337,14 @@ class Node:
         return changes
 
     def begin_shutdown(self, now_ms: int) -> None:
+        """A controlled shutdown; none for a single node (the only voter, and the only broker
+        registered): its leaderships have nowhere to move, and its restart replaces its
+        registration at once."""
         self._now_ms = now_ms
         if self.lifecycle is not None:
-            self.lifecycle.begin_shutdown(now_ms)
+            brokers = [b.node_id for b in self.parts.image.brokers()]
+            alone = self._sole_voter and brokers == [self.config.node_id]
+            self.lifecycle.begin_shutdown(now_ms, controlled=not alone)
             self.lifecycle.tick(now_ms)
         self._pump(now_ms)
 
@@ -392,8 +401,9 @@ class Node:
             if self._published and not self._unpublished:
                 self.lifecycle.caught_up()
             self.lifecycle.tick(now_ms)
-            if not self.lifecycle.fenced and self._state is not None and self._state.producer_ids is not None:
-                self._state.producer_ids.prefetch(now_ms)
+            producer_ids = self._state.producer_ids if self._state is not None else None
+            if self._sole_voter and not self.lifecycle.fenced and producer_ids is not None:
+                producer_ids.prefetch(now_ms)  # answered in-process: ready before any client
         for outbound in parts.raft.poll_outbound(now_ms):
             self.links.send(outbound, now_ms)
         return bool(deltas) or changed

@@ -5,8 +5,9 @@ broker's id and epoch; the controller records each block as a ProducerIdsRecord 
 log, so no id is handed out twice, across brokers or restarts). :class:`ProducerIdBlocks` is the
 broker's side, as Kafka's ``RPCProducerIdManager``:
 
-* the first block is asked for once the broker is unfenced (:meth:`ProducerIdBlocks.prefetch`:
-  a single node, whose controller answers in-process, has it before its first client);
+* the first block is asked for by the first InitProducerId, except on a single node (the only
+  voter), which asks once it is unfenced (:meth:`ProducerIdBlocks.prefetch`): its controller
+  answers in-process, so it has the block before its first client;
 * ids are taken in order from the current block;
 * when 90% of the current block is used, the next block is asked for (one request in flight);
 * when the current block is used up and the next has not come, there is no id:

@@ -33,9 +33,10 @@ def describe_topic_configs(
     version: int = 1,
 ) -> list[DescribeConfigsResponseResourceResult]:
     """Topic configs as DescribeConfigs lists them at ``version`` (``is_default`` exists in v0 only):
-    ``overrides`` on ``defaults`` (the broker's topic defaults, set by the ``static`` broker
+    every one when ``keys`` is None or empty, as Kafka's ``ConfigHelper`` does, else the ones
+    named; ``overrides`` on ``defaults`` (the broker's topic defaults, set by the ``static`` broker
     properties, by Kafka's name)."""
-    wanted = sorted(CONFIG_KEYS) if keys is None else [k for k in keys if k in CONFIG_KEYS]
+    wanted = sorted(CONFIG_KEYS) if not keys else [k for k in keys if k in CONFIG_KEYS]
     effective = LogConfig.from_properties(overrides, base=defaults)
     results = []
     for name in wanted:

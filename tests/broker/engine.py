@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from kafka_wire.broker import Broker, BrokerConfig
 from kafka_wire.broker.driving import settle
@@ -19,6 +19,7 @@ from kafka_wire.broker.effects import (
     StorageEffect,
 )
 from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.structs import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
 
@@ -38,6 +39,18 @@ def legacy_storage() -> MemoryStorage:
             storage.files[name] = bytearray(path.read_bytes())
             storage._durable[name] = path.read_bytes()
     return storage
+
+
+M = TypeVar("M", bound=Message)
+
+
+def on_the_wire(answer: object, cls: type[M], version: int) -> M:
+    """An answer a handler built, fitted to ``version`` and encoded as the broker sends it, then
+    decoded as a client reads it."""
+    assert isinstance(answer, cls)
+    decoded = cls.decode(fit(answer, version).encode(version), version)
+    assert isinstance(decoded, cls)
+    return decoded
 
 
 class Engine:

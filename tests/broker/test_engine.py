@@ -163,7 +163,7 @@ def test_metadata_auto_creates_and_names_topics_by_id() -> None:
     asking = MetadataRequest(topics=[MetadataRequestTopic(name="auto")], allow_auto_topic_creation=True)
     first = client.request(asking)
     assert isinstance(first.body, MetadataResponse)  # asked of the controller: Kafka's first answer
-    assert first.body.topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    assert first.body.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     reply = client.request(asking)
     assert isinstance(reply.body, MetadataResponse)
     [topic] = reply.body.topics

@@ -1,9 +1,10 @@
 """Fixtures of the cluster tests: a :class:`~tests.cluster.harness.LocalCluster` per test.
 
 ``cluster_factory(overrides)`` builds (does not start) a three-node cluster in the test's temp
-dir; every cluster it built is SIGKILLed at the end of the test whatever happened. When a test
-fails (or its setup does), the tail of each node's stderr and stdout is added to the failure's
-report as a "node logs" section.
+dir; every cluster it built is SIGKILLed at the end of the test whatever happened.
+When a test fails (or its setup does), the tail of each node's stderr and stdout of the clusters
+it used (those it built, and any cluster fixture it takes) is added to the failure's report as a
+"node logs" section.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ def pytest_runtest_makereport(
     """A failed setup or test shows the end of every node's output."""
     report = yield
     if report.failed and report.when in ("setup", "call"):
-        for cluster in item.stash.get(_CLUSTERS, []):
+        used: list[LocalCluster] = [*item.stash.get(_CLUSTERS, [])]
+        arguments = getattr(item, "funcargs", {})
+        used += [c for c in arguments.values() if isinstance(c, LocalCluster) and c not in used]
+        for cluster in used:
             report.sections.append((f"node logs ({cluster.workdir.name})", cluster.log_tails()))
     return report
 

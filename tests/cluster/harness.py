@@ -1,4 +1,5 @@
-"""A local cluster of real ``kafka-wire serve`` processes, configured as Kafka users configure Kafka.
+"""A local cluster of real ``kafka-wire serve`` processes, configured as Kafka users configure Kafka;
+or of Apache Kafka 4.4 nodes with the same properties (``implementation="apache_kafka"``).
 
 :class:`LocalCluster` writes one ``server.properties`` per node (combined mode:
 ``process.roles=broker,controller``, a PLAINTEXT broker listener and a CONTROLLER listener on free
@@ -13,6 +14,10 @@ What the cluster says about itself is asked through kafka_wire's own client
 DescribeQuorum, sent to one chosen node, plus CreateTopics, Produce and Fetch with their error
 codes as the node answered them. The comparison of the replicas' logs reads each node's data
 directory with :mod:`kafka_wire.spark.logs` after the nodes stopped.
+
+An Apache Kafka node (the jars of ``make peers``, ``tests/e2e/apache_kafka.py``) gets the same
+properties, its data directory formatted by Kafka's storage tool before its first start, and runs
+``kafka.Kafka`` with the JVM options of Kafka's start scripts.
 
 Each node's stdout and stderr go to files in the cluster's work directory; :meth:`LocalCluster.
 log_tails` gives the end of each (the fixture prints them when a test fails).
@@ -33,7 +38,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final, TypeVar
+from typing import IO, Any, Final, Literal, TypeVar
 
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.logformat.checkpoints import REPLICATION_OFFSET_CHECKPOINT, parse_partition_checkpoint
@@ -59,8 +64,11 @@ from kafka_wire.messages import (
 from kafka_wire.records import RecordsReader, build_batch
 from kafka_wire.records.batch import RecordBatch
 from kafka_wire.spark.logs import discover, iter_segment
+from tests.e2e.apache_kafka import LOG4J2, format_storage, server_command
 
 T = TypeVar("T")
+#: What a node runs: ``kafka-wire serve`` or Apache Kafka 4.4.
+Implementation = Literal["kafka_wire", "apache_kafka"]
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 HOST: Final = "127.0.0.1"
@@ -68,6 +76,8 @@ HOST: Final = "127.0.0.1"
 METADATA_TOPIC: Final = "__cluster_metadata"
 #: How long a node may take from its start until its broker port answers ApiVersions.
 START_TIMEOUT_S: Final = 30.0
+#: The same for an Apache Kafka node (a JVM start, 5-10 s on two cores; longer beside others).
+KAFKA_START_TIMEOUT_S: Final = 90.0
 #: How long a SIGTERMed node may take to exit before it is SIGKILLed.
 STOP_TIMEOUT_S: Final = 15.0
 #: One request to one node.
@@ -142,6 +152,7 @@ class Node:
     broker: bool = True
     controller: bool = True
     properties: dict[str, str] = field(default_factory=dict)
+    implementation: Implementation = "kafka_wire"
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
     _files: list[IO[bytes]] = field(default_factory=list)
@@ -170,6 +181,8 @@ class Node:
         return self.process is not None and self.process.poll() is None
 
     def command(self) -> list[str]:
+        if self.implementation == "apache_kafka":
+            return server_command(self.config_path, self.workdir / "log4j2.properties")
         command = [sys.executable, "-m", "kafka_wire.cli", "serve", "--config", str(self.config_path)]
         level = os.environ.get("KW_CLUSTER_LOG_LEVEL")
         return [*command, "--log-level", level] if level else command
@@ -184,6 +197,10 @@ class Node:
         assert not self.running(), f"node {self.node_id} is already running"
         self._close_files()
         self.write_config()
+        if self.implementation == "apache_kafka":
+            (self.workdir / "log4j2.properties").write_text(LOG4J2)
+            if not (self.data_dir / "meta.properties").is_file():
+                format_storage(self.config_path, self.properties["cluster.id"], [])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
         out = self.stdout_path.open("ab")
@@ -205,9 +222,11 @@ class Node:
         )
         self.starts += 1
 
-    def wait_up(self, timeout_s: float = START_TIMEOUT_S) -> float:
+    def wait_up(self, timeout_s: float | None = None) -> float:
         """Wait until the broker port (a controller-only node: the controller port) answers
         ApiVersions; return the seconds that took."""
+        if timeout_s is None:
+            timeout_s = KAFKA_START_TIMEOUT_S if self.implementation == "apache_kafka" else START_TIMEOUT_S
         start = time.monotonic()
         port = self.port if self.broker else self.controller_port
 
@@ -295,7 +314,7 @@ def listener_port(host: str = HOST) -> int:
 class LocalCluster:
     """``size`` combined nodes (ids 1..size) of one cluster, in ``workdir``; with
     ``controllers``, separate roles instead: that many controller-only nodes (ids 1..controllers)
-    and ``size`` broker-only nodes after them."""
+    and ``size`` broker-only nodes after them. Every node runs ``implementation``."""
 
     def __init__(
         self,
@@ -303,6 +322,7 @@ class LocalCluster:
         size: int = 3,
         overrides: Mapping[str, str] | None = None,
         controllers: int = 0,
+        implementation: Implementation = "kafka_wire",
     ) -> None:
         self.workdir = workdir
         self.cluster_id = new_cluster_id()
@@ -312,7 +332,13 @@ class LocalCluster:
                 (node_id > controllers, node_id <= controllers) if controllers else (True, True)
             )
             self.nodes[node_id] = Node(
-                node_id, listener_port(), listener_port(), workdir / f"node-{node_id}", broker, controller
+                node_id,
+                listener_port(),
+                listener_port(),
+                workdir / f"node-{node_id}",
+                broker,
+                controller,
+                implementation=implementation,
             )
         voters = ",".join(
             f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes.values() if n.controller
@@ -352,21 +378,21 @@ class LocalCluster:
         """The running brokers."""
         return [n for n in self.nodes.values() if n.broker and n.running()]
 
-    def start_all(self, timeout_s: float = START_TIMEOUT_S) -> None:
+    def start_all(self, timeout_s: float | None = None) -> None:
         """Start every node, wait until each answers, then until every broker is registered."""
         for node in self.nodes.values():
             node.spawn()
         for node in self.nodes.values():
             node.wait_up(timeout_s)
-        self.wait_brokers({n.node_id for n in self.nodes.values() if n.broker}, timeout_s)
+        self.wait_brokers({n.node_id for n in self.nodes.values() if n.broker}, timeout_s or START_TIMEOUT_S)
 
-    def start(self, node_id: int, timeout_s: float = START_TIMEOUT_S) -> float:
+    def start(self, node_id: int, timeout_s: float | None = None) -> float:
         """Start a stopped node again (same ports and data) and wait until it answers."""
         node = self.nodes[node_id]
         node.spawn()
         return node.wait_up(timeout_s)
 
-    def start_many(self, node_ids: Iterable[int], timeout_s: float = START_TIMEOUT_S) -> None:
+    def start_many(self, node_ids: Iterable[int], timeout_s: float | None = None) -> None:
         """Start several stopped nodes at once, then wait until each answers (a node may only
         answer once the others are back, when together they make the controller quorum)."""
         nodes = [self.nodes[i] for i in node_ids]

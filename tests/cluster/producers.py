@@ -17,17 +17,41 @@ from pathlib import Path
 from typing import Final
 
 from tests.cluster.harness import ROOT
-from tests.interop.harness import java_command, stop_process_group
+from tests.interop.harness import JavaClient, java_command, stop_process_group
 
 CLUSTER_CLIENT_SOURCE: Final = Path(__file__).resolve().parent / "java" / "ClusterClient.java"
+
+
+def spawn(command: list[str]) -> subprocess.Popen[str]:
+    """A client program in its own process group, from the repository root, its stdin, stdout and
+    stderr piped as text."""
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Stop a program :func:`spawn` started and close its pipes."""
+    stop_process_group(process, timeout_s=2.0)
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
 
 
 def confluent_command(bootstrap: str, topic: str, count: int, name: str) -> list[str]:
     return [sys.executable, "-m", "tests.cluster.confluent_producer", bootstrap, topic, str(count), name]
 
 
-def java_producer_command(bootstrap: str, topic: str, count: int, name: str) -> list[str]:
-    return java_command(CLUSTER_CLIENT_SOURCE, "produce", bootstrap, topic, str(count), name)
+def java_producer_command(
+    bootstrap: str, topic: str, count: int, name: str, client: JavaClient = "java4"
+) -> list[str]:
+    return java_command(CLUSTER_CLIENT_SOURCE, "produce", bootstrap, topic, str(count), name, client=client)
 
 
 @dataclass
@@ -47,16 +71,7 @@ class ProducerProcess:
 
     @classmethod
     def start(cls, name: str, command: list[str], count: int) -> ProducerProcess:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            start_new_session=True,
-        )
-        producer = cls(name, count, process)
+        producer = cls(name, count, spawn(command))
         producer._threads = [
             threading.Thread(target=producer._read_stdout, daemon=True),
             threading.Thread(target=producer._read_stderr, daemon=True),
@@ -123,10 +138,7 @@ class ProducerProcess:
         assert len(self.acked) + len(self.failed) == self.count, self.describe()
 
     def kill(self) -> None:
-        stop_process_group(self.process, timeout_s=2.0)
-        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
-            if pipe is not None and not pipe.closed:
-                pipe.close()
+        stop(self.process)
 
     def describe(self) -> str:
         with self._lock:

@@ -1,13 +1,14 @@
-"""Differential tests against Apache Kafka 4.4's own generated message classes (kafka-clients 4.4.0).
+"""Differential tests against Apache Kafka 4.4's own generated message classes (kafka-clients and
+kafka-metadata 4.4.0, from ``make peers``).
 
-Kafka's message generator writes one Java class per request, response and header (``FetchRequestData``,
-``RequestHeaderData``, ...) with ``read``/``write`` at every version, and one ``*JsonConverter``
-per class that builds and prints those objects as JSON. ``java/MessageOracle.java`` runs them in one
-long-lived JVM for the whole module (jars from ``make peers``), one JSON line in and one out per
-message. It first says which versions 4.4 defines: every request and response version of every
-API key ``ApiMessageType`` knows (the unstable latest versions included), and the request and
-response header versions. For each of them, with Hypothesis messages of our codec
-(``kafka_wire.testing.strategies.messages``, unknown tagged fields included), both directions:
+Kafka's message generator writes one Java class per request, response, header and data message
+(``FetchRequestData``, ``RequestHeaderData``, ``PartitionRecord``, ...) with ``read``/``write`` at
+every version, and one ``*JsonConverter`` per class that builds and prints those objects as JSON.
+``java/MessageOracle.java`` runs them in one long-lived JVM for the whole module, one JSON line in
+and one out per batch of messages. It first says which versions 4.4 defines: every request and
+response version of every API key ``ApiMessageType`` knows (the unstable latest versions
+included), the header versions, and those of our data messages. For each of them, with our
+messages, both directions:
 
 * **our bytes -> Kafka**: Kafka's ``read`` consumes exactly our encoding, and its ``write`` of what
   it read gives back the same bytes (unknown tagged fields ride along as Kafka's raw tagged fields);
@@ -20,20 +21,25 @@ response header versions. For each of them, with Hypothesis messages of our code
 
 A field Kafka does not know, or knows at other versions, or a differing type, width, nullability,
 tag or default, shows in one of the two: in the first as bytes Kafka cannot read or reads
-differently, in the second as JSON Kafka rejects or bytes that differ from ours.
+differently, in the second as JSON Kafka rejects or bytes that differ from ours
+(``test_the_oracle_sees_differences`` shows each).
 
-``records`` fields hold arbitrary bytes: Kafka's classes keep them as opaque ``MemoryRecords``,
-read and written without looking inside, so every byte compares exactly.
+The messages: per pair, :data:`RANDOM_EXAMPLES` from ``kafka_wire.testing.generate.random_message``
+(seeded by class and version, so a failure replays; boundary values weighted, unknown tagged
+fields now and then, ``records`` either a valid RecordBatch or any bytes: Kafka's classes keep
+records as opaque ``MemoryRecords``, so every byte compares), and :data:`HYPOTHESIS_EXAMPLES` from
+``kafka_wire.testing.strategies.messages`` on pairs drawn from all of them.
 
-The pairs checked: ``test_coverage`` pins down how many (API, version, direction) pairs and header
-versions there are (docs/internals/codec.md quotes the count), and which versions of ours 4.4 does
-not define (ZooKeeper-era versions 4.0 removed, versions newer than 4.4), each with its reason.
+``test_coverage`` pins down how many pairs there are (docs/internals/codec.md quotes the count)
+and which versions of ours 4.4 does not define (versions Kafka 4.0 removed, the share-group
+draft), each with its reason.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import random
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,11 +53,11 @@ from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.structs import Message, Struct
 from kafka_wire.messages import DATA, HEADERS, ApiKey, MetadataRequest, MetadataRequestTopic, catalog
 from kafka_wire.protocol.framing import request_header_version, response_header_version
+from kafka_wire.testing.generate import random_message
 from kafka_wire.testing.strategies import messages
 from tests.interop.harness import java_command, peer_jars, stop_process_group
 
 ORACLE_SOURCE: Final = Path(__file__).resolve().parent / "java" / "MessageOracle.java"
-#: kafka-clients 4.4.0 and the Jackson its JsonConverters are written against.
 #: kafka-clients 4.4.0, kafka-metadata (the ``__cluster_metadata`` records) and the Jackson the
 #: JsonConverters are written against.
 ORACLE_ARTIFACTS: Final = (
@@ -61,11 +67,15 @@ ORACLE_ARTIFACTS: Final = (
     "jackson-databind",
     "jackson-annotations",
 )
-#: Examples per (class, version): about 1,150 pairs at a few milliseconds each keep this module
-#: within its minute on two busy cores (the ci profile's 12 would take about three).
-EXAMPLES: Final = max(2, settings().max_examples // 3)
-#: How long one answer of the oracle may take (its JVM starts in about half a second).
-ANSWER_TIMEOUT_S: Final = 60.0
+#: Random messages per (class, version), checked in one round trip to the oracle: the ci profile's
+#: example count (12), as many as the round-trip tests draw.
+RANDOM_EXAMPLES: Final = settings().max_examples
+#: Hypothesis messages, each of a pair drawn from all of them: Hypothesis draws nested messages at
+#: about 20 ms each on two cores, so one for each of the 666 pairs would take this module past its
+#: minute; the random messages above cover every pair.
+HYPOTHESIS_EXAMPLES: Final = settings().max_examples * 10
+#: How long the oracle may take to exit once its output has ended.
+EXIT_TIMEOUT_S: Final = 10.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,7 +103,7 @@ class Oracle:
         self.process.stdin.flush()
         line = self.process.stdout.readline()
         if not line:
-            self.process.wait(ANSWER_TIMEOUT_S)
+            self.process.wait(EXIT_TIMEOUT_S)
             raise RuntimeError(
                 f"MessageOracle exited with status {self.process.returncode}:\n"
                 + self.stderr_path.read_text(errors="replace")[-3000:]
@@ -105,7 +115,7 @@ class Oracle:
         if self.process.stdin is not None:
             self.process.stdin.close()
         try:
-            self.process.wait(10)
+            self.process.wait(EXIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             stop_process_group(self.process)
         if self.process.stdout is not None:
@@ -121,14 +131,10 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Oracle]:
         process.close()
 
 
-_DESCRIPTION: dict[str, Any] = {}
-
-
-def kafka_versions(oracle: Oracle) -> dict[str, Any]:
-    """What 4.4 defines (``MessageOracle``'s ``describe``), asked once."""
-    if not _DESCRIPTION:
-        _DESCRIPTION.update(oracle.ask({"op": "describe", "data": sorted(JAVA_DATA_CLASSES.values())}))
-    return _DESCRIPTION
+@pytest.fixture(scope="module")
+def kafka_defines(oracle: Oracle) -> dict[str, Any]:
+    """What 4.4 defines (``MessageOracle``'s ``describe``)."""
+    return oracle.ask({"op": "describe", "data": sorted(JAVA_DATA_CLASSES.values())})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,41 +256,56 @@ def _kafka_pairs(description: dict[str, Any]) -> set[tuple[str, Any, int]]:
 
 
 def _both(api_key: int, *versions: int) -> set[tuple[str, Any, int]]:
-    return {(kind, api_key, v) for kind in ("request", "response") for v in versions}
+    return {(kind, int(api_key), v) for kind in ("request", "response") for v in versions}
 
 
+#: API key -> our versions Kafka 4.0 removed (KIP-896 and the end of ZooKeeper: APIs 4-7 went
+#: whole); the codec keeps them so that old clients and captures still decode.
+REMOVED_BY_KAFKA_4_0: Final = {
+    ApiKey.PRODUCE: (0, 1, 2),
+    ApiKey.FETCH: (0, 1, 2, 3),
+    ApiKey.LIST_OFFSETS: (0,),
+    ApiKey.LEADER_AND_ISR: tuple(range(8)),
+    ApiKey.STOP_REPLICA: tuple(range(5)),
+    ApiKey.UPDATE_METADATA: tuple(range(9)),
+    ApiKey.CONTROLLED_SHUTDOWN: tuple(range(4)),
+    ApiKey.OFFSET_COMMIT: (0, 1),
+    ApiKey.OFFSET_FETCH: (0,),
+    ApiKey.CREATE_TOPICS: (0, 1),
+    ApiKey.DELETE_TOPICS: (0,),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 1),
+    ApiKey.WRITE_TXN_MARKERS: (0,),
+    ApiKey.DESCRIBE_ACLS: (0,),
+    ApiKey.CREATE_ACLS: (0,),
+    ApiKey.DELETE_ACLS: (0,),
+    ApiKey.DESCRIBE_CONFIGS: (0,),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (0,),
+    ApiKey.DESCRIBE_LOG_DIRS: (0,),
+    ApiKey.CREATE_DELEGATION_TOKEN: (0,),
+    ApiKey.RENEW_DELEGATION_TOKEN: (0,),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: (0,),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: (0,),
+    ApiKey.ALTER_PARTITION: (0, 1),
+}
+#: The early-access share-group RPCs at v0, which Kafka 4.1 replaced with v1.
+SHARE_GROUP_DRAFT: Final = (
+    ApiKey.SHARE_GROUP_HEARTBEAT,
+    ApiKey.SHARE_GROUP_DESCRIBE,
+    ApiKey.SHARE_FETCH,
+    ApiKey.SHARE_ACKNOWLEDGE,
+)
 #: Our versions that Kafka 4.4's classes do not define, and why (shared/reference/SCHEMA-DIFF.md).
-#: Kafka 4.0 removed the ZooKeeper-era APIs and versions (KIP-896, KIP-724 and the end of
-#: ZooKeeper); the codec keeps them so that old clients and captures still decode.
 NOT_IN_KAFKA_44: Final = {
-    **{pair: "removed by Kafka 4.0" for pair in _both(0, 0, 1, 2)},  # Produce
-    **{pair: "removed by Kafka 4.0" for pair in _both(1, 0, 1, 2, 3)},  # Fetch
-    **{pair: "removed by Kafka 4.0" for pair in _both(2, 0)},  # ListOffsets
-    **{pair: "removed by Kafka 4.0" for pair in _both(4, *range(8))},  # LeaderAndIsr
-    **{pair: "removed by Kafka 4.0" for pair in _both(5, *range(5))},  # StopReplica
-    **{pair: "removed by Kafka 4.0" for pair in _both(6, *range(9))},  # UpdateMetadata
-    **{pair: "removed by Kafka 4.0" for pair in _both(7, *range(4))},  # ControlledShutdown
-    **{pair: "removed by Kafka 4.0" for pair in _both(8, 0, 1)},  # OffsetCommit
-    **{pair: "removed by Kafka 4.0" for pair in _both(9, 0)},  # OffsetFetch
-    **{pair: "removed by Kafka 4.0" for pair in _both(19, 0, 1)},  # CreateTopics
-    **{pair: "removed by Kafka 4.0" for pair in _both(20, 0)},  # DeleteTopics
-    **{pair: "removed by Kafka 4.0" for pair in _both(23, 0, 1)},  # OffsetForLeaderEpoch
-    **{pair: "removed by Kafka 4.0" for pair in _both(27, 0)},  # WriteTxnMarkers
-    **{pair: "removed by Kafka 4.0" for pair in _both(29, 0)},  # DescribeAcls
-    **{pair: "removed by Kafka 4.0" for pair in _both(30, 0)},  # CreateAcls
-    **{pair: "removed by Kafka 4.0" for pair in _both(31, 0)},  # DeleteAcls
-    **{pair: "removed by Kafka 4.0" for pair in _both(32, 0)},  # DescribeConfigs
-    **{pair: "removed by Kafka 4.0" for pair in _both(34, 0)},  # AlterReplicaLogDirs
-    **{pair: "removed by Kafka 4.0" for pair in _both(35, 0)},  # DescribeLogDirs
-    **{pair: "removed by Kafka 4.0" for pair in _both(38, 0)},  # CreateDelegationToken
-    **{pair: "removed by Kafka 4.0" for pair in _both(39, 0)},  # RenewDelegationToken
-    **{pair: "removed by Kafka 4.0" for pair in _both(40, 0)},  # ExpireDelegationToken
-    **{pair: "removed by Kafka 4.0" for pair in _both(41, 0)},  # DescribeDelegationToken
-    **{pair: "removed by Kafka 4.0" for pair in _both(56, 0, 1)},  # AlterPartition
-    **{pair: "the early-access share-group v0, replaced by v1 in Kafka 4.1" for pair in _both(76, 0)},
-    **{pair: "the early-access share-group v0, replaced by v1 in Kafka 4.1" for pair in _both(77, 0)},
-    **{pair: "the early-access share-group v0, replaced by v1 in Kafka 4.1" for pair in _both(78, 0)},
-    **{pair: "the early-access share-group v0, replaced by v1 in Kafka 4.1" for pair in _both(79, 0)},
+    **{
+        pair: "removed by Kafka 4.0"
+        for key, versions in REMOVED_BY_KAFKA_4_0.items()
+        for pair in _both(key, *versions)
+    },
+    **{
+        pair: "the share-group draft v0, replaced by v1 in Kafka 4.1"
+        for key in SHARE_GROUP_DRAFT
+        for pair in _both(key, 0)
+    },
     ("header", "RequestHeader", 0): "only ControlledShutdown v0 used it, removed by Kafka 4.0",
 }
 
@@ -302,19 +323,27 @@ def _cases() -> list[Any]:
 CASES: Final = _cases()
 
 
-def test_coverage(oracle: Oracle) -> None:
+def test_coverage(kafka_defines: dict[str, Any]) -> None:
     """Every version Kafka 4.4 defines is one of ours, and ours beyond it are the documented ones."""
-    theirs = _kafka_pairs(kafka_versions(oracle))
+    theirs = _kafka_pairs(kafka_defines)
     assert sorted(theirs - set(OURS), key=str) == []
     assert {pair: why for pair, why in NOT_IN_KAFKA_44.items() if pair in theirs} == {}
     assert sorted(set(OURS) - theirs - set(NOT_IN_KAFKA_44), key=str) == []
     assert {(kind, api, version) for kind, api, version, _ in (c.values for c in CASES)} == theirs
     assert len(CASES) == 666
+    # The versions 4.4 marks unstable (its classes read and write them all the same).
+    unstable = {
+        (api["name"], v)
+        for api in kafka_defines["apis"]
+        if "request" in api
+        for v in range(api["highestStable"] + 1, api["request"][1] + 1)
+    }
+    assert unstable == {("InitProducerId", 6)}
 
 
-def test_header_versions(oracle: Oracle) -> None:
+def test_header_versions(kafka_defines: dict[str, Any]) -> None:
     """The request and response header version of every API version is the one Kafka assigns."""
-    for api in kafka_versions(oracle)["apis"]:
+    for api in kafka_defines["apis"]:
         if "request" not in api:
             continue
         lo = api["request"][0]
@@ -326,49 +355,72 @@ def test_header_versions(oracle: Oracle) -> None:
             assert response_header_version(api["key"], version) == response_header, (api["name"], version)
 
 
-@pytest.mark.parametrize(("kind", "api", "version", "cls"), CASES)
-@settings(max_examples=EXAMPLES)
-@given(data=st.data())
-def test_kafka_agrees(
-    oracle: Oracle, kind: str, api: Any, version: int, cls: type[Message], data: st.DataObject
-) -> None:
-    msg = data.draw(messages(cls, version, max_text=40, max_bytes=200))
-    encoded = msg.encode(version)
-    plain = without_unknown_tags(msg, version)
-    answer = oracle.ask(
+def kafka_answers(
+    oracle: Oracle, kind: str, api: Any, version: int, msgs: list[Message]
+) -> list[dict[str, Any]]:
+    """Kafka's answers for ``msgs`` (our bytes, and the JSON of our values without the unknown
+    tagged fields), one round trip for all of them."""
+    cases = [
         {
-            "op": "check",
-            "kind": kind,
-            "api": api,
-            "version": version,
-            "bytes": _b64(encoded),
-            "json": to_kafka_json(plain, version),
+            "bytes": _b64(msg.encode(version)),
+            "json": to_kafka_json(without_unknown_tags(msg, version), version),
         }
-    )
-    assert "error" not in answer, f"Kafka failed at {answer['stage']}: {answer['error']}"
+        for msg in msgs
+    ]
+    request = {"op": "check", "kind": kind, "api": api, "version": version, "cases": cases}
+    answers: list[dict[str, Any]] = oracle.ask(request)["answers"]
+    assert len(answers) == len(msgs)
+    return answers
+
+
+def check_agreement(cls: type[Message], version: int, msg: Message, answer: dict[str, Any]) -> None:
+    """What ``answer`` (Kafka's, for ``msg``) must be for the two codecs to agree."""
+    assert "error" not in answer, f"Kafka failed at {answer['stage']}: {answer['error']}\n{msg!r}"
+    encoded = msg.encode(version)
     # Our bytes -> Kafka's read -> Kafka's write: the same bytes, the same values.
-    assert base64.b64decode(answer["reread"]) == encoded
-    assert answer["readJson"] == to_kafka_json(msg, version, records_as_size=True)
+    assert base64.b64decode(answer["reread"]) == encoded, msg
+    assert answer["readJson"] == to_kafka_json(msg, version, records_as_size=True), msg
     # Our values as JSON -> Kafka's message -> Kafka's bytes: ours, and we read them back.
+    plain = without_unknown_tags(msg, version)
     built = base64.b64decode(answer["built"])
-    assert built == plain.encode(version)
+    assert built == plain.encode(version), msg
     back = cls.decode(built, version, strict=True)
     assert back == plain
     assert back.encode(version) == built
 
 
+@pytest.mark.parametrize(("kind", "api", "version", "cls"), CASES)
+def test_kafka_agrees(oracle: Oracle, kind: str, api: Any, version: int, cls: type[Message]) -> None:
+    """RANDOM_EXAMPLES messages of ``random_message`` (boundary values weighted, records either a
+    valid batch or any bytes, unknown tagged fields now and then), from a generator seeded with the
+    class and version: a failure replays."""
+    rng = random.Random(f"{cls.__name__}-v{version}")
+    msgs = [random_message(cls, version, rng, max_text=40, max_bytes=200) for _ in range(RANDOM_EXAMPLES)]
+    for msg, answer in zip(msgs, kafka_answers(oracle, kind, api, version, msgs), strict=True):
+        check_agreement(cls, version, msg, answer)
+
+
+@settings(max_examples=HYPOTHESIS_EXAMPLES)
+@given(data=st.data())
+def test_kafka_agrees_on_hypothesis_messages(oracle: Oracle, data: st.DataObject) -> None:
+    """Hypothesis messages (``kafka_wire.testing.strategies``) of pairs drawn from all of them."""
+    kind, api, version, cls = data.draw(st.sampled_from([c.values for c in CASES]))
+    msg = data.draw(messages(cls, version, max_text=40, max_bytes=200))
+    (answer,) = kafka_answers(oracle, kind, api, version, [msg])
+    check_agreement(cls, version, msg, answer)
+
+
 def _check(oracle: Oracle, data: bytes, json_value: dict[str, Any]) -> dict[str, Any]:
     """Kafka's answers for ``data`` and ``json_value`` as a MetadataRequest v12."""
-    return oracle.ask(
-        {
-            "op": "check",
-            "kind": "request",
-            "api": int(ApiKey.METADATA),
-            "version": 12,
-            "bytes": _b64(data),
-            "json": json_value,
-        }
-    )
+    request = {
+        "op": "check",
+        "kind": "request",
+        "api": int(ApiKey.METADATA),
+        "version": 12,
+        "cases": [{"bytes": _b64(data), "json": json_value}],
+    }
+    answer: dict[str, Any] = oracle.ask(request)["answers"][0]
+    return answer
 
 
 def test_the_oracle_sees_differences(oracle: Oracle) -> None:

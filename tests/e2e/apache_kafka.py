@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import IO, Final
 
 from tests.e2e.brokers import BrokerProcess, _copy
-from tests.interop.harness import ROOT, Address, free_port
+from tests.interop.harness import PEERS_LIB, Address, free_port
 
 KAFKA_VERSION: Final = "4.4.0"
 #: Where ``make peers`` puts Kafka's jars.
-KAFKA_LIB: Final = ROOT / "build" / "peers" / "kafka-4.4" / "lib"
+KAFKA_LIB: Final = PEERS_LIB
 #: Kafka's ``kafka-server-start.sh`` heap (``KAFKA_HEAP_OPTS``).
 HEAP_OPTS: Final = ("-Xmx1G", "-Xms1G")
 #: Kafka's ``kafka-run-class.sh`` defaults (``KAFKA_JVM_PERFORMANCE_OPTS``).
@@ -98,9 +98,57 @@ def java() -> str:
     return path
 
 
+def format_storage(properties: Path, cluster_id: str, quorum: list[str]) -> None:
+    """``kafka-storage.sh format``: Kafka's ``StorageTool`` writes ``meta.properties`` (and the
+    bootstrap metadata) into every log directory of ``properties``. ``quorum`` is
+    ``["--standalone"]``, ``["--initial-controllers", ...]`` or empty (static
+    ``controller.quorum.voters``)."""
+    result = subprocess.run(
+        [
+            java(),
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            kafka_classpath(),
+            "kafka.tools.StorageTool",
+            "format",
+            "--cluster-id",
+            cluster_id,
+            "--config",
+            str(properties),
+            *quorum,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"kafka-storage format failed:\n{result.stdout}{result.stderr}")
+
+
+def server_command(properties: Path, log4j2: Path) -> list[str]:
+    """``kafka-server-start.sh properties``: ``kafka.Kafka`` with the start scripts' JVM options,
+    logging as ``log4j2`` (write :data:`LOG4J2` there) says."""
+    return [
+        java(),
+        *HEAP_OPTS,
+        *JVM_PERFORMANCE_OPTS,
+        f"-Dlog4j2.configurationFile={log4j2}",
+        "-cp",
+        kafka_classpath(),
+        "kafka.Kafka",
+        str(properties),
+    ]
+
+
 def random_cluster_id() -> str:
-    """A cluster id as Kafka's ``StorageTool random-uuid`` prints one (a base64url UUID)."""
-    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A cluster id as Kafka's ``StorageTool random-uuid`` prints one (a base64url UUID). Like
+    Kafka's ``Uuid.randomUuid``, never one that starts with ``-`` (a command line would read it as
+    an option: ``--cluster-id -x...`` fails)."""
+    while True:
+        text = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def answers_api_versions(address: Address, timeout_s: float = 1.0) -> bool:
@@ -177,39 +225,10 @@ class KafkaNode(BrokerProcess):
             if self.initial_controllers
             else ["--standalone"]
         )
-        result = subprocess.run(
-            [
-                java(),
-                "-XX:TieredStopAtLevel=1",
-                "-cp",
-                kafka_classpath(),
-                "kafka.tools.StorageTool",
-                "format",
-                "--cluster-id",
-                self.cluster_id,
-                "--config",
-                str(self.properties_path),
-                *quorum,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"kafka-storage format failed:\n{result.stdout}{result.stderr}")
+        format_storage(self.properties_path, self.cluster_id, quorum)
 
     def command(self) -> list[str]:
-        return [
-            java(),
-            *HEAP_OPTS,
-            *JVM_PERFORMANCE_OPTS,
-            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
-            "-cp",
-            kafka_classpath(),
-            "kafka.Kafka",
-            str(self.properties_path),
-        ]
+        return server_command(self.properties_path, self.workdir / "log4j2.properties")
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> float:
         if not (self.data_dir / "meta.properties").is_file():

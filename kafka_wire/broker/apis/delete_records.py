@@ -4,7 +4,8 @@ Behaviour: moves a partition's log start offset up to the given offset (-1 means
 watermark); an offset above the high watermark is OFFSET_OUT_OF_RANGE; internal topics get
 INVALID_TOPIC_EXCEPTION, as in Kafka. Segments wholly below the
 new start are deleted. The answer's low watermark is the new log start offset.
-Only the leader moves the start (NOT_LEADER_OR_FOLLOWER elsewhere); followers
+Only the leader moves the start (NOT_LEADER_OR_FOLLOWER elsewhere, also on a node
+without a replica of the partition); followers
 follow it on their next fetch, and the answer waits (``partition/purgatory.py``) until the low
 watermark, the smallest log start offset over the ISR, reaches the new start, or
 REQUEST_TIMED_OUT at ``timeout_ms``.
@@ -12,6 +13,7 @@ REQUEST_TIMED_OUT at ``timeout_ms``.
 
 from __future__ import annotations
 
+from kafka_wire.broker.apis.cluster_facts import missing_replica_error
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.partition.purgatory import DelayedDeleteRecords, PendingDelete
 from kafka_wire.broker.state import Context
@@ -36,11 +38,15 @@ def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse
             )
             replica = state.replica(entry.name, wanted.partition_index)
             topic = state.topic_named(entry.name)
-            if replica is None or topic is None:
+            if topic is None or (
+                replica is None
+                and missing_replica_error(state, entry.name, wanted.partition_index)
+                != ErrorCode.NOT_LEADER_OR_FOLLOWER
+            ):
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif is_internal(topic.name):
                 result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
-            elif not replica.is_leader:
+            elif replica is None or not replica.is_leader:
                 result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 result.error_code, result.low_watermark = replica.delete_records_before(wanted.offset)

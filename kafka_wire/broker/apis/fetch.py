@@ -9,8 +9,11 @@ up to the high watermark, or the last stable offset for read_committed; at most
 incremental. An offset outside the log is OFFSET_OUT_OF_RANGE; a ``current_leader_epoch`` other
 than ours is fenced; unknown topics get UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID
 (v13+, by id).
-Clients read only from the leader
-(NOT_LEADER_OR_FOLLOWER with ``current_leader`` elsewhere, v12+), and a fetch with a replica id
+Every partition of an answer carries records, empty when there are none (never null, as from
+Kafka). Clients read only from the leader:
+NOT_LEADER_OR_FOLLOWER elsewhere, also on a broker that holds no replica of the partition; from
+v16 (KIP-951) that error and FENCED_LEADER_EPOCH name the leader this broker knows of in
+``current_leader`` and its endpoint in ``node_endpoints``, as Kafka's do. A fetch with a replica id
 (``replica_id`` before v15, ``replica_state`` from v15) from one of the partition's replicas is a
 follower's: it reads up to the log end offset instead of the high watermark, updates that
 follower's fetch state on the leader (which may move the high watermark and grow the ISR), and
@@ -28,7 +31,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Final
 
+from kafka_wire.broker.apis.cluster_facts import LiveBroker, current_leader, missing_replica_error
 from kafka_wire.broker.apis.list_offsets import epoch_error
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
@@ -41,9 +46,13 @@ from kafka_wire.messages import (
     FetchRequest,
     FetchResponse,
     FetchResponseFetchableTopicResponse,
+    FetchResponseNodeEndpoint,
     FetchResponsePartitionData,
 )
 from kafka_wire.protocol.server import Splice
+
+#: Errors whose partitions name the leader this broker knows of (Kafka's ``KafkaApis``, v16+).
+_LEADER_HINTED: Final = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 
 
 @dataclass(slots=True)
@@ -146,6 +155,7 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
         deadline_ms=ctx.now_ms + max(request.max_wait_ms, 0),
         replica_id=replica_id,
         replica_epoch=replica_epoch,
+        listener=ctx.listener,
     )
     response = wait.poll(ctx.now_ms)
     return wait if response is None else response
@@ -195,6 +205,8 @@ class FetchWait:
     #: A follower's node id (>= 0 only in a cluster), and its broker epoch (-1: not sent).
     replica_id: int = -1
     replica_epoch: int = -1
+    #: The listener the request came in on (whose endpoints ``node_endpoints`` gives).
+    listener: str = ""
     #: After a poll that held the request: per partition, what its outcome was read from (see
     #: ``_unchanged``); None when the next poll must read.
     seen: list[tuple[object, ...]] | None = field(default=None, init=False, repr=False)
@@ -217,28 +229,39 @@ class FetchWait:
         zero_copy = state.config.zero_copy_fetch
         results: list[tuple[_Wanted, FetchResponsePartitionData]] = []
         regions: dict[int, tuple[FileRegion | bytes, ...]] = {}
+        leaders: dict[int, LiveBroker] = {}
         for item in self.wanted:
+            # Every partition carries records, empty where there are none: Kafka never sends
+            # null records (librdkafka rejects them as a message set of size -1). Errors found
+            # by reading the partition (Kafka's ReplicaManager) leave the offsets at -1 and the
+            # aborted transactions null; those found before (an unknown topic) an empty list.
             data = FetchResponsePartitionData(
-                partition_index=item.partition, high_watermark=-1, last_stable_offset=-1
+                partition_index=item.partition, high_watermark=-1, last_stable_offset=-1, records=b""
             )
             topic = state.topic_with_id(item.topic_id) if by_id else state.topic_named(item.key)
             replica = state.replica(topic.name, item.partition) if topic is not None else None
             if replica is None:
-                data.error_code = (
-                    ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                )
+                if topic is None:
+                    data.error_code = (
+                        ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
+                else:
+                    data.error_code = missing_replica_error(state, topic.name, item.partition)
+                    if data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                        data.aborted_transactions = None
             elif error := epoch_error(item.current_leader_epoch, replica.leader_epoch):
                 data.error_code = error
+                data.aborted_transactions = None
             elif not replica.is_leader:
                 data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                data.current_leader.leader_id = replica.leadership.leader_id
-                data.current_leader.leader_epoch = replica.leader_epoch
+                data.aborted_transactions = None
             elif self.replica_id >= 0 and self.replica_id not in replica.replicas:
                 data.error_code = (
                     ErrorCode.UNKNOWN_LEADER_EPOCH
                     if item.current_leader_epoch >= 0
                     else ErrorCode.NOT_LEADER_OR_FOLLOWER
                 )
+                data.aborted_transactions = None
             elif self.replica_id >= 0 and (
                 diverging := replica.diverging(item.fetch_offset, item.last_fetched_epoch)
             ):
@@ -246,7 +269,7 @@ class FetchWait:
                 data.high_watermark = replica.high_watermark
                 data.last_stable_offset = replica.last_stable_offset
                 data.log_start_offset = replica.log_start_offset
-                data.records = b""
+                data.aborted_transactions = None
             else:
                 if self.replica_id >= 0 and not item.recorded and item.fetch_offset <= replica.log_end_offset:
                     item.recorded = True
@@ -266,18 +289,28 @@ class FetchWait:
                     to_log_end=self.replica_id >= 0,
                 )
                 data.error_code = outcome.error_code
-                data.high_watermark = outcome.high_watermark
-                data.last_stable_offset = outcome.last_stable_offset
-                data.log_start_offset = outcome.log_start_offset
-                data.records = outcome.records
+                # No transaction is ever aborted here; read_uncommitted gets null, as from Kafka.
+                data.aborted_transactions = (
+                    [] if request.isolation_level == READ_COMMITTED and not outcome.error_code else None
+                )
+                if not outcome.error_code:
+                    data.high_watermark = outcome.high_watermark
+                    data.last_stable_offset = outcome.last_stable_offset
+                    data.log_start_offset = outcome.log_start_offset
+                    data.records = outcome.records
                 if any(isinstance(part, FileRegion) for part in outcome.parts):
                     regions[len(results)] = outcome.parts
                 elif outcome.parts:
                     data.records = b"".join(p for p in outcome.parts if isinstance(p, bytes))
                 total += outcome.size
                 news = news or (self.replica_id >= 0 and item.high_watermark < outcome.high_watermark)
-                # No transaction is ever aborted here; read_uncommitted gets null, as from Kafka.
-                data.aborted_transactions = [] if request.isolation_level == READ_COMMITTED else None
+            if self.api_version >= 16 and data.error_code in _LEADER_HINTED and topic is not None:
+                # KIP-951: the leader this broker knows of, and its endpoint (Kafka: v16+).
+                found = current_leader(state, self.listener, topic.name, item.partition)
+                data.current_leader.leader_id = found.leader_id
+                data.current_leader.leader_epoch = found.leader_epoch
+                if found.node is not None:
+                    leaders[found.node.node_id] = found.node
             errors = errors or data.error_code != ErrorCode.NONE or data.diverging_epoch.end_offset >= 0
             results.append((item, data))
             seen.append(_read_from(topic, replica))
@@ -296,7 +329,7 @@ class FetchWait:
             splice = Splice(size=size, parts=parts)
             results[index][1].records = splice.placeholder
             splices.append(splice)
-        response = self._respond(results, by_id)
+        response = self._respond(results, by_id, leaders)
         return Spliced(response, tuple(splices)) if splices else response
 
     def _unchanged(self) -> bool:
@@ -321,7 +354,10 @@ class FetchWait:
         return True
 
     def _respond(
-        self, results: list[tuple[_Wanted, FetchResponsePartitionData]], by_id: bool
+        self,
+        results: list[tuple[_Wanted, FetchResponsePartitionData]],
+        by_id: bool,
+        leaders: dict[int, LiveBroker],
     ) -> FetchResponse:
         topics: list[FetchResponseFetchableTopicResponse] = []
         for item, data in results:
@@ -345,4 +381,11 @@ class FetchWait:
                     )
                 )
             topics[-1].partitions.append(data)
-        return FetchResponse(session_id=self.session_id, responses=topics)
+        return FetchResponse(
+            session_id=self.session_id,
+            responses=topics,
+            node_endpoints=[
+                FetchResponseNodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+                for _, b in sorted(leaders.items())
+            ],
+        )

@@ -6,10 +6,14 @@ inter-broker listener when the request names none); COORDINATOR_NOT_AVAILABLE wh
 has no leader, the leader has no such endpoint, or the topic does not exist yet (the broker then
 asks the controller to create it, and clients retry). Transaction coordinators (key type 1) are not
 available yet (COORDINATOR_NOT_AVAILABLE).
-Version notes: v0-v3 ask for one key; v4+ for a batch in ``coordinator_keys``.
+Version notes: v0-v3 ask for one key, and their answer's ``error_message`` (v1+) says why or,
+on success, "NONE" (as Kafka's); v4+ ask for a batch in ``coordinator_keys``, answered with
+empty messages (as Kafka's).
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.group import partition_for_group
@@ -23,6 +27,8 @@ from kafka_wire.messages import (
 )
 
 _GROUP = 0
+#: The message of Kafka's ``Errors.NONE`` (its name), which v1-v3 answers carry on success.
+NO_ERROR_MESSAGE: Final = "NONE"
 
 
 def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
@@ -36,11 +42,14 @@ def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResp
             entry = _group_coordinator(ctx, cluster, key)
         coordinators.append(entry)
     if ctx.api_version >= 4:
+        for entry in coordinators:
+            entry.error_message = ""  # Kafka's v4+ coordinators leave it at its default
         return FindCoordinatorResponse(coordinators=coordinators)
     [only] = coordinators
     return FindCoordinatorResponse(
         error_code=only.error_code,
-        error_message=only.error_message,
+        # Kafka's v1-v3 answer always has one: its error's, "NONE" for a success.
+        error_message=only.error_message if only.error_code else NO_ERROR_MESSAGE,
         node_id=only.node_id,
         host=only.host,
         port=only.port,

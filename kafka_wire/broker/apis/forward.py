@@ -69,12 +69,7 @@ def forward(ctx: Context, view: ClusterView, request: Message) -> Message | Forw
     held = Forwarded(request, error_answer, ctx.now_ms + FORWARD_TIMEOUT_MS)
     view.send(
         Outbound(
-            controller,
-            view.controller_listener,
-            request,
-            held.on_reply,
-            FORWARD_TIMEOUT_MS,
-            api_version=ctx.api_version,
+            controller, view.controller_listener, request, held.on_reply, FORWARD_TIMEOUT_MS, ctx.api_version
         )
     )
     return held

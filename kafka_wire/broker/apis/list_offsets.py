@@ -8,14 +8,19 @@ which is the log start offset without tiered storage, -5 (v9+, KIP-1005, the las
 and -6 (v11+, KIP-1023, the earliest offset pending upload) offset -1 as nothing is tiered. Any
 other timestamp finds the first record at or after it. A found offset at or above the high
 watermark (the last stable offset for read_committed) is answered with offset -1 and timestamp -1,
-as Kafka does. A ``current_leader_epoch`` other than ours is fenced.
+as Kafka does. A ``current_leader_epoch`` other than ours is fenced. In a cluster only the leader
+answers (NOT_LEADER_OR_FOLLOWER elsewhere, also on a node without a replica of the partition),
+except to the debugging replica id -2.
+A partition named more than once in one request is answered once, INVALID_REQUEST.
 Version notes: v0 answers in ``old_style_offsets``; ``leader_epoch`` from v4.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Final
 
+from kafka_wire.broker.apis.cluster_facts import missing_replica_error
 from kafka_wire.broker.partition.replica import READ_COMMITTED, PartitionReplica
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
@@ -26,6 +31,8 @@ from kafka_wire.messages import (
     ListOffsetsResponseTopicResponse,
 )
 
+#: Kafka's ``ListOffsetsRequest.DEBUGGING_REPLICA_ID``: the one asker a follower answers too.
+DEBUGGING: Final = -2
 LATEST: Final = -1
 EARLIEST: Final = -2
 MAX_TIMESTAMP: Final = -3
@@ -53,18 +60,29 @@ def epoch_error(current: int, ours: int) -> int:
 
 def handle(ctx: Context, request: ListOffsetsRequest) -> ListOffsetsResponse:
     state = ctx.state
+    asked = Counter((entry.name, p.partition_index) for entry in request.topics for p in entry.partitions)
+    twice = {key for key, count in asked.items() if count > 1}
+    answered: set[tuple[str, int]] = set()
     topics = []
     for entry in request.topics:
         partitions = []
         for wanted in entry.partitions:
+            key = (entry.name, wanted.partition_index)
             result = ListOffsetsResponsePartitionResponse(partition_index=wanted.partition_index)
             replica = state.replica(entry.name, wanted.partition_index)
-            if not timestamp_supported(wanted.timestamp, ctx.api_version):  # Kafka checks this first
+            if key in twice:  # answered once, as Kafka's map of partitions answers it
+                if key in answered:
+                    continue
+                answered.add(key)
+                result.error_code = ErrorCode.INVALID_REQUEST
+            elif not timestamp_supported(wanted.timestamp, ctx.api_version):  # Kafka checks this first
                 result.error_code = ErrorCode.UNSUPPORTED_VERSION
             elif replica is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_code = missing_replica_error(state, entry.name, wanted.partition_index)
             elif error := epoch_error(wanted.current_leader_epoch, replica.leader_epoch):
                 result.error_code = error
+            elif not replica.is_leader and request.replica_id != DEBUGGING:
+                result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 offset, timestamp = _lookup(replica, wanted.timestamp, request.isolation_level)
                 result.offset, result.timestamp = offset, timestamp

@@ -13,10 +13,10 @@ A named topic that does not exist is auto-created when both the broker
 (``auto.create.topics.enable``) and the request (v4+ ``allow_auto_topic_creation``) allow it, as
 Kafka's ``AutoTopicCreationManager`` does: the broker asks the active controller for all of them
 in one CreateTopics (``num.partitions``, ``default.replication.factor``; one request at a time per
-topic; Kafka's limit of 10,000 records per request applies to them together) and answers
-LEADER_NOT_AVAILABLE meanwhile. An internal topic is asked for the broker's way
-(``__consumer_offsets`` with ``offsets.topic.*``); one this broker does not make, and
-``__cluster_metadata``, is UNKNOWN_TOPIC_OR_PARTITION.
+topic; Kafka's limits per request apply to them together) and answers UNKNOWN_TOPIC_OR_PARTITION
+until the topic is in the image, as Kafka's broker does in KRaft mode. An internal topic is asked
+for the broker's way (``__consumer_offsets`` with ``offsets.topic.*``); one this broker does not
+make, and ``__cluster_metadata``, is UNKNOWN_TOPIC_OR_PARTITION.
 Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster),
 ``offline_replicas`` from v5.
 """
@@ -50,9 +50,13 @@ from kafka_wire.messages import (
 
 #: Kafka's "authorized operations not requested" value.
 OPERATIONS_NOT_REQUESTED: Final = -(2**31)
-#: Every topic operation (READ..DESCRIBE_CONFIGS bits) for a broker without ACLs.
-ALL_TOPIC_OPERATIONS: Final = 0b0000_1111_1111_1000
-ALL_CLUSTER_OPERATIONS: Final = 0b0001_1111_1110_1000
+#: Every operation on a topic for a broker without ACLs (Kafka's ``AclEntry.supportedOperations``):
+#: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS and ALTER_CONFIGS (bits 3-8, 10,
+#: 11; not CLUSTER_ACTION, 9).
+ALL_TOPIC_OPERATIONS: Final = 0b0000_1101_1111_1000
+#: Every operation on the cluster: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
+#: ALTER_CONFIGS and IDEMPOTENT_WRITE (bits 5, 7-12).
+ALL_CLUSTER_OPERATIONS: Final = 0b0001_1111_1010_0000
 
 
 def brokers(ctx: Context) -> list[MetadataResponseBroker]:
@@ -154,6 +158,10 @@ def _response(ctx: Context, request: MetadataRequest, *, auto_create: bool) -> M
             _one_topic(ctx, e.name, e.topic_id, auto_create=auto_create, operations=operations)
             for e in wanted
         ]
+        if operations:  # Kafka sets them on every topic it names in the answer, error or not
+            for topic in topics:
+                if topic.name is not None:
+                    topic.topic_authorized_operations = ALL_TOPIC_OPERATIONS
     return MetadataResponse(
         brokers=brokers(ctx),
         cluster_id=state.metadata.cluster_id,
@@ -191,7 +199,7 @@ def _one_topic(
             )
         state.topic_creation.request(state.cluster, state.config, name, ctx.now_ms)
         return MetadataResponseTopic(
-            error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, is_internal=is_internal(name)
+            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name)
         )
-    # Being created by the controller (or refused there): the client retries.
-    return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
+    # Asked of the controller (or already asked): not known until the image has it.
+    return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)

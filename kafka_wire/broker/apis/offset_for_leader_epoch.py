@@ -6,12 +6,14 @@ the log end offset for the latest); below the first cached epoch, the requested 
 first epoch's start; above the latest, -1 and -1 (Kafka's ``LeaderEpochFileCache.endOffsetFor``).
 Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere), for clients and followers alike; a
 ``current_leader_epoch`` older than the leader's is FENCED_LEADER_EPOCH, a newer one
-UNKNOWN_LEADER_EPOCH; an unknown partition UNKNOWN_TOPIC_OR_PARTITION.
+UNKNOWN_LEADER_EPOCH; an unknown partition UNKNOWN_TOPIC_OR_PARTITION (NOT_LEADER_OR_FOLLOWER
+for one of the cluster that this node holds no replica of, as Kafka).
 Version notes: ``current_leader_epoch`` from v2, ``replica_id`` from v3.
 """
 
 from __future__ import annotations
 
+from kafka_wire.broker.apis.cluster_facts import missing_replica_error
 from kafka_wire.broker.apis.list_offsets import epoch_error
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
@@ -32,7 +34,7 @@ def handle(ctx: Context, request: OffsetForLeaderEpochRequest) -> OffsetForLeade
             result = OffsetForLeaderEpochResponseEpochEndOffset(partition=wanted.partition)
             replica = state.replica(entry.topic, wanted.partition)
             if replica is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_code = missing_replica_error(state, entry.topic, wanted.partition)
             elif error := epoch_error(wanted.current_leader_epoch, replica.leader_epoch):
                 result.error_code = error
             elif not replica.is_leader:

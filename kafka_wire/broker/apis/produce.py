@@ -16,12 +16,20 @@ closes the connection).
 The partitions are appended in request order, in slices of the work budget (see
 ``kafka_wire.broker.work``): a request of many large or compressed batches yields to other
 connections between partitions, and its answer comes after the last one.
+In a cluster only the leader appends: NOT_LEADER_OR_FOLLOWER elsewhere (also on a node without a
+replica of the partition), which from v10 (KIP-951) names the leader this node knows of in
+``current_leader`` and its endpoint in ``node_endpoints``, as Kafka's broker does. Errors carry
+a message only where Kafka's do (a record-level refusal). An error answer's offsets are -1 (the
+log start too, unless the log refused the records, their sequence or their epoch), as Kafka answers.
 Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_errors`` and
-``error_message`` from v8.
+``error_message`` from v8, ``current_leader`` and ``node_endpoints`` from v10.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
+from kafka_wire.broker.apis.cluster_facts import current_leader, missing_replica_error
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.partition.purgatory import DelayedProduce, PendingProduce
@@ -35,18 +43,35 @@ from kafka_wire.messages import (
     ProduceRequestTopicProduceData,
     ProduceResponse,
     ProduceResponseBatchIndexAndErrorMessage,
+    ProduceResponseNodeEndpoint,
     ProduceResponsePartitionProduceResponse,
     ProduceResponseTopicProduceResponse,
 )
 
 VALID_ACKS = (-1, 0, 1)
+#: Refusals answered without the log start offset (Kafka's ReplicaManager: corrupt or oversized
+#: batches, storage errors, unknown partitions, not the leader; and what ProduceRequest's own
+#: validation refuses first: not exactly one v2 batch, INVALID_RECORD without record errors).
+NO_LOG_START: Final = frozenset(
+    {
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.INVALID_RECORD,
+    }
+)
 
 
 def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce:
     job = ProduceJob(ctx, request)
     if request.acks != -1:
         return job.start(ctx.now_ms)
-    wait = DelayedProduce(job.start(ctx.now_ms), job.pending, ctx.now_ms, request.timeout_ms)
+    wait = DelayedProduce(
+        job.start(ctx.now_ms), job.pending, ctx.now_ms, request.timeout_ms, finish=job.hint_leaders
+    )
     answer = wait.poll(ctx.now_ms)
     return wait if answer is None else answer
 
@@ -58,6 +83,8 @@ class ProduceJob(Job[ProduceResponse]):
     def __init__(self, ctx: Context, request: ProduceRequest) -> None:
         super().__init__(ctx.state.budget, ctx.now_ms)
         self._state = ctx.state
+        self._listener = ctx.listener
+        self._version = ctx.api_version
         self._acks = request.acks
         self._by_id = ctx.api_version >= 13
         self._steps = [
@@ -106,7 +133,29 @@ class ProduceJob(Job[ProduceResponse]):
         return topic
 
     def response(self) -> ProduceResponse:
-        return self._response
+        return self.hint_leaders(self._response)
+
+    def hint_leaders(self, response: ProduceResponse) -> ProduceResponse:
+        """From v10 (KIP-951), as Kafka's ``KafkaApis``: each NOT_LEADER_OR_FOLLOWER partition
+        names the leader this broker knows of, and ``node_endpoints`` their endpoints."""
+        if self._version < 10:
+            return response
+        leaders: dict[int, ProduceResponseNodeEndpoint] = {}
+        for i, entry in enumerate(response.responses):
+            topic = self._topics[i]
+            for result in entry.partition_responses:
+                if result.error_code != ErrorCode.NOT_LEADER_OR_FOLLOWER or topic is None:
+                    continue
+                found = current_leader(self._state, self._listener, topic.name, result.index)
+                result.current_leader.leader_id = found.leader_id
+                result.current_leader.leader_epoch = found.leader_epoch
+                if found.node is not None:
+                    node = found.node
+                    leaders[node.node_id] = ProduceResponseNodeEndpoint(
+                        node_id=node.node_id, host=node.host, port=node.port, rack=node.rack
+                    )
+        response.node_endpoints = [leaders[n] for n in sorted(leaders)]
+        return response
 
 
 def _append(
@@ -119,33 +168,41 @@ def _append(
 ) -> tuple[ProduceResponsePartitionProduceResponse, int, int]:
     """One partition's answer, the decoding work its append did, and the offset after the
     appended batch (-1: nothing appended)."""
-    result = ProduceResponsePartitionProduceResponse(index=data.index)
+    # An error answer has no offsets (Kafka's).
+    result = ProduceResponsePartitionProduceResponse(
+        index=data.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1
+    )
     replica = state.replica(topic.name, data.index) if topic is not None else None
+    # Kafka's ReplicaManager reports these errors without a message (only a record-level
+    # refusal, RecordValidationException, carries one).
     if acks not in VALID_ACKS:
         result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
-    elif replica is None or topic is None:
+    elif topic is None:
         result.error_code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif replica is None and (error := missing_replica_error(state, topic.name, data.index)) != (
+        ErrorCode.NOT_LEADER_OR_FOLLOWER
+    ):
+        result.error_code = error
+    elif not data.records:  # Kafka's ProduceRequest.validateRecords, before the append
+        result.error_code = ErrorCode.INVALID_RECORD
     elif is_internal(topic.name):
         result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
-        result.error_message = f"Cannot append to internal topic {topic.name}"
-    elif not replica.is_leader:
+    elif replica is None or not replica.is_leader:
         result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
     elif acks == -1 and replica.under_min_isr:
         result.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
-        result.error_message = (
-            f"The size of the current ISR {len(replica.isr)} is insufficient to satisfy the min.isr "
-            f"requirement of {replica.effective_min_isr} for partition {topic.name}-{data.index}"
-        )
-    elif not data.records:
-        result.error_code = ErrorCode.INVALID_RECORD
-        result.error_message = "no records"
     else:
         outcome = replica.append_as_leader(bytes(data.records), now_ms)
         state.touch(replica)
         result.error_code = outcome.error_code
-        result.base_offset = outcome.base_offset
-        result.log_append_time_ms = outcome.log_append_time_ms
-        result.log_start_offset = outcome.log_start_offset
+        if not outcome.error_code:
+            result.base_offset = outcome.base_offset
+            result.log_append_time_ms = outcome.log_append_time_ms
+            result.log_start_offset = outcome.log_start_offset
+        elif outcome.record_errors or outcome.error_code not in NO_LOG_START:
+            # Kafka's ReplicaManager names the log start for refusals of the log (records, sequences,
+            # epochs), not for those of the batch's bytes or of the partition.
+            result.log_start_offset = replica.log_start_offset
         result.error_message = outcome.error_message
         result.record_errors = [
             ProduceResponseBatchIndexAndErrorMessage(

@@ -134,14 +134,16 @@ class ClusterControl:
         return [b.node_id for b in self.image.brokers() if not b.fenced and not b.in_controlled_shutdown]
 
     def has_session(self, broker: int, now_ms: int) -> bool:
-        """Heard from within ``broker.session.timeout.ms``. On a combined node, a registration
-        of the node's own id under another incarnation than its process's broker has none: that
-        incarnation was an earlier process, gone (kafka_wire's: Kafka's controller cannot tell,
-        and waits for the session to expire, refusing the new incarnation meanwhile)."""
+        """Heard from within ``broker.session.timeout.ms``. On the sole voter of a combined
+        single node (:meth:`QuorumController.local_broker`) the broker of the controller's own
+        process is alive while the controller runs: its registration has a session exactly when
+        it is that process's incarnation (an earlier incarnation was an earlier process, gone;
+        and a stalled process does not fence its own broker when it wakes up). kafka_wire's:
+        Kafka's controller cannot tell, and waits for sessions."""
         if broker == self.config.node_id and self.local_incarnation is not None:
             registration = self.image.registration(broker)
-            if registration is not None and registration.incarnation_id != self.local_incarnation:
-                return False
+            if registration is not None:
+                return registration.incarnation_id == self.local_incarnation
         contact = self.contact_ms.get(broker)
         return contact is not None and now_ms - contact < self.config.session_timeout_ms
 

@@ -9,10 +9,12 @@ IncrementalAlterConfigs and gives the replication part each topic's effective
 IncrementalAlterConfigs and the legacy AlterConfigs (whole sets of overrides) alter topics (they
 must exist; internal ones are refused with INVALID_REQUEST, kafka_wire's: their configs belong to
 the broker) and brokers (by id, or "" for the cluster-wide defaults). Checks, as Kafka makes them
-(the broker's before forwarding, then the controller's): a key named twice in one resource
-(INVALID_REQUEST), a null SET (INVALID_REQUEST), an unknown topic config (INVALID_CONFIG), APPEND
-or SUBTRACT of a key that is not a list (INVALID_CONFIG; an absent key starts from its default),
-a result that is not a valid topic config (INVALID_CONFIG). One ConfigRecord per changed key;
+(the broker's before forwarding, then the controller's): a resource named twice in one request
+(INVALID_REQUEST, every time it appears), a key named twice in one resource (INVALID_REQUEST), a
+null SET (INVALID_REQUEST), an unknown topic config (INVALID_CONFIG), APPEND or SUBTRACT of a key
+that is not a list (INVALID_CONFIG; an absent key starts from its default),
+a result that is not a valid topic config (INVALID_CONFIG), an unknown operation
+(UNKNOWN_SERVER_ERROR, as Kafka answers its failed lookup). One ConfigRecord per changed key;
 ``validate_only`` checks only.
 """
 
@@ -26,6 +28,7 @@ from kafka_wire.broker.controller.configs_image import ConfigResourceType, Confi
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, ControllerConfig
+from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.log.config import CONFIG_KEYS, ConfigError, LogConfig
 from kafka_wire.codec.structs import Message
@@ -33,6 +36,7 @@ from kafka_wire.messages import (
     AlterConfigsRequest,
     AlterConfigsResponse,
     AlterConfigsResponseResourceResponse,
+    ApiKey,
     ConfigRecord,
     ErrorCode,
     IncrementalAlterConfigsRequest,
@@ -126,6 +130,8 @@ class ConfigurationControl:
 
     def _alter(
         self,
+        api_key: int,
+        request: Message,
         resources: Sequence[Any],
         validate_only: bool,
         new_configs: Callable[[Any, Mapping[str, str]], tuple[dict[str, str], Problem | None]],
@@ -134,15 +140,22 @@ class ConfigurationControl:
     ) -> Decision:
         """One result per resource (``result_of``), the records of the changes ``new_configs``
         computes, the answer (``response``) once they are committed."""
+        named = Counter((r.resource_type, r.resource_name) for r in resources)
         results = []
         records: list[Message] = []
         for resource in resources:
-            result = result_of(resource_type=resource.resource_type, resource_name=resource.resource_name)
+            result = result_of(  # a success's message is null, as Kafka's controller sets it
+                resource_type=resource.resource_type, resource_name=resource.resource_name, error_message=None
+            )
             results.append(result)
-            problem = self._resource_problem(resource.resource_type, resource.resource_name)
+            key = (resource.resource_type, resource.resource_name)
+            problem: Problem | None = (
+                (ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+                if named[key] > 1
+                else self._resource_problem(resource.resource_type, resource.resource_name)
+            )
             if problem is None:
-                old = self.image.configs.get((resource.resource_type, resource.resource_name), {})
-                new, problem = new_configs(resource, old)
+                new, problem = new_configs(resource, self.image.configs.get(key, {}))
             if problem is not None:
                 result.error_code, result.error_message = problem
                 continue
@@ -150,12 +163,7 @@ class ConfigurationControl:
                 records += self._changes(resource.resource_type, resource.resource_name, new)
 
         def fail(code: int) -> Message:
-            return response(
-                responses=[
-                    result_of(resource_type=r.resource_type, resource_name=r.resource_name, error_code=code)
-                    for r in resources
-                ]
-            )
+            return failure_answer(api_key, request, code)
 
         return ControllerResult(records, lambda: response(responses=results), fail)
 
@@ -165,6 +173,8 @@ class ConfigurationControl:
         self, version: int, req: IncrementalAlterConfigsRequest, now_ms: int
     ) -> Decision:
         return self._alter(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            req,
             req.resources,
             req.validate_only,
             lambda resource, old: self._apply_ops(resource.resource_type, resource.configs, old),
@@ -211,7 +221,7 @@ class ConfigurationControl:
                     items = [v for v in items if v not in given]
                 new[op.name] = ",".join(items)
             else:
-                return {}, (ErrorCode.INVALID_REQUEST, f"Unknown config operation {op.config_operation}")
+                return {}, (ErrorCode.UNKNOWN_SERVER_ERROR, None)  # Kafka's failed lookup of the operation
         problem = self.topic_config_problem(new) if topic else None
         return new, None if problem is None else (ErrorCode.INVALID_CONFIG, problem)
 
@@ -229,6 +239,8 @@ class ConfigurationControl:
             return new, None if invalid is None else (ErrorCode.INVALID_CONFIG, invalid)
 
         return self._alter(
+            ApiKey.ALTER_CONFIGS,
+            req,
             req.resources,
             req.validate_only,
             replaced,

@@ -54,19 +54,16 @@ from kafka_wire.broker.controller.records import decode_record, encode_record
 from kafka_wire.broker.controller.replication_control import ReplicationControl
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import DEFAULT_COMMIT_TIMEOUT_MS, ControllerConfig
-from kafka_wire.broker.error_answers import ERROR_ANSWERS
+from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     AllocateProducerIdsResponse,
-    AlterPartitionReassignmentsResponse,
     AlterPartitionResponse,
     ApiKey,
     BrokerHeartbeatResponse,
     BrokerRegistrationResponse,
-    ElectLeadersResponse,
     ErrorCode,
-    ListPartitionReassignmentsResponse,
 )
 
 
@@ -159,8 +156,9 @@ class QuorumController:
         }
         self._active_epoch: int | None = None
         self._last_proposed = -1
-        #: Last offsets of the batches proposed in this leadership and not yet replayed.
-        self._proposed: set[int] = set()
+        #: The batches proposed in this leadership and not yet replayed, by last offset, with
+        #: their bytes: a replay of the same bytes needs no decoding.
+        self._proposed: dict[int, tuple[list[Message], list[bytes]]] = {}
         self._next_rebalance_ms: int | None = None
         self._bytes_since_snapshot = 0
 
@@ -223,11 +221,12 @@ class QuorumController:
     def replay(self, offset: int, records: Sequence[bytes], now_ms: int = 0) -> MetadataDelta:
         """Apply a committed batch (its last record at ``offset``); ``DecodeError`` on bytes that
         are no metadata record."""
-        decoded = [decode_record(r) for r in records]
+        proposed = self._proposed.pop(offset, None)
+        if proposed is not None and proposed[1] != list(records):
+            proposed = None  # another leader's batch at that offset: ours was truncated
+        decoded = proposed[0] if proposed is not None else [decode_record(r) for r in records]
         delta = self.committed.apply_batch(offset, decoded)
-        if offset in self._proposed:
-            self._proposed.discard(offset)  # applied to the parts when proposed
-        else:
+        if proposed is None:
             self._apply_to_parts(decoded)
             self.applied_offset = max(self.applied_offset, offset)
         self.committed_offset = max(self.committed_offset, offset)
@@ -251,13 +250,14 @@ class QuorumController:
     def propose(self, records: list[Message], now_ms: int) -> int | None:
         if not records:
             return self._last_proposed
-        last = self.raft.append([encode_record(r) for r in records], now_ms)
+        encoded = [encode_record(r) for r in records]
+        last = self.raft.append(encoded, now_ms)
         if last is None:
             return None
         self._apply_to_parts(records)
         self.applied_offset = max(self.applied_offset, last)
         self._last_proposed = last
-        self._proposed.add(last)
+        self._proposed[last] = (records, encoded)
         return last
 
     def _answer_when_committed(self, result: ControllerResult, now_ms: int) -> Message | Waiting:
@@ -289,7 +289,8 @@ class QuorumController:
         return decision
 
     def local_broker(self, incarnation_id: uuid.UUID) -> None:
-        """The incarnation of the broker in this controller's own process (a combined node)."""
+        """The incarnation of the broker in this controller's own process, when it is the
+        quorum's only voter (a single node): its broker is then alive while the controller runs."""
         self.cluster.local_incarnation = incarnation_id
 
     # -- periodic work ---------------------------------------------------------------------------
@@ -335,29 +336,15 @@ CONTROLLER_APIS: Final = frozenset(
     }
 )
 
-#: Requests whose error answer lists every topic or resource asked for.
-_SHAPED: Final = frozenset(
-    {
-        ApiKey.CREATE_TOPICS,
-        ApiKey.DELETE_TOPICS,
-        ApiKey.CREATE_PARTITIONS,
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        ApiKey.ALTER_CONFIGS,
-    }
-)
-
 
 def error_response(api_key: int, api_version: int, body: Message, code: int) -> Message:
     """The answer to a controller request that failed whole with ``code`` (NOT_CONTROLLER)."""
-    if api_key in _SHAPED:  # one failed result per topic or resource, as a broker answers
-        return ERROR_ANSWERS[api_key](body, code, None)
+    if api_key in ERROR_ANSWERS:  # the request's shape with a message, as Kafka's getErrorResponse
+        return failure_answer(api_key, body, code)
     simple: dict[int, Callable[[], Message]] = {
         ApiKey.BROKER_REGISTRATION: lambda: BrokerRegistrationResponse(error_code=code, broker_epoch=-1),
         ApiKey.BROKER_HEARTBEAT: lambda: BrokerHeartbeatResponse(error_code=code, is_fenced=True),
         ApiKey.ALTER_PARTITION: lambda: AlterPartitionResponse(error_code=code),
-        ApiKey.ELECT_LEADERS: lambda: ElectLeadersResponse(error_code=code),
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda: AlterPartitionReassignmentsResponse(error_code=code),
-        ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda: ListPartitionReassignmentsResponse(error_code=code),
         ApiKey.ALLOCATE_PRODUCER_IDS: lambda: AllocateProducerIdsResponse(
             error_code=code, producer_id_start=-1, producer_id_len=0
         ),

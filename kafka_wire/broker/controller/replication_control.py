@@ -19,7 +19,7 @@ from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import ELECTION_PREFERRED, ELECTION_UNCLEAN
 from kafka_wire.broker.controller.topic_requests import TopicRequests
 from kafka_wire.broker.controller.topics_image import NO_LEADER, NO_LEADER_CHANGE, merge_partition_change
-from kafka_wire.broker.error_answers import ERROR_ANSWERS
+from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     AlterPartitionReassignmentsRequest,
@@ -188,7 +188,10 @@ class ReplicationControl(TopicRequests):
                 )
         response = ElectLeadersResponse(replica_election_results=results)
         return ControllerResult(
-            records, lambda: response, lambda code: ElectLeadersResponse(error_code=code), req.timeout_ms
+            records,
+            lambda: response,
+            lambda code: failure_answer(ApiKey.ELECT_LEADERS, req, code),
+            req.timeout_ms,
         )
 
     def _elect_one(
@@ -235,11 +238,11 @@ class ReplicationControl(TopicRequests):
                         partition_index=part.partition_index, error_code=code, error_message=message
                     )
                 )
-        response = AlterPartitionReassignmentsResponse(responses=responses)
+        response = AlterPartitionReassignmentsResponse(error_message=None, responses=responses)
         return ControllerResult(
             records,
             lambda: response,
-            lambda code: AlterPartitionReassignmentsResponse(error_code=code),
+            lambda code: failure_answer(ApiKey.ALTER_PARTITION_REASSIGNMENTS, req, code),
             req.timeout_ms,
         )
 
@@ -248,10 +251,13 @@ class ReplicationControl(TopicRequests):
     ) -> tuple[int, str | None]:
         p = self.image.partition(topic, index)
         if p is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}-{index}"
         if target is None:  # cancel: back to the original replicas
             if not p.adding_replicas and not p.removing_replicas:
-                return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
+                return (
+                    ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                    ErrorCode.NO_REASSIGNMENT_IN_PROGRESS.description,
+                )
             original = [r for r in p.replicas if r not in p.adding_replicas]
             isr = [r for r in p.isr if r in original] or [r for r in original if self.cluster.acceptable(r)][
                 :1
@@ -298,8 +304,9 @@ class ReplicationControl(TopicRequests):
                 )
             )
         return ListPartitionReassignmentsResponse(
+            error_message=None,
             topics=[
                 ListPartitionReassignmentsResponseOngoingTopicReassignment(name=n, partitions=ps)
                 for n, ps in by_topic.items()
-            ]
+            ],
         )

@@ -15,6 +15,9 @@ METADATA_VERSION_FEATURE: Final = "metadata.version"
 METADATA_VERSION_LEVEL: Final = 21
 #: ``ProducerIdManager``'s block size (``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``).
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
+#: Most partitions one CreateTopics may create, or one CreatePartitions add, in all (Kafka's
+#: ``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``): past it the request is POLICY_VIOLATION.
+MAX_PARTITIONS_PER_BATCH: Final = 10_000
 #: Most preferred elections one rebalance run proposes (Kafka's ``maxElectionsPerImbalance``).
 MAX_ELECTIONS_PER_IMBALANCE: Final = 1000
 #: How long a held controller answer waits for its records to commit when the request names no

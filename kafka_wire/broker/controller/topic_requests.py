@@ -21,20 +21,24 @@ a request over it costs no more than reading it:
 from __future__ import annotations
 
 import uuid
-from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from kafka_wire.broker.controller.configs_image import ConfigResourceType
 from kafka_wire.broker.controller.partition_changes import PartitionChanges
 from kafka_wire.broker.controller.placement import assign_replicas
 from kafka_wire.broker.controller.result import ControllerResult, Decision
+from kafka_wire.broker.controller.settings import MAX_PARTITIONS_PER_BATCH
+from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC, is_internal
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
 from kafka_wire.broker.topic_configs import describe_topic_configs
+from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, set_by_broker
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    ApiKey,
     ConfigRecord,
     CreatePartitionsRequest,
     CreatePartitionsRequestTopic,
@@ -55,6 +59,8 @@ from kafka_wire.messages import (
 )
 
 EXCESSIVE_BATCH_MESSAGE: Final = "Unable to perform excessively large batch operation."
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -80,40 +86,64 @@ class TopicRequests(PartitionChanges):
     # -- CreateTopics ----------------------------------------------------------------------------
 
     def create_topics(self, version: int, req: CreateTopicsRequest, now_ms: int) -> Decision:
-        counts = Counter(t.name for t in req.topics)
+        duplicates = _duplicates(t.name for t in req.topics)
+        topics = [t for t in req.topics if t.name not in duplicates]
         results: list[CreateTopicsResponseCreatableTopicResult] = []
         checked: list[_NewTopic] = []
-        for entry in req.topics:
-            result = CreateTopicsResponseCreatableTopicResult(
-                name=entry.name, num_partitions=-1, replication_factor=-1
+        if self._requested_partitions(topics) > MAX_PARTITIONS_PER_BATCH:
+            results = [
+                CreateTopicsResponseCreatableTopicResult(
+                    name=t.name,
+                    error_code=ErrorCode.POLICY_VIOLATION,
+                    error_message="Excessively large number of partitions per request.",
+                )
+                for t in topics
+            ]
+        else:
+            for entry in topics:
+                # A success's message is null, as Kafka's controller sets it (the default is "").
+                result = CreateTopicsResponseCreatableTopicResult(
+                    name=entry.name, error_message=None, num_partitions=-1, replication_factor=-1
+                )
+                results.append(result)
+                new = self._check_new_topic(entry, result)
+                if new is not None:
+                    checked.append(new)
+        results += [
+            CreateTopicsResponseCreatableTopicResult(
+                name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
             )
-            results.append(result)
-            if counts[entry.name] > 1:
-                result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
-                continue
-            new = self._check_new_topic(entry, result)
-            if new is not None:
-                checked.append(new)
-
-        def fail(code: int, message: str | None = None) -> Message:
-            return CreateTopicsResponse(
-                topics=[
-                    CreateTopicsResponseCreatableTopicResult(
-                        name=t.name, error_code=code, error_message=message
-                    )
-                    for t in req.topics
-                ]
-            )
-
+            for name in duplicates
+        ]
         if sum(new.record_count for new in checked) > self.config.max_records_per_user_op:
-            return fail(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
+            return ERROR_ANSWERS[ApiKey.CREATE_TOPICS](
+                req, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE
+            )
         records: list[Message] = []
         for new in checked:
             topic_records = self._place(new, version)
             if topic_records is not None and not req.validate_only:
                 records += topic_records
         response = CreateTopicsResponse(topics=results)
-        return ControllerResult(records, lambda: response, fail, req.timeout_ms)
+        return ControllerResult(
+            records,
+            lambda: response,
+            lambda code: failure_answer(ApiKey.CREATE_TOPICS, req, code),
+            req.timeout_ms,
+        )
+
+    def _requested_partitions(self, topics: Sequence[CreateTopicsRequestCreatableTopic]) -> int:
+        """The partitions a CreateTopics asks for in all (Kafka's ``validateTotalNumberOfPartitions``:
+        -1 counts the default, a manual assignment its partitions, a non-positive count nothing)."""
+        total = 0
+        for t in topics:
+            if t.assignments:
+                total += len(t.assignments)
+            elif t.num_partitions == -1:
+                total += self.config.num_partitions
+            elif t.num_partitions > 0:
+                total += t.num_partitions
+        return total
 
     def _check_new_topic(
         self, entry: CreateTopicsRequestCreatableTopic, result: CreateTopicsResponseCreatableTopicResult
@@ -132,6 +162,15 @@ class TopicRequests(PartitionChanges):
             return refuse(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         if name in self.image.topics:
             return refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        collision = self._colliding(name)
+        if collision is not None:
+            return refuse(
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"Topic '{name}' collides with existing topic '{collision}'.",
+            )
+        unset = [cfg.name for cfg in entry.configs if cfg.value is None]
+        if unset:
+            return refuse(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {unset[0]}")
         configs = {cfg.name: cfg.value for cfg in entry.configs if cfg.value is not None}
         problem = self.configuration.topic_config_problem(configs)
         if problem is not None:
@@ -181,6 +220,14 @@ class TopicRequests(PartitionChanges):
             )
         return _NewTopic(entry, result, partitions, replication, configs, assignment)
 
+    def _colliding(self, name: str) -> str | None:
+        """An existing topic whose name equals ``name`` once '.' and '_' are taken as one character
+        (their metric names would collide; Kafka refuses such a topic)."""
+        if "." not in name and "_" not in name:
+            return None
+        folded = name.replace(".", "_")
+        return next((t for t in self.image.topics if t.replace(".", "_") == folded), None)
+
     def _place(self, new: _NewTopic, version: int) -> list[Message] | None:
         """The new topic's records, its replicas placed; None (the result says why) when it
         cannot be placed."""
@@ -222,17 +269,22 @@ class TopicRequests(PartitionChanges):
         result.topic_id = topic_id
         result.num_partitions, result.replication_factor = len(assignment), len(assignment[0])
         if version >= 5:
+            static = self.config.static_topic_properties
+            # A config a broker property sets is STATIC_BROKER_CONFIG here, as Kafka's controller
+            # lists it, even where DescribeConfigs says DEFAULT_CONFIG (see ``set_by_broker``).
             result.configs = [
                 CreateTopicsResponseCreatableTopicConfigs(
                     name=c.name,
                     value=c.value,
                     read_only=c.read_only,
-                    config_source=c.config_source,
+                    config_source=STATIC_BROKER_CONFIG
+                    if c.config_source == DEFAULT_CONFIG and set_by_broker(c.name, static)
+                    else c.config_source,
                     is_sensitive=c.is_sensitive,
                 )
                 for c in describe_topic_configs(
                     self.config.topic_defaults,
-                    self.config.static_topic_properties,
+                    static,
                     new.configs,
                     None,
                     synonyms=False,
@@ -249,72 +301,89 @@ class TopicRequests(PartitionChanges):
             if version >= 6
             else [(n, ZERO_UUID) for n in req.topic_names]
         )
-        results: list[DeleteTopicsResponseDeletableTopicResult] = []
+        by_name = [n for n, i in wanted if n is not None and i == ZERO_UUID]
+        by_id = [i for n, i in wanted if not (n is not None and i == ZERO_UUID)]
+        twice_named, twice_id = _duplicates(by_name), _duplicates(by_id)  # in request order
+        results: list[DeleteTopicsResponseDeletableTopicResult] = [
+            *(
+                _deleted(n, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                for n in twice_named
+            ),
+            *(_deleted(None, i, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for i in twice_id),
+        ]
         records: list[Message] = []
         removed: set[uuid.UUID] = set()
         for name, topic_id in wanted:
-            result = DeleteTopicsResponseDeletableTopicResult(name=name, topic_id=topic_id)
-            results.append(result)
-            if not self.config.delete_topic_enable:  # Kafka: INVALID_REQUEST before v3
-                result.error_code = (
-                    ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
-                )
-                continue
             if name is not None and topic_id == ZERO_UUID:
-                topic = self.image.topics.get(name)
-                if topic is None:
-                    result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if name in twice_named:
                     continue
+                found: str | None = name
             else:
-                found = self.image.topic_name(topic_id)
-                if found is None:
-                    result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                if topic_id in twice_id:
                     continue
-                topic = self.image.topics[found]
-                result.name = found
-            result.topic_id = topic.topic_id
-            if is_internal(topic.name):  # kafka_wire's: Kafka's controller would delete it
-                result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
-                result.error_message = f"Cannot delete internal topic {topic.name}"
+                found = self.image.topic_name(topic_id)
+            if not self.config.delete_topic_enable:  # Kafka: INVALID_REQUEST before v3
+                code = ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
+                results.append(_deleted(name, topic_id, code))
+                continue
+            topic = self.image.topics.get(found) if found is not None else None
+            if topic is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if found is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                results.append(_deleted(name, topic_id, code))
+            elif is_internal(topic.name):  # kafka_wire's: Kafka's controller would delete it
+                results.append(
+                    _deleted(
+                        topic.name,
+                        topic.topic_id,
+                        ErrorCode.INVALID_TOPIC_EXCEPTION,
+                        f"Cannot delete internal topic {topic.name}",
+                    )
+                )
             elif topic.topic_id in removed:
                 continue
             elif len(records) >= self.config.max_records_per_user_op:
-                result.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+                results.append(_deleted(topic.name, topic.topic_id, ErrorCode.UNKNOWN_SERVER_ERROR))
             else:
+                results.append(_deleted(topic.name, topic.topic_id, ErrorCode.NONE))
                 removed.add(topic.topic_id)
                 records.append(RemoveTopicRecord(topic_id=topic.topic_id))
-
-        def fail(code: int) -> Message:
-            return DeleteTopicsResponse(
-                responses=[
-                    DeleteTopicsResponseDeletableTopicResult(name=n, topic_id=i, error_code=code)
-                    for n, i in wanted
-                ]
-            )
-
         return ControllerResult(
-            records, lambda: DeleteTopicsResponse(responses=results), fail, req.timeout_ms
+            records,
+            lambda: DeleteTopicsResponse(responses=results),
+            lambda code: failure_answer(ApiKey.DELETE_TOPICS, req, code),
+            req.timeout_ms,
         )
 
     # -- CreatePartitions ------------------------------------------------------------------------
 
     def create_partitions(self, version: int, req: CreatePartitionsRequest, now_ms: int) -> Decision:
-        def fail(code: int, message: str | None = None) -> Message:
-            return CreatePartitionsResponse(
-                results=[
-                    CreatePartitionsResponseTopicResult(name=t.name, error_code=code, error_message=message)
-                    for t in req.topics
-                ]
-            )
-
         limit = self.config.max_records_per_user_op
         if len(req.topics) > limit:
-            return fail(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
-        results: list[CreatePartitionsResponseTopicResult] = []
+            return ERROR_ANSWERS[ApiKey.CREATE_PARTITIONS](
+                req, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE
+            )
+        duplicates = _duplicates(t.name for t in req.topics)
+        topics = [t for t in req.topics if t.name not in duplicates]
+        results: list[CreatePartitionsResponseTopicResult] = [
+            CreatePartitionsResponseTopicResult(
+                name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
+            )
+            for name in duplicates
+        ]
+        if self._added_partitions(topics) > MAX_PARTITIONS_PER_BATCH:
+            results += [
+                CreatePartitionsResponseTopicResult(
+                    name=t.name,
+                    error_code=ErrorCode.POLICY_VIOLATION,
+                    error_message="Excessively large number of additional partitions per request.",
+                )
+                for t in topics
+            ]
+            topics = []
         records: list[Message] = []
         counted = 0
         overflowed = False
-        for entry in req.topics:
+        for entry in topics:
             result = CreatePartitionsResponseTopicResult(name=entry.name)
             results.append(result)
             topic = self.image.topics.get(entry.name)
@@ -350,8 +419,21 @@ class TopicRequests(PartitionChanges):
                 if new is not None and not req.validate_only:
                     records += new
         return ControllerResult(
-            records, lambda: CreatePartitionsResponse(results=results), fail, req.timeout_ms
+            records,
+            lambda: CreatePartitionsResponse(results=results),
+            lambda code: failure_answer(ApiKey.CREATE_PARTITIONS, req, code),
+            req.timeout_ms,
         )
+
+    def _added_partitions(self, topics: Sequence[CreatePartitionsRequestTopic]) -> int:
+        """The partitions a CreatePartitions adds in all to existing topics (Kafka's
+        ``validateTotalNumberOfPartitions``)."""
+        total = 0
+        for t in topics:
+            topic = self.image.topics.get(t.name)
+            if topic is not None and t.count > len(topic.partitions):
+                total += t.count - len(topic.partitions)
+        return total
 
     def _new_partitions(
         self,
@@ -399,3 +481,24 @@ class TopicRequests(PartitionChanges):
                 )
             )  # fmt: skip
         return new
+
+
+def _duplicates(names: Iterable[T]) -> list[T]:
+    """The names (or ids) given more than once, in the order of their first mention (Kafka's
+    controller answers each once with INVALID_REQUEST and handles the rest of the request)."""
+    seen: dict[T, int] = {}
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+    return [name for name, count in seen.items() if count > 1]
+
+
+def _deleted(
+    name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None = None
+) -> DeleteTopicsResponseDeletableTopicResult:
+    """One topic's DeleteTopics result; an error without a message of its own gets its code's
+    description (Kafka's ``ApiError`` of the code)."""
+    if message is None and code != ErrorCode.NONE:
+        message = code.description
+    return DeleteTopicsResponseDeletableTopicResult(
+        name=name, topic_id=topic_id, error_code=code, error_message=message
+    )

@@ -34,6 +34,13 @@ NO_RECOVERY_CHANGE: Final = -1
 
 #: The records this section applies.
 TOPIC_RECORDS: Final = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
+#: ``LeaderRecoveryState`` by value (an enum call per record costs more than the rest of its replay).
+_RECOVERY: Final = {int(state): state for state in LeaderRecoveryState}
+
+
+def _recovery(value: int) -> LeaderRecoveryState:
+    found = _RECOVERY.get(value)
+    return found if found is not None else LeaderRecoveryState(value)
 
 
 def merge_partition_change(state: PartitionState, record: PartitionChangeRecord) -> PartitionState:
@@ -47,7 +54,9 @@ def merge_partition_change(state: PartitionState, record: PartitionChangeRecord)
             leader_epoch = state.leader_epoch  # planted bug: a new leader in the old epoch
     recovery = state.leader_recovery_state
     if record.leader_recovery_state != NO_RECOVERY_CHANGE:
-        recovery = LeaderRecoveryState(record.leader_recovery_state)
+        recovery = _RECOVERY.get(record.leader_recovery_state) or LeaderRecoveryState(
+            record.leader_recovery_state
+        )
 
     def pick(new: list[int] | None, old: tuple[int, ...]) -> tuple[int, ...]:
         return old if new is None else tuple(new)
@@ -135,7 +144,7 @@ class TopicsImage:
                     leader=record.leader,
                     leader_epoch=record.leader_epoch,
                     partition_epoch=record.partition_epoch,
-                    leader_recovery_state=LeaderRecoveryState(record.leader_recovery_state),
+                    leader_recovery_state=_recovery(record.leader_recovery_state),
                     elr=tuple(record.eligible_leader_replicas or ()),
                     last_known_elr=tuple(record.last_known_elr or ()),
                     adding_replicas=tuple(record.adding_replicas),

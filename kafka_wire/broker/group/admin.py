@@ -227,7 +227,8 @@ class GroupAdmin:
                             client_id=m.client_id,
                             client_host=m.client_host,
                             subscribed_topic_names=list(m.subscribed_topic_names),
-                            subscribed_topic_regex=m.subscribed_topic_regex,
+                            # none is "", as Kafka's member record keeps it
+                            subscribed_topic_regex=m.subscribed_topic_regex or "",
                             assignment=self._described(m.assigned),
                             target_assignment=self._described(consumer.target.get(m.member_id, {})),
                             member_type=1,  # a consumer-protocol member (0: classic, -1: unknown)

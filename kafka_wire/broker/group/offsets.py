@@ -122,19 +122,19 @@ class Offsets:
         for topic in request.topics:
             name: str | None = topic.name
             topic_error = error
+            # Kafka's broker answers unknown topics before its coordinator sees the group.
             if v >= 10:
                 name = None if self._rt.topic_name_of is None else self._rt.topic_name_of(topic.topic_id)
-                if name is None and topic_error is None:
+                if name is None:
                     topic_error = E.UNKNOWN_TOPIC_ID
-            elif (
-                self._rt.topic_id_of is not None
-                and topic_error is None
-                and self._rt.topic_id_of(topic.name) is None
-            ):
+            elif self._rt.topic_id_of is not None and self._rt.topic_id_of(topic.name) is None:
                 topic_error = E.UNKNOWN_TOPIC_OR_PARTITION
             answers = []
+            count = None if name is None or self._rt.partitions_of is None else self._rt.partitions_of(name)
             for p in topic.partitions:
                 p_error = topic_error
+                if count is not None and not 0 <= p.partition_index < count:
+                    p_error = E.UNKNOWN_TOPIC_OR_PARTITION  # Kafka's broker checks each partition first
                 metadata = p.committed_metadata if p.committed_metadata is not None else ""
                 if p_error is None and len(metadata.encode()) > self._rt.config.offset_metadata_max_bytes:
                     p_error = E.OFFSET_METADATA_TOO_LARGE

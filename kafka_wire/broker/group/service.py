@@ -60,6 +60,7 @@ from kafka_wire.broker.group.model import (
     CounterMemberIds,
     GroupSnapshot,
     MemberIdFactory,
+    PartitionsOf,
     TopicIdOf,
     TopicNameOf,
     Waiter,
@@ -153,6 +154,7 @@ class GroupCoordinator:
         member_id_factory: MemberIdFactory | None = None,
         topic_name_of: TopicNameOf | None = None,
         topic_id_of: TopicIdOf | None = None,
+        partitions_of: PartitionsOf | None = None,
         timers: TimerQueue | None = None,
         partitioned: bool = False,
         topics: TopicsOf | None = None,
@@ -164,6 +166,7 @@ class GroupCoordinator:
             member_id_factory if member_id_factory is not None else CounterMemberIds(),
             topic_name_of,
             topic_id_of,
+            partitions_of,
         )
         if partitioned:
             rt.served = set()

@@ -12,6 +12,7 @@ high watermark that moves during a call completes them in the same call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_wire.broker import buggify
@@ -48,9 +49,9 @@ class PendingProduce:
         return self.done
 
     def _fail(self, code: int) -> None:
+        # Only the code changes: Kafka's DelayedProduce keeps the append's base offset, append
+        # time and log start offset in an answer that failed while waiting.
         self.result.error_code = code
-        self.result.base_offset = -1
-        self.result.log_append_time_ms = -1
         self.done = True
 
     def time_out(self) -> None:
@@ -67,7 +68,12 @@ class DelayedProduce:
         pending: list[PendingProduce],
         now_ms: int,
         timeout_ms: int,
+        *,
+        finish: Callable[[ProduceResponse], ProduceResponse] | None = None,
     ) -> None:
+        #: Applied to the answer once every partition is settled (the produce handler's leader
+        #: hints: a partition may have lost its leadership while it waited).
+        self._finish = finish
         self._job = job if isinstance(job, Job) else None
         self._response = job if isinstance(job, ProduceResponse) else None
         #: Keyed by partition, as Kafka's purgatory watches them.
@@ -97,7 +103,7 @@ class DelayedProduce:
         for item in self.pending.values():
             item.time_out()
         self.pending.clear()
-        return self._response
+        return self._response if self._finish is None else self._finish(self._response)
 
 
 @dataclass(slots=True)

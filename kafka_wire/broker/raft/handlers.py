@@ -5,7 +5,6 @@ EndQuorumEpoch, DescribeQuorum and FetchSnapshot (Fetch is :mod:`.leader_fetch`'
 from __future__ import annotations
 
 from kafka_wire.broker.raft.config import METADATA_PARTITION, METADATA_TOPIC
-from kafka_wire.broker.raft.quorum_state import NO_NODE
 from kafka_wire.broker.raft.replica_state import ReplicaProgress
 from kafka_wire.broker.raft.snapshots import SnapshotId
 from kafka_wire.broker.raft.states import QuorumRole
@@ -341,19 +340,11 @@ class RequestHandlers(QuorumTransitions):
         if not valid:
             return DescribeQuorumResponse(
                 error_code=ErrorCode.NONE,
-                error_message=None,
                 topics=[
                     DescribeQuorumResponseTopicData(
                         topic_name=t.topic_name,
                         partitions=[
-                            DescribeQuorumResponsePartitionData(
-                                partition_index=p.partition_index,
-                                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                error_message=None,
-                                leader_id=NO_NODE,
-                                leader_epoch=-1,
-                                high_watermark=-1,
-                            )
+                            _describe_quorum_error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                             for p in t.partitions
                         ],
                     )
@@ -361,14 +352,7 @@ class RequestHandlers(QuorumTransitions):
                 ],
             )
         if self.role is not QuorumRole.LEADER:
-            partition = DescribeQuorumResponsePartitionData(
-                partition_index=METADATA_PARTITION,
-                error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                error_message=None,
-                leader_id=self.leader_id,
-                leader_epoch=self.epoch,
-                high_watermark=-1,
-            )
+            partition = _describe_quorum_error(METADATA_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         else:
             self._update_leader_progress(now_ms)
 
@@ -384,7 +368,6 @@ class RequestHandlers(QuorumTransitions):
             partition = DescribeQuorumResponsePartitionData(
                 partition_index=METADATA_PARTITION,
                 error_code=ErrorCode.NONE,
-                error_message=None,
                 leader_id=self.node_id,
                 leader_epoch=self.epoch,
                 high_watermark=self._hw,
@@ -393,7 +376,6 @@ class RequestHandlers(QuorumTransitions):
             )
         return DescribeQuorumResponse(
             error_code=ErrorCode.NONE,
-            error_message=None,
             topics=[DescribeQuorumResponseTopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
             nodes=[
                 DescribeQuorumResponseNode(
@@ -409,3 +391,11 @@ class RequestHandlers(QuorumTransitions):
             if version >= 2
             else [],
         )
+
+
+def _describe_quorum_error(partition_index: int, code: ErrorCode) -> DescribeQuorumResponsePartitionData:
+    """A partition DescribeQuorum fails, as Kafka's ``singletonErrorResponse`` gives it: the code
+    and its message, the leader, epoch and high watermark left at 0."""
+    return DescribeQuorumResponsePartitionData(
+        partition_index=partition_index, error_code=code, error_message=code.description
+    )

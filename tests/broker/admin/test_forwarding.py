@@ -189,6 +189,7 @@ def test_the_request_goes_to_the_active_controller(
     (sent,) = view.sent
     assert (sent.destination, sent.listener) == (3000, "CONTROLLER")
     assert sent.body == request
+    assert sent.version == version  # the client's, as Kafka's Envelope keeps it
     assert client.responses() == []  # held until the controller answers
     assert engine.broker.state.metadata.topics.keys() == {"orders"}  # nothing changed here
 
@@ -260,7 +261,7 @@ def test_broker_configs_are_forwarded_too() -> None:
     )
     client = send(engine, request, 1)
     (sent,) = view.sent
-    assert sent.body == request and sent.api_version == 1
+    assert sent.body == request and sent.version == 1
     assert client.responses() == []
 
 

@@ -301,3 +301,20 @@ def test_describe_cluster_on_a_broker_listener_serves_brokers_only(endpoint_type
     reply = client.request(DescribeClusterRequest(endpoint_type=endpoint_type), 1).body
     assert isinstance(reply, DescribeClusterResponse)
     assert reply.error_code == error
+
+
+def test_a_single_node_keeps_its_quorum_and_its_broker_through_a_long_silence() -> None:
+    """A lone voter is its own majority (its check-quorum timer never runs out), and its
+    controller does not fence the broker of its own process when the process stalled past the
+    session timeout."""
+    engine, client = engine_with_topics()
+    node = engine.broker.node
+    assert isinstance(node, Node)
+    epoch = node.parts.raft.epoch
+    engine.advance(60_000)  # no input at all
+    engine.now_ms += 30_000  # then a stall: the next tick comes 30 s late
+    engine.advance(0)
+    assert (node.parts.raft.leader_id, node.parts.raft.epoch) == (1, epoch)
+    reply = client.request(MetadataRequest(topics=None), 12).body
+    assert isinstance(reply, MetadataResponse)
+    assert (reply.controller_id, [b.node_id for b in reply.brokers]) == (1, [1])

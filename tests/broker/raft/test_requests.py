@@ -249,7 +249,12 @@ def test_describe_quorum_of_an_unknown_partition() -> None:
     )
     answer = net._call(net.nodes[1], lambda r: r.handle(55, 2, body, 0))
     assert isinstance(answer, DescribeQuorumResponse)
-    assert answer.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    refused = answer.topics[0].partitions[0]
+    assert refused.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert refused.error_message  # Kafka's getPartitionLevelErrorResponse: the error's message
+    assert (refused.leader_id, refused.leader_epoch, refused.high_watermark) == (0, 0, 0)
+    encoded = DescribeQuorumResponse.decode(answer.encode(2), 2)
+    assert encoded.topics[0].partitions[0].error_message == refused.error_message
 
 
 def test_a_fetch_with_nothing_to_return_waits_until_data_arrives(settled: Network) -> None:

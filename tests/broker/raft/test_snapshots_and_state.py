@@ -252,8 +252,11 @@ def test_describe_quorum_gives_voters_and_observers_end_offsets_and_times() -> N
     follower = next(n for n in net.nodes.values() if n.alive and n is not leader)
     other = net._call(follower, lambda r: r.handle(55, 2, describe(), net.now_ms))
     assert isinstance(other, DescribeQuorumResponse)
-    assert other.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert other.topics[0].partitions[0].leader_id == leader.node_id
+    refused = other.topics[0].partitions[0]
+    assert refused.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    # As Kafka's singletonErrorResponse: the error's message, the leader fields left at 0.
+    assert refused.error_message
+    assert (refused.leader_id, refused.leader_epoch, refused.high_watermark) == (0, 0, 0)
 
 
 def test_state_is_read_back_after_a_crash_of_the_whole_quorum() -> None:

@@ -1,4 +1,5 @@
-// The Apache Kafka Java client (kafka-clients 3.9.1) for the cluster tests (tests/cluster):
+// The Apache Kafka Java client for the cluster tests (tests/cluster); one source for kafka-clients
+// 3.9.1 and 4.4.0:
 //
 //   java -cp JARS ClusterClient produce BOOTSTRAP TOPIC COUNT NAME
 //       An idempotent acks=all producer of COUNT records, values "NAME-<n>" (n = 0..COUNT-1, no
@@ -9,11 +10,20 @@
 //   java -cp JARS ClusterClient describe BOOTSTRAP TOPIC
 //       Admin.describeTopics: one JSON line per partition,
 //       {"partition": p, "leader": id or -1, "isr": [...], "replicas": [...]}.
+//   java -cp JARS ClusterClient consume-moved BOOTSTRAP TOPIC WARM PARTITION COUNT
+//       A consumer (no group) assigned partition WARM from offset 0 prints "warm" once it read a
+//       record there (its metadata now holds every partition of TOPIC). After a line "go" on
+//       stdin it prints "leader <id>": PARTITION's leader in its metadata (partitionsFor answers
+//       from the consumer's metadata when that knows the topic), then adds PARTITION from offset
+//       0 to its assignment (the same topic: no metadata request) and prints
+//       "record <offset> <value>" per record of PARTITION until COUNT were read, then "done".
+//       The protocol of tests/cluster/confluent_consumer.py.
 //
 // Compiled once per session by tests/interop/harness.py (java_classes), like the e2e driver.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -24,11 +34,17 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class ClusterClient {
@@ -37,8 +53,12 @@ public final class ClusterClient {
             produce(args[1], args[2], Integer.parseInt(args[3]), args[4]);
         } else if (args.length == 3 && args[0].equals("describe")) {
             describe(args[1], args[2]);
+        } else if (args.length == 6 && args[0].equals("consume-moved")) {
+            consumeMoved(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
+                Integer.parseInt(args[5]));
         } else {
-            System.err.println("usage: ClusterClient produce BOOTSTRAP TOPIC COUNT NAME | describe BOOTSTRAP TOPIC");
+            System.err.println("usage: ClusterClient produce BOOTSTRAP TOPIC COUNT NAME | describe BOOTSTRAP TOPIC"
+                + " | consume-moved BOOTSTRAP TOPIC WARM PARTITION COUNT");
             System.exit(2);
         }
         System.out.flush();
@@ -135,6 +155,49 @@ public final class ClusterClient {
                     + ", \"isr\": " + ids(info.isr())
                     + ", \"replicas\": " + ids(info.replicas()) + "}");
             }
+        }
+    }
+
+    static void consumeMoved(String bootstrap, String topic, int warm, int partition, int count) throws Exception {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        TopicPartition warmPartition = new TopicPartition(topic, warm);
+        TopicPartition movedPartition = new TopicPartition(topic, partition);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+            consumer.assign(List.of(warmPartition));
+            consumer.seek(warmPartition, 0);
+            while (consumer.poll(Duration.ofMillis(200)).records(warmPartition).isEmpty()) {
+                // until a record of WARM arrived
+            }
+            System.out.println("warm");
+            System.out.flush();
+            if (!"go".equals(in.readLine())) {
+                System.exit(1);
+            }
+            int leader = -1;
+            for (PartitionInfo info : consumer.partitionsFor(topic)) {
+                if (info.partition() == partition && info.leader() != null) {
+                    leader = info.leader().id();
+                }
+            }
+            System.out.println("leader " + leader);
+            System.out.flush();
+            consumer.assign(List.of(warmPartition, movedPartition));
+            consumer.seek(movedPartition, 0);
+            int read = 0;
+            while (read < count) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200)).records(movedPartition)) {
+                    System.out.println("record " + record.offset() + " "
+                        + new String(record.value(), StandardCharsets.UTF_8));
+                    read++;
+                }
+                System.out.flush();
+            }
+            System.out.println("done");
         }
     }
 

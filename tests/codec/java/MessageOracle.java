@@ -1,8 +1,8 @@
-// Apache Kafka's own generated message classes (kafka-clients 4.4) as an oracle for the codec
-// differential test (tests/codec/test_kafka_differential.py). One long-lived process: it reads one
-// JSON object a line on stdin and answers each with one JSON object a line on stdout.
+// Apache Kafka's own generated message classes (kafka-clients and kafka-metadata 4.4) as an oracle
+// for the codec differential test (tests/codec/test_kafka_differential.py). One long-lived process:
+// it reads one JSON object a line on stdin and answers each with one JSON object a line on stdout.
 //
-//   java -cp KAFKA_CLIENTS:JACKSON MessageOracle
+//   java -cp KAFKA_CLIENTS:KAFKA_METADATA:JACKSON MessageOracle
 //
 // {"op": "describe", "data": [CLASS NAME, ...]}
 //     -> {"apis": [{"key", "name", "request": [lo, hi], "response": [lo, hi], "highestStable",
@@ -12,12 +12,12 @@
 //     The versions each generated class reads and writes (unstable ones included) and the header
 //     versions ApiMessageType assigns to each API version.
 // {"op": "check", "kind": "request"|"response"|"header"|"data", "api": KEY, header name or class
-//  name, "version": V, "bytes": BASE64, "json": {...}}
-//     -> {"reread": BASE64, "readJson": {...}, "built": BASE64}
+//  name, "version": V, "cases": [{"bytes": BASE64, "json": {...}}, ...]}
+//     -> {"answers": [{"reread": BASE64, "readJson": {...}, "built": BASE64}, ...]}, per case:
 //     reread: BYTES read with the class's own `read` (every byte consumed) and written again;
 //     readJson: what that read found, written by the class's JsonConverter (records as their size);
 //     built: the message the JsonConverter builds from JSON (no bytes involved), written.
-//     Any failure answers {"error": "...", "stage": "read"|"reread"|"json"|"build"}.
+//     A case that fails answers {"error": "...", "stage": "read"|"reread"|"json"|"build"}.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -118,10 +118,24 @@ public final class MessageOracle {
         return out.array();
     }
 
-    static ObjectNode check(JsonNode request) throws Failure {
+    static ObjectNode check(JsonNode request) {
         String kind = request.get("kind").asText();
         short version = (short) request.get("version").asInt();
-        Message read = newMessage(kind, request.get("api"));
+        ArrayNode answers = MAPPER.createArrayNode();
+        for (JsonNode one : request.get("cases")) {
+            Message read = newMessage(kind, request.get("api"));
+            try {
+                answers.add(checkOne(read, version, one));
+            } catch (Failure e) {
+                answers.addObject().put("stage", e.stage).put("error", e.getMessage());
+            }
+        }
+        ObjectNode answer = MAPPER.createObjectNode();
+        answer.set("answers", answers);
+        return answer;
+    }
+
+    static ObjectNode checkOne(Message read, short version, JsonNode request) throws Failure {
         ObjectNode answer = MAPPER.createObjectNode();
         try {
             ByteBuffer in = ByteBuffer.wrap(Base64.getDecoder().decode(request.get("bytes").asText()));
@@ -208,18 +222,11 @@ public final class MessageOracle {
         String line;
         while ((line = in.readLine()) != null) {
             JsonNode request = MAPPER.readTree(line);
-            ObjectNode answer;
-            try {
-                answer = switch (request.get("op").asText()) {
-                    case "describe" -> describe(request);
-                    case "check" -> check(request);
-                    default -> throw new IllegalArgumentException("unknown op " + request.get("op"));
-                };
-            } catch (Failure e) {
-                answer = MAPPER.createObjectNode();
-                answer.put("stage", e.stage);
-                answer.put("error", e.getMessage());
-            }
+            ObjectNode answer = switch (request.get("op").asText()) {
+                case "describe" -> describe(request);
+                case "check" -> check(request);
+                default -> throw new IllegalArgumentException("unknown op " + request.get("op"));
+            };
             out.println(MAPPER.writeValueAsString(answer));
             out.flush();
         }
