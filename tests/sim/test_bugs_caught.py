@@ -16,10 +16,10 @@ CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
     "skip-truncation": (8, "liveness"),
     "unclean-election": (33, "unclean-election"),
-    "ack-before-isr": (2, "inconsistent-offsets"),
+    "ack-before-isr": (17, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
     "serve-above-hw": (10, "inconsistent-offsets"),
-    "offsets-not-loaded": (1, "committed-offset-lost"),
+    "offsets-not-loaded": (3, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
     "assign-before-revoke": (1, "double-ownership"),
 }
