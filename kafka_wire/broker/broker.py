@@ -165,6 +165,11 @@ class ClusterNode(Protocol):
 
 #: The owner of the timers of answers held by an injected latency.
 _FAULT_TIMERS: Final = "faults"
+#: Requests decoded and handled in one engine call, over all connections. A connection with more
+#: pipelined requests than that is read no further in this call and goes on at the next ``tick``
+#: (due at once): a client that sends thousands of requests without reading an answer cannot
+#: hold the driver's loop, and so the other connections, for seconds.
+REQUESTS_PER_CALL: Final = 64
 
 #: The default logger: nothing is emitted.
 _SILENT: Final = logging.getLogger("kafka_wire.broker.silent")
@@ -235,6 +240,9 @@ class Broker:
         self._close_after_answers: set[int] = set()
         #: Paused connections waiting for room under queued.max.requests, in the order they stopped.
         self._queue_blocked: dict[int, None] = {}
+        #: Connections with requests left when the call's :data:`REQUESTS_PER_CALL` were spent.
+        self._call_blocked: dict[int, None] = {}
+        self._call_requests = 0
         #: The ``now_ms`` of the call being handled (for activity seen deep in the call).
         self._now_ms = 0
         #: Faults a test asks for (``kafka_wire.broker.faults``); none by default.
@@ -338,6 +346,7 @@ class Broker:
         self._timers.clear()
         self._unmuted.clear()
         self._queue_blocked.clear()
+        self._call_blocked.clear()
         self._delayed.clear()
         self._timer_queue.clear(_FAULT_TIMERS)
         state = self.state
@@ -467,6 +476,8 @@ class Broker:
     def next_deadline_ms(self) -> int | None:
         if self._stopped is not None:
             return None
+        if self._call_blocked:
+            return self._now_ms  # requests left over from an earlier call: at once
         deadlines: list[int] = []
         if self._held:
             jobs = [h.waiting.deadline_ms for h in self._held if isinstance(h.waiting, Job)]
@@ -562,6 +573,7 @@ class Broker:
 
     def _begin_call(self, *, jobs: bool = True) -> None:
         """A fresh work budget for this call (none with ``jobs=False``)."""
+        self._call_requests = 0
         if self._state is not None:
             self._state.begin_call()
             if not jobs:
@@ -588,11 +600,16 @@ class Broker:
                 self._pause(conn_id, conn, out)
                 self._queue_blocked[conn_id] = None
                 break
+            if self._call_requests >= REQUESTS_PER_CALL:
+                self._pause(conn_id, conn, out)
+                self._call_blocked[conn_id] = None
+                break
             event = server.next_event()
             if event is NEED_DATA:
                 self._unpause(conn_id, conn, now_ms, out)
                 break
             if isinstance(event, Request):
+                self._call_requests += 1
                 self._dispatch(conn_id, conn, event, now_ms, out)
                 if conn_id not in self._conns or conn_id in self._close_after_answers:
                     return  # the request closed the connection (or will, once its answers are out)
@@ -646,6 +663,9 @@ class Broker:
             if self._queue_blocked and self._held_count() < self.config.queued_max_requests:
                 ready += self._queue_blocked
                 self._queue_blocked.clear()
+            if self._call_blocked and self._call_requests < REQUESTS_PER_CALL:
+                ready += self._call_blocked
+                self._call_blocked.clear()
             if not ready:
                 return
             for conn_id in ready:
@@ -911,6 +931,7 @@ class Broker:
         self._close_after_answers.discard(conn_id)
         self._timers.forget(conn_id)
         self._queue_blocked.pop(conn_id, None)
+        self._call_blocked.pop(conn_id, None)
         # Admin jobs run to their end (their answer is dropped); the rest goes with the connection.
         self._held = [
             h

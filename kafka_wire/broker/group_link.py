@@ -96,6 +96,13 @@ class GroupLink:
                 min_session_timeout_ms=config.group_min_session_timeout_ms,
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
                 max_group_size=config.group_max_size,
+                consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+                consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+                consumer_assignors=tuple(
+                    a.strip() for a in config.group_consumer_assignors.split(",") if a.strip()
+                ),
+                consumer_max_size=config.group_consumer_max_size,
+                consumer_migration_policy=config.group_consumer_migration_policy,
                 offsets_retention_ms=config.offsets_retention_ms,
                 # Groups are placed by the partitions the topic has, once it exists.
                 offsets_topic_num_partitions=(
@@ -110,6 +117,7 @@ class GroupLink:
             partitions_of=lambda name: t.partitions if (t := state.topic_named(name)) is not None else None,
             timers=timers,
             partitioned=True,
+            topics=lambda: [(t.name, t.topic_id, t.partitions) for t in state.metadata.topics.values()],
         )
 
     @property
@@ -137,7 +145,8 @@ class GroupLink:
             request.api_version,
             now_ms,
             client_id=request.header.client_id or "",
-            client_host=client_host,
+            # Kafka's coordinator keeps the peer's InetAddress.toString(): "/127.0.0.1".
+            client_host=f"/{client_host}" if client_host else "",
         )
         return self._apply(effects, now_ms)
 

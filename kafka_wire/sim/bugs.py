@@ -50,6 +50,10 @@ BUGS: Final[dict[str, str]] = {
         "leadership) skips the committed offsets, so members start again from the beginning "
         "(#16 committed offsets regress)"
     ),
+    "assign-before-revoke": (
+        "a KIP-848 coordinator gives a member a partition of its target while another member "
+        "still owns it, before that member revoked it (#16 one owner per partition)"
+    ),
     "no-epoch-bump": (
         "a partition change that names a new leader keeps the old leader epoch "
         "(#7 single leader per epoch; #8 epoch cache; #1 offset agreement)"

@@ -708,9 +708,17 @@ def test_many_cases_of_one_anomaly_are_capped() -> None:
 # -- the checker on a world ------------------------------------------------------------------------
 
 
+class NoConsumerGroups:
+    """A group coordinator that holds no KIP-848 group."""
+
+    def consumer_group_ids(self) -> list[str]:
+        return []
+
+
 @dataclass
 class FakeBroker:
     state: object
+    group_coordinator: NoConsumerGroups = field(default_factory=NoConsumerGroups)
 
 
 @dataclass

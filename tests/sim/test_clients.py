@@ -25,6 +25,7 @@ from kafka_wire.messages import (
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
 from kafka_wire.sim.clients.base import Address, ClientBase, Handler
 from kafka_wire.sim.clients.consumer import AssignConsumer
+from kafka_wire.sim.clients.consumer_member import ConsumerProtocolMember
 from kafka_wire.sim.clients.group import SESSION_TIMEOUT_MS, GroupMember, MemberState
 from kafka_wire.sim.clients.producer import DELIVERY_TIMEOUT_MS, Producer
 from kafka_wire.sim.clients.workload import Workload, clients_for, default_clients
@@ -464,8 +465,10 @@ def test_clients_for_a_world_take_its_nodes_topics_and_unclean_setting() -> None
         ("b", 5, 3),
     ]
     assert admin.specs["a"].configs == {"min.insync.replicas": "2", "unclean.leader.election.enable": "true"}
-    members = [c for c in clients if isinstance(c, GroupMember)]
-    assert [m.topics for m in members] == [["a"], ["a"]]
+    classic = [c for c in clients if type(c) is GroupMember]
+    assert [m.topics for m in classic] == [["a"], ["a"]]
+    kip848 = [c for c in clients if isinstance(c, ConsumerProtocolMember)]
+    assert [m.topics for m in kip848] == [["a", "b"], ["a", "b"]]
 
 
 class _Recording(GroupMember):

@@ -12,6 +12,7 @@ PAGE = "reference/state-machines.md"
 
 def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     """(section, machine, where the table lives, table), in page order; imported when drawn."""
+    from kafka_wire.broker.group.reconciliation import MEMBER_TRANSITIONS
     from kafka_wire.broker.group.states import GROUP_TRANSITIONS
     from kafka_wire.broker.lifecycle import LIFECYCLE_TRANSITIONS
     from kafka_wire.broker.partition.roles import REPLICA_TRANSITIONS
@@ -72,6 +73,12 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
             sasl.OAUTHBEARER_SERVER_TRANSITIONS,
         ),
         ("Broker", "Classic group", "kafka_wire.broker.group.states.GROUP_TRANSITIONS", GROUP_TRANSITIONS),
+        (
+            "Broker",
+            "Consumer group member (KIP-848)",
+            "kafka_wire.broker.group.reconciliation.MEMBER_TRANSITIONS",
+            MEMBER_TRANSITIONS,
+        ),
         (
             "Broker",
             "Partition replica",

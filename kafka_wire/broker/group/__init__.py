@@ -6,7 +6,13 @@ Hand-written (nothing here is generated). Modules:
 ``membership``   JoinGroup, SyncGroup, Heartbeat, LeaveGroup (the classic protocol's requests)
 ``rebalance``    members in and out, the join and sync phases, session expiry
 ``offsets``      OffsetCommit, OffsetFetch, OffsetDelete, retention, deleted topics
-``admin``        ListGroups, DescribeGroups, DeleteGroups
+``admin``        ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupDescribe
+``consumer_groups``  KIP-848 consumer groups: ConsumerGroupHeartbeat, member timers
+``consumer_model``, ``consumer_replay``, ``consumer_records``  their model, replay and records
+``reconciliation``   a KIP-848 member's step towards its target (``MEMBER_TRANSITIONS``)
+``assignors``    the ``uniform`` and ``range`` server-side assignors
+``topic_regex``  RE2 regex subscriptions
+``share_partition``  a KIP-932 share-partition's in-flight records (not served yet)
 ``persistence``  writes awaiting their outcome (append ids), replay of ``__consumer_offsets``
 ``runtime``      what they share: groups, clock, timers, the effects of the call
 ``model``        :class:`Group`, :class:`Member`, :class:`GroupSnapshot` and pure helpers

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
+from kafka_wire.broker.group.consumer_model import ConsumerGroup
 from kafka_wire.broker.group.records import GroupMetadataValue, MemberMetadata, OffsetCommitValue
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
@@ -139,6 +140,8 @@ class Group:
     subscribed_topics: frozenset[str] | None = None
     #: topic -> partition -> committed offset
     offsets: dict[str, dict[int, OffsetCommitValue]] = field(default_factory=dict)
+    #: A KIP-848 consumer group (``consumer_groups``): the classic fields above stay empty.
+    consumer: ConsumerGroup | None = None
 
     def all_joined(self) -> bool:
         return not self.pending_join and all(m.join is not None for m in self.members.values())
@@ -150,6 +153,8 @@ class Group:
         return max((max(m.rebalance_timeout_ms, 0) for m in self.members.values()), default=0)
 
     def is_subscribed(self, topic: str) -> bool:
+        if self.consumer is not None:
+            return self.consumer.subscribes_to(topic)
         if self.subscribed_topics is not None:
             return topic in self.subscribed_topics
         return self.protocol_type == CONSUMER_PROTOCOL_TYPE

@@ -95,7 +95,9 @@ class Offsets:
         elif group is None and generation >= 0:
             error = E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
         # With generation -1 and no group, the commit creates a "simple" group, kept by its offsets.
-        if group is not None and error is None:
+        if group is not None and error is None and group.consumer is not None:
+            error = group.consumer.commit_error(member_id, generation, v)
+        elif group is not None and error is None:
             error = self.validate_offset_commit(group, member_id, instance_id, generation)
             if error is None and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
                 member = group.members[member_id]
@@ -109,15 +111,12 @@ class Offsets:
         for topic in request.topics:
             name: str | None = topic.name
             topic_error = error
+            # Kafka's broker answers unknown topics before its coordinator sees the group.
             if v >= 10:
                 name = None if self._rt.topic_name_of is None else self._rt.topic_name_of(topic.topic_id)
-                if name is None and topic_error is None:
+                if name is None:
                     topic_error = E.UNKNOWN_TOPIC_ID
-            elif (
-                self._rt.topic_id_of is not None
-                and topic_error is None
-                and self._rt.topic_id_of(topic.name) is None
-            ):
+            elif self._rt.topic_id_of is not None and self._rt.topic_id_of(topic.name) is None:
                 topic_error = E.UNKNOWN_TOPIC_OR_PARTITION
             answers = []
             count = None if name is None or self._rt.partitions_of is None else self._rt.partitions_of(name)
@@ -170,14 +169,22 @@ class Offsets:
         return None
 
     def fetch_group(
-        self, group_id: str, topics: list[tuple[str | None, uuid.UUID, list[int]]] | None
+        self,
+        group_id: str,
+        topics: list[tuple[str | None, uuid.UUID, list[int]]] | None,
+        member: tuple[str | None, int] = (None, -1),
     ) -> tuple[ErrorCode, list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]]:
-        """The committed offsets of ``topics`` (``None``: all), as (topic, id, [(partition, value, error)])."""
+        """The committed offsets of ``topics`` (``None``: all), as (topic, id, [(partition, value, error)]).
+        ``member`` (v9+: member id and epoch) is checked against a consumer group's members."""
         if not group_id:
             return E.INVALID_GROUP_ID, []
         if (refused := self._rt.refusal(group_id)) is not None:
             return refused, []
         group = self._rt.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            member_error = group.consumer.commit_error(member[0] or "", member[1], None)
+            if member_error is not None:
+                return member_error, []
         offsets = {} if group is None else group.offsets
         out: list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]] = []
         if topics is None:
@@ -213,7 +220,9 @@ class Offsets:
                         )
                         for t in g.topics
                     ]
-                error, found = self.fetch_group(g.group_id, wanted)
+                error, found = self.fetch_group(
+                    g.group_id, wanted, (g.member_id, g.member_epoch) if v >= 9 else (None, -1)
+                )
                 groups.append(
                     messages.OffsetFetchResponseGroup(
                         group_id=g.group_id,
@@ -347,7 +356,12 @@ class Offsets:
                         offsets.append((topic, partition, None))
                     else:
                         all_expired = False
-            if all_expired and group.state is GroupState.EMPTY and not group.pending_join:
+            if (
+                all_expired
+                and group.state is GroupState.EMPTY
+                and not group.pending_join
+                and not (group.consumer and group.consumer.members)
+            ):
                 self._delete_group(group)  # its tombstones cover every offset
             else:
                 self._persistence.persist_offsets(OffsetWrite(group.group_id, offsets))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kafka_wire.broker import buggify
+from kafka_wire.broker.group.consumer_model import ConsumerGroup
 from kafka_wire.broker.group.effects import KeyValue, Persist
 from kafka_wire.broker.group.model import Group, Member, Waiter, metadata_value, subscribed_topics
 from kafka_wire.broker.group.records import (
@@ -119,8 +120,26 @@ class GroupDeleted:
     index: int = -1
 
 
+@dataclass(slots=True)
+class ConsumerWrite:
+    """Records of one KIP-848 consumer group change (``consumer_groups``), applied when handed
+    out: the answer waits for them; if they are refused the group goes back to ``before`` (None:
+    it was no consumer group) unless a later write of the group was handed out since."""
+
+    group_id: str
+    before: ConsumerGroup | None
+    waiter: Waiter | None = None
+    answer: Message | None = None
+
+
 PendingWrite = (
-    OffsetWrite | GroupCreated | GroupEmptied | AssignmentStored | StaticMemberReplaced | GroupDeleted
+    OffsetWrite
+    | GroupCreated
+    | GroupEmptied
+    | AssignmentStored
+    | StaticMemberReplaced
+    | GroupDeleted
+    | ConsumerWrite
 )
 
 

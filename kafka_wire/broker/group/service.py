@@ -47,6 +47,14 @@ from typing import Final
 from kafka_wire import messages
 from kafka_wire.broker.group.admin import GroupAdmin
 from kafka_wire.broker.group.config import GroupConfig
+from kafka_wire.broker.group.consumer_groups import (
+    CONSUMER_REBALANCE,
+    CONSUMER_SESSION,
+    ConsumerGroups,
+    TopicsOf,
+)
+from kafka_wire.broker.group.consumer_model import ConsumerGroup, ConsumerGroupState
+from kafka_wire.broker.group.consumer_records import CONSUMER_KEY_VERSIONS
 from kafka_wire.broker.group.effects import GroupEffect, KeyValue, client_error
 from kafka_wire.broker.group.membership import Membership
 from kafka_wire.broker.group.model import (
@@ -63,6 +71,7 @@ from kafka_wire.broker.group.model import (
 from kafka_wire.broker.group.offsets import Offsets
 from kafka_wire.broker.group.persistence import (
     AssignmentStored,
+    ConsumerWrite,
     GroupCreated,
     GroupDeleted,
     GroupEmptied,
@@ -100,6 +109,8 @@ GROUP_API_KEYS: Final = (
     ApiKey.LIST_GROUPS,
     ApiKey.DELETE_GROUPS,
     ApiKey.OFFSET_DELETE,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    ApiKey.CONSUMER_GROUP_DESCRIBE,
 )
 
 _Handler = Callable[[Waiter, Message, str, str], None]
@@ -131,6 +142,7 @@ class GroupCoordinator:
         partitions_of: PartitionsOf | None = None,
         timers: TimerQueue | None = None,
         partitioned: bool = False,
+        topics: TopicsOf | None = None,
     ) -> None:
         self.config = config if config is not None else GroupConfig()
         rt = self._rt = GroupRuntime(
@@ -146,10 +158,15 @@ class GroupCoordinator:
         self._persistence = GroupPersistence(rt)
         self._rebalance = Rebalance(rt, self._persistence)
         self._membership = Membership(rt, self._persistence, self._rebalance)
+        self._consumer = ConsumerGroups(
+            rt, self._persistence.persist, topics if topics is not None else lambda: ()
+        )
         self._admin = GroupAdmin(rt, self._persistence, self._rebalance)
         self._offsets = Offsets(rt, self._persistence, self._rebalance, self._admin.delete_group)
         self._handlers: dict[int, _Handler] = {
-            ApiKey.JOIN_GROUP: self._membership.join,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer.heartbeat,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: self._admin.consumer_group_describe,
+            ApiKey.JOIN_GROUP: self._join,
             ApiKey.SYNC_GROUP: self._membership.sync,
             ApiKey.HEARTBEAT: self._membership.heartbeat,
             ApiKey.LEAVE_GROUP: self._membership.leave,
@@ -231,6 +248,8 @@ class GroupCoordinator:
                 self._membership.static_member_written(write, error)
             case GroupDeleted():
                 self._admin.deletion_written(write, error)
+            case ConsumerWrite():
+                self._consumer.written(write, error)
         self._run_timers()
         return self._rt.take()
 
@@ -242,19 +261,22 @@ class GroupCoordinator:
         """When :meth:`tick` has work next (``0``: at once, before the first call has shown a time)."""
         if self._rt.now is None:
             return 0
-        if any(self._rt.serves(group_id) for group_id, _ in self._persistence.unarmed):
+        unarmed = [*self._persistence.unarmed, *self._consumer.unarmed]
+        if any(self._rt.serves(group_id) for group_id, _ in unarmed):
             return self._rt.now  # members loaded since the last call: arm their sessions now
         return self._rt.timers.next_deadline_ms(GROUP_TIMERS)
 
     def load(self, records: Iterable[KeyValue]) -> None:
         """Replay ``__consumer_offsets`` records (oldest first; compacted or not) at startup.
 
-        Records of other kinds (KIP-848 consumer groups, share groups) are skipped. Loaded members
+        KIP-848 consumer group records rebuild those groups; other kinds (share groups) are
+        skipped. Loaded members
         get their session timeout from the first time the coordinator sees (next ``handle`` or
         ``tick``). An unreadable record raises :class:`~kafka_wire.errors.DecodeError` (the records
         before it are loaded); :meth:`replay` takes one record, for callers that skip bad ones.
         """
-        self._persistence.load(records)
+        for key, value in records:
+            self.replay(key, value)
 
     def replay(self, key: bytes, value: bytes | None) -> None:
         """Replay one ``__consumer_offsets`` record (see :meth:`load`).
@@ -262,7 +284,27 @@ class GroupCoordinator:
         Raises :class:`~kafka_wire.errors.DecodeError`, with nothing applied, for a key or value
         that cannot be read, including a key version Kafka does not define.
         """
-        self._persistence.replay(key, value)
+        if len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) in CONSUMER_KEY_VERSIONS:
+            self._consumer.replay(key, value)
+        else:
+            self._persistence.replay(key, value)
+
+    def _join(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        """JoinGroup; a consumer group (KIP-848) it names is downgraded to a classic group when it
+        is empty and ``group.consumer.migration.policy`` allows it, else refused: a classic member
+        in a consumer group (mixed membership) is not served here."""
+        assert isinstance(request, messages.JoinGroupRequest)
+        group = self._rt.groups.get(request.group_id)
+        if group is not None and group.consumer is not None:
+            downgrade = self.config.consumer_migration_policy in ("bidirectional", "downgrade")
+            if group.consumer.members or not downgrade:
+                self._rt.respond(
+                    waiter,
+                    join_error(waiter.api_version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id),
+                )
+                return
+            self._consumer.delete_empty(group)
+        self._membership.join(waiter, request, client_id, client_host)
 
     # -- partitions of __consumer_offsets (a replicated cluster) --------------------------------
 
@@ -333,6 +375,8 @@ class GroupCoordinator:
         rt = self._rt
         for group_id in [g for g in rt.groups if rt.partition_of(g) == partition]:
             group = rt.groups.pop(group_id)
+            if group.consumer is not None:
+                self._consumer.drop(group_id, group.consumer)
             rt.cancel(timer_key(JOIN, group_id))
             rt.cancel(timer_key(SYNC, group_id))
             for member_id in [*group.members, *group.pending_join]:
@@ -364,6 +408,19 @@ class GroupCoordinator:
         """Read-only views of every group, in creation order."""
         return [snapshot(group) for group in self._rt.groups.values()]
 
+    def consumer_group_view(self, group_id: str) -> ConsumerGroup | None:
+        """A copy of a KIP-848 consumer group (None: no such group)."""
+        group = self._rt.groups.get(group_id)
+        return None if group is None or group.consumer is None else group.consumer.copy()
+
+    def consumer_group_ids(self) -> list[str]:
+        """The KIP-848 consumer groups in memory, in creation order."""
+        return [g.group_id for g in self._rt.groups.values() if g.consumer is not None]
+
+    def consumer_group_state(self, group_id: str) -> ConsumerGroupState | None:
+        group = self._rt.groups.get(group_id)
+        return None if group is None or group.consumer is None else group.consumer.state()
+
     def state_of(self, group_id: str) -> GroupState | None:
         group = self._rt.groups.get(group_id)
         return None if group is None else group.state
@@ -378,6 +435,10 @@ class GroupCoordinator:
         rt.now = now_ms
         if first:
             rt.schedule(RETENTION_KEY, self.config.offsets_retention_check_interval_ms)
+        for group_id, member_id in list(self._consumer.unarmed):
+            if rt.serves(group_id):
+                del self._consumer.unarmed[group_id, member_id]
+                self._consumer.arm_loaded(group_id, member_id)
         unarmed = self._persistence.unarmed
         if unarmed:
             loaded: dict[str, None] = {}
@@ -423,7 +484,9 @@ class GroupCoordinator:
         group = self._rt.groups.get(str(group_id))
         if group is None:
             return
-        if kind == HEARTBEAT:
+        if kind in (CONSUMER_SESSION, CONSUMER_REBALANCE):
+            self._consumer.expire(kind, str(group_id), str(member_id), args)
+        elif kind == HEARTBEAT:
             self._rebalance.expire_heartbeat(group, str(member_id))
         elif kind == JOIN:
             if group.state is GroupState.PREPARING_REBALANCE:
