@@ -5,6 +5,7 @@
 - ``fuzz`` (:mod:`~kafka_wire.cli.fuzz`): the network fuzzer for Kafka-speaking servers.
 - ``dump-log`` (:mod:`~kafka_wire.cli.dump_log`): the batches of a segment file or records
   payload, or the entries of an index file.
+- ``proxy`` (:mod:`~kafka_wire.cli.proxy`): a Kafka-aware proxy with a filter chain.
 - ``serve`` (:mod:`~kafka_wire.cli.serve`): run the broker.
 - ``simulate`` (:mod:`~kafka_wire.cli.simulate`): seeded simulations of a cluster with faults.
 - ``spark-load`` (:mod:`~kafka_wire.cli.spark_load`): topics into Parquet with Spark.
@@ -19,13 +20,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from kafka_wire.cli import cluster, decode, dump_log, fuzz, serve, simulate, spark_load
+from kafka_wire.cli import cluster, decode, dump_log, fuzz, proxy, serve, simulate, spark_load
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-wire", description="Sans-IO Apache Kafka protocol toolkit")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (cluster, decode, dump_log, fuzz, serve, simulate, spark_load):
+    for command in (cluster, decode, dump_log, fuzz, proxy, serve, simulate, spark_load):
         command.add_parser(sub)
     return parser
 

@@ -5,7 +5,9 @@ Events are small frozen values. ``ClientConnection.next_event()`` yields :class:
 :class:`ConnectionClosed`; ``ServerConnection.next_event()`` yields :class:`Request`,
 :class:`UnsupportedRequest`, :class:`Authenticated`, :class:`AuthenticationFailed` and
 :class:`ConnectionClosed`. Either returns ``NEED_DATA`` when it has no complete frame; a server
-at its in-flight limit returns ``PAUSED`` until responses go out.
+at its in-flight limit returns ``PAUSED`` until responses go out. In passthrough (a proxy's use),
+frames of the api keys asked for stay undecoded: :class:`RawRequest` on a server,
+:class:`RawResponse` on a client.
 """
 
 from __future__ import annotations
@@ -98,6 +100,42 @@ class Request:
 
 
 @dataclass(frozen=True, slots=True)
+class RawRequest:
+    """A request a server in passthrough received and did not decode (``ServerConfig.passthrough``):
+    the decoded header and the whole frame, size prefix included. Answer it with
+    ``ServerConnection.send_raw``."""
+
+    header: RequestHeader
+    frame: bytes
+    #: False for a Produce request with ``acks=0`` (read from the frame without decoding the body).
+    expects_response: bool = True
+
+    @property
+    def api_key(self) -> int:
+        return self.header.request_api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.request_api_version
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """A response to a frame sent with ``ClientConnection.send_raw(..., decode=False)``: the whole
+    response frame, size prefix included, undecoded."""
+
+    frame: bytes
+    api_key: int
+    api_version: int
+    correlation_id: int
+    context: object = None
+
+
+@dataclass(frozen=True, slots=True)
 class UnsupportedRequest:
     """A request with an API key or version the server does not support.
 
@@ -168,5 +206,7 @@ class RequestTimedOut:
     contexts: tuple[object, ...]
 
 
-ClientEvent = Response | VersionsNegotiated | Authenticated | RequestTimedOut | ConnectionClosed
-ServerEvent = Request | UnsupportedRequest | Authenticated | AuthenticationFailed | ConnectionClosed
+ClientEvent = Response | RawResponse | VersionsNegotiated | Authenticated | RequestTimedOut | ConnectionClosed
+ServerEvent = (
+    Request | RawRequest | UnsupportedRequest | Authenticated | AuthenticationFailed | ConnectionClosed
+)
