@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import ssl
 import sys
@@ -85,7 +86,7 @@ def build_filters(
         for item in json.loads(file.read_text(encoding="utf-8")):
             options = {k: str(v) for k, v in item.items() if k != "filter"}
             entries.append((str(item["filter"]), options))
-    return [make_filter(name, options, sink_for) for name, options in entries]
+    return [make_filter(name, options, sink_for, os.urandom) for name, options in entries]
 
 
 def _file_sink(path: str) -> Callable[[str], None]:

@@ -398,11 +398,7 @@ class ProxyPair(Guarded):
 
     def _on_request(self, request: Request) -> None:
         assert self._server is not None
-        body = request.body
-        if isinstance(body, ApiVersionsRequest):
-            self._client_out += self._server.send(request.reply(self._api_versions(request.api_version)))
-            return
-        call = Call(self.info, request.header, body)
+        call = Call(self.info, request.header, request.body)
         self._requests.append(
             _Exchange(request.correlation_id, request.header, None, call, request.expects_response)
         )
@@ -454,9 +450,9 @@ class ProxyPair(Guarded):
             exchange.call.response = verdict.body
             exchange.changed = exchange.decoded = True
             if not response:
-                # Answered here, never sent upstream: the filters before this one see the answer.
+                # Answered here, never sent upstream: this filter and those before it see the answer.
                 exchange.response_frame = b""
-                exchange.step -= 2
+                exchange.step -= 1
                 queue = self._requests
                 if queue and queue[0] is exchange:
                     queue.popleft()
@@ -489,7 +485,14 @@ class ProxyPair(Guarded):
                 progress = True
                 continue  # answered here (already moved on) or delayed
             self._requests.popleft()
-            self._send_upstream(x)
+            if call is not None and isinstance(call.body, ApiVersionsRequest):
+                # Answered by the pair itself: what the filters, kafka_wire and the upstream support.
+                call.response = self._api_versions(x.header.request_api_version)
+                x.response_frame, x.changed, x.decoded = b"", True, True
+                x.step = len(filters) - 1
+                self._responses.append(x)
+            else:
+                self._send_upstream(x)
             progress = True
         return progress
 

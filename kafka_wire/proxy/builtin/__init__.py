@@ -20,8 +20,11 @@ from kafka_wire.proxy.filters import Filter
 SinkFor = Callable[[str], Callable[[str], None]]
 
 
-def make_filter(name: str, options: Mapping[str, str], sink_for: SinkFor) -> Filter:
-    """The built-in filter ``name`` configured by text ``options``; ValueError for a bad one."""
+def make_filter(
+    name: str, options: Mapping[str, str], sink_for: SinkFor, random_bytes: Callable[[int], bytes]
+) -> Filter:
+    """The built-in filter ``name`` configured by text ``options``; ValueError for a bad one.
+    ``sink_for`` opens the log's output, ``random_bytes`` (``os.urandom``) makes keys and nonces."""
     if name == "log":
         from kafka_wire.proxy.builtin.frame_log import FrameLog
 
@@ -37,7 +40,7 @@ def make_filter(name: str, options: Mapping[str, str], sink_for: SinkFor) -> Fil
     if name == "encrypt":
         from kafka_wire.proxy.builtin.encryption import RecordEncryption
 
-        return RecordEncryption.from_options(options)
+        return RecordEncryption.from_options(options, random_bytes)
     if name == "faults":
         from kafka_wire.proxy.builtin.faults import FaultFilter
 
