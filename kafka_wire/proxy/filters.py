@@ -133,8 +133,14 @@ class Filter:
         """The connection ended (its state may be dropped)."""
 
     def wants_request(self, api_key: int) -> bool:
+        """Whether :meth:`on_request` sees requests of ``api_key``."""
         keys = self.request_keys
-        return keys is ALL_KEYS or api_key in keys or self.wants_response(api_key)
+        return keys is ALL_KEYS or api_key in keys
+
+    def decodes_request(self, api_key: int) -> bool:
+        """Whether requests of ``api_key`` are decoded for this filter (it sees them, or their
+        responses: a call carries both)."""
+        return self.wants_request(api_key) or self.wants_response(api_key)
 
     def wants_response(self, api_key: int) -> bool:
         keys = self.response_keys

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import traceback
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -287,7 +288,8 @@ class ProxyPair(Guarded):
             self._log(logging.WARNING, f"closed: {type(exc).__name__}: {exc}")
         except BaseException as exc:
             self._fail(exc)
-            self._log(logging.ERROR, f"closed by a failure inside: {type(exc).__name__}: {exc}")
+            trace = "".join(traceback.format_exception(exc)).rstrip()
+            self._log(logging.ERROR, f"closed by a failure inside: {type(exc).__name__}: {exc}\n{trace}")
 
     def _fail(self, exc: BaseException) -> None:
         super()._fail(exc)

@@ -99,7 +99,7 @@ class Proxy:
     # -- what the chain needs to decode --------------------------------------------------------
 
     def decodes_request(self, api_key: int) -> bool:
-        return any(f.wants_request(api_key) for f in self.filters)
+        return any(f.decodes_request(api_key) for f in self.filters)
 
     def decodes_response(self, api_key: int, api_version: int) -> bool:
         return bool(address_paths(api_key, api_version)) or any(
