@@ -38,7 +38,8 @@ def _process(name: str, workdir: Path) -> BrokerProcess:
 
 def _start(name: str, workdir: Path) -> Iterator[Upstream]:
     if name == "kafka_wire_cluster":
-        cluster = LocalCluster(workdir, size=3)
+        # The drivers create topics with one replica: min.insync.replicas 1 lets acks=all write.
+        cluster = LocalCluster(workdir, size=3, overrides={"min.insync.replicas": "1"})
         try:
             cluster.start_all()
             yield Upstream(name, cluster.bootstrap, [n.data_dir for n in cluster.nodes.values()])

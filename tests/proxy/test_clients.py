@@ -33,14 +33,23 @@ def plain_proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) ->
         process.close()
 
 
-def _run(client: str, bootstrap: str, topic: str, codec: str) -> DriverRun:
+def _run(client: str, bootstrap: str, topic: str, codec: str, *, create: bool = True) -> DriverRun:
+    if not create:  # another client creates the topic (see the test)
+        run_driver(
+            "confluent",
+            bootstrap,
+            "create",
+            topic=topic,
+            timeout_s=60,
+            options=DriverOptions(partitions=PARTITIONS),
+        ).check()
     return run_driver(
         client,  # type: ignore[arg-type]  # one of ALL_CLIENTS
         bootstrap,
-        "metadata,create,produce,consume",
+        "metadata,create,produce,consume" if create else "metadata,produce,consume",
         topic=topic,
         count=COUNT,
-        timeout_s=40,
+        timeout_s=60,
         options=DriverOptions(partitions=PARTITIONS, compression=codec),
     )
 
