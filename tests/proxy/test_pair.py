@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -104,7 +104,7 @@ class Rig:
         self,
         filters: list[Filter] | None = None,
         *,
-        broker_versions: dict[int, tuple[int, int]] | None = None,
+        broker_versions: Mapping[int, tuple[int, int]] | None = None,
         handler: Handler = default_handler,
         chunking: str = "whole",
         config: ProxyConfig | None = None,
@@ -168,8 +168,8 @@ class Rig:
             if out:
                 moved = True
                 self.client.receive_data(out)
-            while (event := self.client.next_event()) is not NEED_DATA:
-                self.client_events.append(event)
+            while (answer := self.client.next_event()) is not NEED_DATA:
+                self.client_events.append(answer)
             self.effects += self.pair.take_effects()
 
     def ready(self) -> VersionsNegotiated:
@@ -241,7 +241,7 @@ class _Limited(Filter):
 
 
 def test_api_versions_is_the_intersection_of_filters_codec_and_upstream() -> None:
-    broker = {
+    broker: dict[int, tuple[int, int]] = {
         ApiKey.API_VERSIONS: (0, 3),
         ApiKey.PRODUCE: (3, 9),
         ApiKey.FETCH: (4, 16),
@@ -480,7 +480,7 @@ def test_async_filters_run_on_asyncio_too() -> None:
     class Slow(Filter):
         request_keys = frozenset({ApiKey.METADATA})
 
-        async def on_request(self, call: Call) -> Close:  # type: ignore[override]
+        async def on_request(self, call: Call) -> Close:
             await asyncio.sleep(0)
             return Close("done")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 
 import pytest
 
@@ -213,7 +214,7 @@ def test_faults_answer_in_the_request_shape_then_delay() -> None:
     filt = make_filter(
         "faults",
         {"errors": "METADATA:NOT_CONTROLLER", "latency-ms": "30", "latency-api": "metadata"},
-        print,
+        _no_sink,
         os.urandom,
     )
     assert isinstance(filt, FaultFilter)
@@ -223,6 +224,10 @@ def test_faults_answer_in_the_request_shape_then_delay() -> None:
     assert filt.on_request(call) == Delay(30)
 
 
+def _no_sink(path: str) -> Callable[[str], None]:
+    return lambda line: None
+
+
 def test_unknown_filters_are_refused() -> None:
     with pytest.raises(ValueError, match="no filter"):
-        make_filter("nope", {}, print, os.urandom)
+        make_filter("nope", {}, _no_sink, os.urandom)
