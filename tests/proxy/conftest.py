@@ -59,9 +59,13 @@ UPSTREAMS = ["kafka_wire", "kafka_wire_cluster", "apache_kafka", "tansu"]
 
 @pytest.fixture(scope="module", params=UPSTREAMS)
 def upstream(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
+    if request.param == "kafka_wire":  # the one the filter tests share
+        shared: Upstream = request.getfixturevalue("serve_upstream")
+        yield shared
+        return
     yield from _start(request.param, tmp_path_factory.mktemp(request.param))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def serve_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
     yield from _start("kafka_wire", tmp_path_factory.mktemp("serve"))

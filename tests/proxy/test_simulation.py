@@ -63,4 +63,3 @@ def test_clients_reach_the_cluster_through_the_proxy_and_read_every_acknowledged
         if c.locs[0] in ("admin", "producer", "consumer")
     )
     assert host.pairs_opened >= 3
-
