@@ -5,6 +5,8 @@ One upstream broker process (Tansu by default: the fastest here, so the proxy's 
 front of it: one with no filter and one with the record encryption filter. One client,
 confluent-kafka (librdkafka), in this script's process, drives all three paths in the same run:
 
+- **warm-up**: 1,000 records produced and consumed on each path first, untimed (the proxies
+  import their codec modules on first use);
 - **throughput**: per round and path, a fresh one-partition topic; ``--records`` records of
   ``--value-bytes`` bytes produced (acks=all, linger.ms=5, no compression) until every delivery
   report is in, then consumed back by assignment from offset 0 (no group); median of
@@ -85,6 +87,10 @@ def main() -> None:
         try:
             plain.start()
             sealed.start()
+            for name, process in paths.items():  # warm-up: connections made, codec modules imported
+                create_topic(process.bootstrap, f"warm-{name.replace('+', '-')}")
+                produce(process.bootstrap, f"warm-{name.replace('+', '-')}", 1000, value)
+                consume(process.bootstrap, f"warm-{name.replace('+', '-')}", 1000, args.value_bytes)
             produce_s: dict[str, list[float]] = {name: [] for name in paths}
             consume_s: dict[str, list[float]] = {name: [] for name in paths}
             for round_ in range(args.rounds):

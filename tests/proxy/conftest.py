@@ -3,8 +3,9 @@ and a proxy in front of each.
 
 ``upstream`` is parametrised over the four upstreams of the issue: ``kafka-wire serve`` (one
 node), a 3-node kafka_wire cluster (:class:`~tests.cluster.harness.LocalCluster`), Apache Kafka
-4.4 (``make peers``) and Tansu. ``serve_upstream`` is the one-node ``kafka-wire serve`` the filter
-tests share.
+4.4 (``make peers``) and Tansu. ``serve_upstream`` (the one-node ``kafka-wire serve``) and
+``apache_upstream`` (Apache Kafka 4.4 with an SSL listener too) are session-wide: the filter and
+TLS tests use them as well.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import pytest
 from tests.cluster.harness import LocalCluster
 from tests.e2e.apache_kafka import apache_kafka
 from tests.e2e.brokers import BrokerProcess, kafka_wire, tansu
+from tests.interop.harness import free_port
+from tests.proxy.tls import Certificates, make_certificates
 
 
 @dataclass
@@ -26,14 +29,36 @@ class Upstream:
     bootstrap: str
     #: The data directories of its nodes (to look into segment files).
     data_dirs: list[Path]
+    #: Apache Kafka's SSL listener ("host:port") and the CA that signed its certificate, if any.
+    tls_bootstrap: str = ""
+    tls: Certificates | None = None
 
 
 def _process(name: str, workdir: Path) -> BrokerProcess:
     if name == "tansu":
         return tansu(workdir)
-    if name == "apache_kafka":
-        return apache_kafka(workdir)
     return kafka_wire(workdir)
+
+
+def _apache_with_tls(workdir: Path) -> Iterator[Upstream]:
+    """Apache Kafka 4.4 with an SSL listener beside its PLAINTEXT one (a PEM keystore)."""
+    certificates = make_certificates(workdir / "tls")
+    node = apache_kafka(workdir)
+    host, port = node.address
+    tls = f"{host}:{free_port(host)}"
+    controller = f"{host}:{node.controller_port}"
+    node.overrides = {
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{controller},SSL://{tls}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{controller},SSL://{tls}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(certificates.keystore),
+    }
+    try:
+        node.start()
+        yield Upstream("apache_kafka", node.bootstrap, [node.data_dir], tls, certificates)
+    finally:
+        node.close()
 
 
 def _start(name: str, workdir: Path) -> Iterator[Upstream]:
@@ -59,11 +84,19 @@ UPSTREAMS = ["kafka_wire", "kafka_wire_cluster", "apache_kafka", "tansu"]
 
 @pytest.fixture(scope="module", params=UPSTREAMS)
 def upstream(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
-    if request.param == "kafka_wire":  # the one the filter tests share
-        shared: Upstream = request.getfixturevalue("serve_upstream")
+    if request.param in SHARED:  # the ones other modules use too
+        shared: Upstream = request.getfixturevalue(SHARED[request.param])
         yield shared
         return
     yield from _start(request.param, tmp_path_factory.mktemp(request.param))
+
+
+SHARED = {"kafka_wire": "serve_upstream", "apache_kafka": "apache_upstream"}
+
+
+@pytest.fixture(scope="session")
+def apache_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
+    yield from _apache_with_tls(tmp_path_factory.mktemp("apache_kafka"))
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,8 @@ class ProxyProcess(BrokerProcess):
 
     upstream: str = ""
     filters: list[str] = field(default_factory=list)
+    #: More command-line arguments (TLS).
+    extra: list[str] = field(default_factory=list)
     #: Proxy port -> upstream "host:port", as the proxy printed them at start.
     routes: dict[int, str] = field(default_factory=dict)
 
@@ -38,7 +40,7 @@ class ProxyProcess(BrokerProcess):
         ]
         for spec in self.filters:
             argv += ["--filter", spec]
-        return argv
+        return argv + self.extra
 
     def _wait_ready(self, process: subprocess.Popen[bytes], log: IO[bytes], timeout_s: float) -> float:
         start = time.monotonic()
@@ -69,7 +71,9 @@ class ProxyProcess(BrokerProcess):
         return time.monotonic() - start
 
 
-def proxy(workdir: Path, upstream: str, filters: list[str] | None = None) -> ProxyProcess:
+def proxy(
+    workdir: Path, upstream: str, filters: list[str] | None = None, extra: list[str] | None = None
+) -> ProxyProcess:
     """A proxy (not started) on a free first port in front of ``upstream``."""
     workdir.mkdir(parents=True, exist_ok=True)
     return ProxyProcess(
@@ -80,4 +84,5 @@ def proxy(workdir: Path, upstream: str, filters: list[str] | None = None) -> Pro
         persistent=False,
         upstream=upstream,
         filters=list(filters or []),
+        extra=list(extra or []),
     )
