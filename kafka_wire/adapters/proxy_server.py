@@ -86,7 +86,8 @@ class ProxyServer:
         #: Built with this server's port allocator.
         self.proxy = proxy_for(self.binder)
         self._client_ssl = client_ssl
-        self._upstream_ssl = upstream_ssl
+        #: The TLS context towards the brokers (None: plaintext).
+        self.upstream_ssl = upstream_ssl
         self._servers: dict[int, asyncio.Server] = {}
         self._links: set[_Link] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -169,9 +170,8 @@ class _Link:
             pair = self.pair = server.proxy.open(self.port, client, server.now_ms())
             host, port = pair.upstream
             try:
-                ssl_context = server._upstream_ssl
                 self.up_reader, self.up_writer = await asyncio.open_connection(
-                    host, port, ssl=ssl_context, limit=_READ_CHUNK
+                    host, port, ssl=server.upstream_ssl, limit=_READ_CHUNK
                 )
             except OSError as exc:
                 _log.warning(

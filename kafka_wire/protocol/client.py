@@ -409,7 +409,7 @@ class ClientConnection(Guarded):
             _SIZE.pack_into(frame, 8, self._next_correlation_id)  # every header has it at byte 8
             self._track(
                 _Kind.USER,
-                bytes(frame),
+                frame,
                 h.request,
                 h.api_key,
                 h.api_version,
@@ -493,7 +493,7 @@ class ClientConnection(Guarded):
     def _track(
         self,
         kind: _Kind,
-        frame: bytes,
+        frame: Buffer,
         request: Message | None,
         api_key: int,
         api_version: int,

@@ -63,14 +63,12 @@ class Response:
     context: object = None
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """A request a server received: the header and the typed body."""
+class HeaderFields:
+    """``api_key``, ``api_version`` and ``correlation_id`` read from a ``header`` attribute (a
+    :class:`~kafka_wire.messages.RequestHeader`)."""
 
+    __slots__ = ()
     header: RequestHeader
-    body: Message
-    #: Bytes the client sent after the body (librdkafka sends some; Kafka ignores them).
-    trailing: bytes = b""
 
     @property
     def api_key(self) -> int:
@@ -83,6 +81,16 @@ class Request:
     @property
     def correlation_id(self) -> int:
         return self.header.correlation_id
+
+
+@dataclass(frozen=True, slots=True)
+class Request(HeaderFields):
+    """A request a server received: the header and the typed body."""
+
+    header: RequestHeader
+    body: Message
+    #: Bytes the client sent after the body (librdkafka sends some; Kafka ignores them).
+    trailing: bytes = b""
 
     @property
     def expects_response(self) -> bool:
@@ -100,7 +108,7 @@ class Request:
 
 
 @dataclass(frozen=True, slots=True)
-class RawRequest:
+class RawRequest(HeaderFields):
     """A request a server in passthrough received and did not decode (``ServerConfig.passthrough``):
     the decoded header and the whole frame, size prefix included. Answer it with
     ``ServerConnection.send_raw``."""
@@ -109,18 +117,6 @@ class RawRequest:
     frame: bytes
     #: False for a Produce request with ``acks=0`` (read from the frame without decoding the body).
     expects_response: bool = True
-
-    @property
-    def api_key(self) -> int:
-        return self.header.request_api_key
-
-    @property
-    def api_version(self) -> int:
-        return self.header.request_api_version
-
-    @property
-    def correlation_id(self) -> int:
-        return self.header.correlation_id
 
 
 @dataclass(frozen=True, slots=True)

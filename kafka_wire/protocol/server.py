@@ -422,9 +422,8 @@ class ServerConnection(Guarded):
                 raise LocalProtocolError(f"no request with correlation id {correlation_id} awaits a response")
             if len(frame) < 8 or _SIZE.unpack_from(frame, 0)[0] != len(frame) - 4:
                 raise LocalProtocolError("send_raw takes one whole size-prefixed response frame")
-            data = bytearray(frame)
-            _SIZE.pack_into(data, 4, correlation_id)
-            slot.data = (bytes(data),)
+            with memoryview(frame) as view:  # one copy of the frame, its correlation id replaced
+                slot.data = (b"".join((view[:4], _SIZE.pack(correlation_id), view[8:])),)
             self._owed -= 1
             return self.data_to_send()
         except BaseException as exc:

@@ -27,6 +27,7 @@ from typing import ClassVar, Final, Literal
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import RequestHeader
+from kafka_wire.protocol.events import HeaderFields
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +45,7 @@ class ConnectionInfo:
 
 
 @dataclass(slots=True, eq=False)
-class Call:
+class Call(HeaderFields):
     """One request on its way through the chain, and later its response."""
 
     connection: ConnectionInfo
@@ -55,14 +56,6 @@ class Call:
     response: Message | None = None
     #: What filters want to remember between a request and its response (keyed by filter name).
     notes: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def api_key(self) -> int:
-        return self.header.request_api_key
-
-    @property
-    def api_version(self) -> int:
-        return self.header.request_api_version
 
 
 class _Forward(enum.Enum):

@@ -164,8 +164,9 @@ class ProxyPair(Guarded):
         self._server: ServerConnection | None = None
         self._early = bytearray()
         self._client_eof = False
-        self._client_out = bytearray()
-        self._upstream_out = bytearray(self._upstream.data_to_send())
+        #: Bytes for each socket, as chunks joined once when taken (a relayed frame is not copied).
+        self._client_out: list[bytes] = []
+        self._upstream_out: list[bytes] = [self._upstream.data_to_send()]
         self._requests: deque[_Exchange] = deque()
         self._responses: deque[_Exchange] = deque()
         self._parked: dict[int, _Exchange] = {}
@@ -200,12 +201,12 @@ class ProxyPair(Guarded):
         )
 
     def client_data_to_send(self) -> bytes:
-        out = bytes(self._client_out)
+        out = b"".join(self._client_out)
         self._client_out.clear()
         return out
 
     def upstream_data_to_send(self) -> bytes:
-        out = bytes(self._upstream_out)
+        out = b"".join(self._upstream_out)
         self._upstream_out.clear()
         return out
 
@@ -316,9 +317,9 @@ class ProxyPair(Guarded):
             progress = self._client_events() or progress
             progress = self._pump_requests() or progress
             progress = self._pump_responses() or progress
-            self._upstream_out += self._upstream.data_to_send()
+            self._upstream_out.append(self._upstream.data_to_send())
             if self._server is not None:
-                self._client_out += self._server.data_to_send()
+                self._client_out.append(self._server.data_to_send())
                 if self._server.must_close and self._machine.state in _LIVE:
                     self._closed(PairInput.CLOSE, "the client sent a request the proxy refuses")
 
@@ -391,7 +392,7 @@ class ProxyPair(Guarded):
             elif isinstance(event, Request):
                 self._on_request(event)
             elif isinstance(event, UnsupportedRequest):
-                self._client_out += server.reject(event)
+                self._client_out.append(server.reject(event))
             elif isinstance(event, ConnectionClosed):
                 self._closed(PairInput.CLIENT_CLOSED, "the client closed")
             elif isinstance(event, AuthenticationFailed):  # no SASL gate on the client side
@@ -503,8 +504,10 @@ class ProxyPair(Guarded):
         if frame is None:
             assert x.call is not None
             frame = encode_request(x.header, x.call.body, x.header.request_api_version)
-        self._upstream_out += self._upstream.send_raw(
-            frame, expects_response=x.expects_response, context=x, now_ms=self._now_ms
+        self._upstream_out.append(
+            self._upstream.send_raw(
+                frame, expects_response=x.expects_response, context=x, now_ms=self._now_ms
+            )
         )
 
     def _pump_responses(self) -> bool:
@@ -567,4 +570,4 @@ class ProxyPair(Guarded):
         else:
             assert x.response_frame is not None
             frame = x.response_frame
-        self._client_out += self._server.send_raw(x.correlation_id, frame, now_ms=self._now_ms)
+        self._client_out.append(self._server.send_raw(x.correlation_id, frame, now_ms=self._now_ms))

@@ -15,7 +15,7 @@ from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import REQUESTS, ApiKey
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
 from kafka_wire.protocol.server import all_api_versions
-from kafka_wire.proxy.addresses import AddressBook, Route, address_paths, counting_ports
+from kafka_wire.proxy.addresses import AddressBook, address_paths, counting_ports
 from kafka_wire.proxy.filters import ConnectionInfo, Filter
 from kafka_wire.proxy.pair import ProxyPair
 
@@ -126,6 +126,3 @@ class Proxy:
             if lo <= hi:
                 offered[key] = (lo, hi)
         return offered
-
-    def route_of(self, port: int) -> Route | None:
-        return self.book.route(port)

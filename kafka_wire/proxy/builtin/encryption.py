@@ -41,6 +41,8 @@ _VERSION: Final = 1
 _KEY_BYTES: Final = 32
 _U16: Final = struct.Struct(">H")
 _INDEX: Final = struct.Struct(">I")
+#: Unwrapped data keys kept for the next records of their batch and later fetches of it.
+_MAX_CACHED_KEYS: Final = 4096
 _log = logging.getLogger("kafka_wire.proxy.encryption")
 
 
@@ -150,6 +152,8 @@ class RecordEncryption(Filter):
         self.keys = keys
         self.random_bytes = random_bytes
         self.topics = None if topics is None else frozenset(topics)
+        #: Unwrapped data keys by their wrapped form (bounded: cleared when full).
+        self._ciphers: dict[tuple[str, bytes], AESGCM] = {}
 
     @classmethod
     def from_options(
@@ -250,6 +254,15 @@ class RecordEncryption(Filter):
         out.append(data[end:])
         return b"".join(out)
 
+    def _cipher(self, key_id: str, wrapped: bytes) -> AESGCM:
+        """The cipher of a wrapped data key, unwrapped once (a batch's records share it)."""
+        cipher = self._ciphers.get((key_id, wrapped))
+        if cipher is None:
+            if len(self._ciphers) >= _MAX_CACHED_KEYS:
+                self._ciphers.clear()
+            cipher = self._ciphers[(key_id, wrapped)] = AESGCM(self.keys.unwrap(key_id, wrapped))
+        return cipher
+
     def _decrypt_batch(self, batch: RecordBatch[Any]) -> bytes | None:
         new: list[NewRecord] = []
         deltas: list[int] = []
@@ -260,8 +273,7 @@ class RecordEncryption(Filter):
             if marks and value is not None and marks[0] is not None:
                 try:
                     key_id, wrapped, nonce = _parse_header(bytes(marks[0]))
-                    data_key = self.keys.unwrap(key_id, wrapped)
-                    value = AESGCM(data_key).decrypt(nonce, bytes(value), None)
+                    value = self._cipher(key_id, wrapped).decrypt(nonce, bytes(value), None)
                     headers = [(k, v) for k, v in headers if k != HEADER]
                     changed = True
                 except (KeyError, ValueError, UnicodeDecodeError) as exc:
