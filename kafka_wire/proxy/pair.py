@@ -287,10 +287,13 @@ class ProxyPair(Guarded):
         except (KafkaWireError, OSError, ValueError) as exc:
             self._fail(exc)
             self._log(logging.WARNING, f"closed: {type(exc).__name__}: {exc}")
-        except BaseException as exc:
+        except Exception as exc:  # a filter's bug included: this pair closes, the proxy goes on
             self._fail(exc)
             trace = "".join(traceback.format_exception(exc)).rstrip()
             self._log(logging.ERROR, f"closed by a failure inside: {type(exc).__name__}: {exc}\n{trace}")
+        except BaseException as exc:  # KeyboardInterrupt and the like: ERROR, and up it goes
+            self._fail(exc)
+            raise
 
     def _fail(self, exc: BaseException) -> None:
         super()._fail(exc)

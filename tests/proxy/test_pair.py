@@ -15,6 +15,8 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
@@ -517,3 +519,17 @@ def test_a_pair_on_an_unknown_port_is_refused() -> None:
 
 def test_pair_type() -> None:
     assert isinstance(Rig().pair, ProxyPair)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=200), st.booleans())
+def test_no_input_escapes_the_pair(data: bytes, from_client: bool) -> None:
+    """Whatever bytes either side sends, the pair takes them: it goes on or closes, never raises."""
+    rig = Rig()
+    rig.ready()
+    if from_client:
+        rig.pair.receive_client(data, now_ms=1)
+    else:
+        rig.pair.receive_upstream(data, now_ms=1)
+    rig.pair.client_eof(now_ms=2)
+    assert rig.pair.must_close
