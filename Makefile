@@ -7,8 +7,9 @@ STAMP := $(VENV)/.installed
 .PHONY: run test install peers lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long fuzz-long
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
-# JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
-# shigawire-apache-flink-libraries, run by the machine's JDK 17); the Node.js peer (kafkajs and its
+# JDK 17). Python peers come from the `test` extra (with the jars of the Java client 3.9.1: pyflink/lib
+# of shigawire-apache-flink-libraries, run by the machine's JDK 17; the 4.4 client comes from
+# `make peers`); the Node.js peer (kafkajs and its
 # snappy/lz4/zstd codecs, two of them native addons that npm builds) from package-lock.json into
 # ./node_modules. All of them serve tests/interop and tests/e2e.
 $(STAMP): pyproject.toml package.json package-lock.json
@@ -48,7 +49,7 @@ peers: $(PEERS_STAMP)
 # then the guard checks mypyc's C for generic calls in hot functions. Without a compiler the
 # package stays pure Python. Rebuilt when the compiled sources change.
 COMPILED_STAMP := build/.compiled
-COMPILED_SOURCES := setup.py $(wildcard kafka_wire/_compiled/*.py kafka_wire/_compiled/messages/*.py kafka_wire/codec/*.py)
+COMPILED_SOURCES := setup.py $(wildcard kafka_wire/_compiled/*.py kafka_wire/_compiled/*.c kafka_wire/_compiled/messages/*.py kafka_wire/codec/*.py)
 $(COMPILED_STAMP): $(STAMP) $(COMPILED_SOURCES)
 	@if command -v "$${CC:-cc}" >/dev/null 2>&1; then \
 		echo "compiling the mypyc flavour (about a minute)"; \
@@ -93,7 +94,7 @@ docs: $(STAMP)
 	$(PY) -m tools.docs
 
 # Re-record the golden request frames of tests/data/captures from the real clients (tools/record_captures.py).
-captures: $(STAMP)
+captures: $(STAMP) $(PEERS_STAMP)
 	$(PY) tools/record_captures.py
 
 # The simulator's long run (docs/benchmarks/simulation.md): 10,000 seeds of 5,000 events on three

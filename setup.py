@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,6 +26,13 @@ MESSAGES = sorted(
     if p.name != "__init__.py"
 )
 COMPILED = [*RECORDS, *BASES, *MESSAGES]
+#: Columnar decoding into Arrow buffers: a small C extension (no mypyc), whose pure-Python twin is
+#: kafka_wire/records/columnar_pure.py (kafka_wire.records.columnar chooses).
+COLUMNAR = Extension(
+    "kafka_wire._compiled.columnar",
+    ["kafka_wire/_compiled/columnar.c"],
+    extra_compile_args=["-O2", "-std=c11", "-Wall"],
+)
 
 ext_modules = []
 if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
@@ -39,6 +46,7 @@ if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
         # guard (tools/check_mypyc_c.py) finds each module's C as build/**/__native_<module>.c.
         separate=True,
     )
+    ext_modules.append(COLUMNAR)
 
 setup(
     ext_modules=ext_modules,

@@ -29,9 +29,15 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-#: Compiled-against-pure comparisons: they need the compiled flavour, so the pure run of
-#: tools/test_flavours.py leaves them to the compiled run instead of listing thousands of skips.
-NATIVE_COMPARISONS = ("tests/codec/test_native.py", "tests/records/test_native.py")
+#: What the pure run of tools/test_flavours.py leaves to the compiled run: the compiled-against-pure
+#: comparisons (they need the compiled flavour; left out rather than listed as thousands of skips)
+#: and the differential against Kafka's own classes (one run is enough: test_native holds the
+#: flavours to identical bytes).
+COMPILED_RUN_ONLY = (
+    "tests/codec/test_native.py",
+    "tests/records/test_native.py",
+    "tests/codec/test_kafka_differential.py",
+)
 
 
 def _pure_run() -> bool:
@@ -40,14 +46,14 @@ def _pure_run() -> bool:
 
 def pytest_report_header() -> str | None:
     if _pure_run():
-        return f"pure-flavour run: {', '.join(NATIVE_COMPARISONS)} deselected (the compiled run has them)"
+        return f"pure-flavour run: {', '.join(COMPILED_RUN_ONLY)} deselected (the compiled run has them)"
     return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not _pure_run():
         return
-    dropped = [item for item in items if item.nodeid.split("::")[0] in NATIVE_COMPARISONS]
+    dropped = [item for item in items if item.nodeid.split("::")[0] in COMPILED_RUN_ONLY]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if item.nodeid.split("::")[0] not in NATIVE_COMPARISONS]
+        items[:] = [item for item in items if item.nodeid.split("::")[0] not in COMPILED_RUN_ONLY]

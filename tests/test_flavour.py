@@ -16,29 +16,34 @@ import kafka_wire
 from kafka_wire.codec import structs
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import CreateTopicsRequest, MetadataResponse
-from kafka_wire.records import loops
+from kafka_wire.records import columnar, loops
 from tools.build_backend import MYPYC
 
 PACKAGE = Path(kafka_wire.__file__).parent
 
 
 def _active() -> dict[str, bool]:
-    return {"records": loops.COMPILED, "messages": bool(MetadataResponse._native_decoders)}
+    return {
+        "records": loops.COMPILED,
+        "messages": bool(MetadataResponse._native_decoders),
+        "columnar": columnar.COMPILED,
+    }
 
 
 def _built() -> dict[str, bool]:
     return {
         "records": any(PACKAGE.glob("_compiled/records.*.so")),
         "messages": any(PACKAGE.glob("_compiled/messages/metadata.*.so")),
+        "columnar": any(PACKAGE.glob("_compiled/columnar.*.so")),
     }
 
 
 def test_the_expected_flavour_is_active() -> None:
     expected = os.environ.get("KAFKA_WIRE_EXPECT_FLAVOUR")
     if expected == "compiled":
-        assert _active() == {"records": True, "messages": True}
+        assert _active() == {"records": True, "messages": True, "columnar": True}
     elif expected == "pure":
-        assert _active() == {"records": False, "messages": False}
+        assert _active() == {"records": False, "messages": False, "columnar": False}
     else:  # a plain pytest run: compiled wherever it is built, unless KAFKA_WIRE_PURE says otherwise
         pure = bool(os.environ.get("KAFKA_WIRE_PURE"))
         assert _active() == {part: built and not pure for part, built in _built().items()}

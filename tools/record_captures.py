@@ -3,7 +3,7 @@
 A ``RecordingServer`` (``tests/interop/recording_server.py``: kafka_wire's ``ServerConnection``
 behind asyncio streams on 127.0.0.1) answers ApiVersions, Metadata, InitProducerId and Produce,
 and keeps every request frame byte for byte. Each client the project installs (librdkafka through
-confluent-kafka, kafka-python, aiokafka, kafkajs and the Java client) is driven through its
+confluent-kafka, kafka-python, aiokafka, kafkajs and the Java client 3.9.1 and 4.4.0) is driven through its
 ``metadata`` step (its admin client listing the cluster and topics), then through its
 ``produce`` step once per compression codec with the golden workload (``--golden`` in
 ``tests/interop/clients/driver_common.py``): topic ``t1``, partition 0, three records with keys
@@ -42,10 +42,16 @@ from tests.interop.harness import (  # noqa: E402
     COMPRESSIONS,
     Client,
     DriverOptions,
+    JavaClient,
     java_jars,
     run_driver,
 )
-from tests.interop.recording_server import RecordingServer, Seen, advertised_versions  # noqa: E402
+from tests.interop.recording_server import (  # noqa: E402
+    TOPIC_ID,
+    RecordingServer,
+    Seen,
+    advertised_versions,
+)
 
 OUT: Final = ROOT / "tests" / "data" / "captures"
 TOPIC: Final = "t1"
@@ -56,6 +62,7 @@ FILE_PREFIX: Final[dict[Client, str]] = {
     "aiokafka": "aiokafka",
     "kafkajs": "kafkajs",
     "java": "java",
+    "java4": "java4",
 }
 RECORDED_APIS: Final = (ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE)
 #: The newest non-flexible Produce version, offered in the second run of a flexible producer.
@@ -80,18 +87,24 @@ def client_versions() -> dict[Client, str]:
     import confluent_kafka
 
     kafkajs = json.loads((ROOT / "node_modules" / "kafkajs" / "package.json").read_text())["version"]
-    kafka_clients = next(jar for jar in java_jars() if jar.name == "kafka-clients.jar")
-    with zipfile.ZipFile(kafka_clients) as jar:
-        properties = jar.read("kafka/kafka-version.properties").decode()
-    java = re.search(r"^version=(\S+)", properties, re.MULTILINE)
     return {
         "confluent": f"confluent-kafka {importlib.metadata.version('confluent-kafka')} "
         f"(librdkafka {confluent_kafka.libversion()[0]})",
         "kafka_python": f"kafka-python {importlib.metadata.version('kafka-python')}",
         "aiokafka": f"aiokafka {importlib.metadata.version('aiokafka')}",
         "kafkajs": f"kafkajs {kafkajs}",
-        "java": f"kafka-clients {java.group(1) if java else '?'} (Java)",
+        "java": f"kafka-clients {java_version('java')} (Java)",
+        "java4": f"kafka-clients {java_version('java4')} (Java)",
     }
+
+
+def java_version(client: JavaClient) -> str:
+    """The version in kafka-clients' own kafka/kafka-version.properties."""
+    kafka_clients = java_jars(client)[0]
+    with zipfile.ZipFile(kafka_clients) as jar:
+        properties = jar.read("kafka/kafka-version.properties").decode()
+    found = re.search(r"^version=(\S+)", properties, re.MULTILINE)
+    return found.group(1) if found else "?"
 
 
 def check_produce(client: Client, codec: str, seen: Seen) -> None:
@@ -106,7 +119,9 @@ def check_produce(client: Client, codec: str, seen: Seen) -> None:
     want = [
         (b"k%d" % i, (b"value-%d-" % i) * 20, [("h", b"x%d" % i)], 1_700_000_000_000 + i) for i in range(3)
     ]
-    if len(batches) != 1 or got != want or topic.name != TOPIC or partition.index != 0:
+    # Produce v13+ names the topic by its id alone.
+    named = topic.name == TOPIC or (not topic.name and topic.topic_id == TOPIC_ID)
+    if len(batches) != 1 or got != want or not named or partition.index != 0:
         raise NotGolden(f"{client} {codec}: the Produce frame is not the golden workload in one batch: {got}")
 
 

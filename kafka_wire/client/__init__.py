@@ -17,7 +17,12 @@ synchronous calls for its tasks.
 """
 
 from kafka_wire.client.cluster import DEFAULT_TIMEOUT_MS, ClusterMetadata, parse_bootstrap
-from kafka_wire.client.fetch import DEFAULT_PARTITION_MAX_BYTES, AbortedFilter, RangeRead, fetch_range
+from kafka_wire.client.fetch import (
+    DEFAULT_PARTITION_MAX_BYTES,
+    RangeRead,
+    fetch_batches,
+    fetch_range,
+)
 from kafka_wire.client.offsets import list_offsets, offset_bounds
 from kafka_wire.client.partitioner import murmur2, partition_for_key
 from kafka_wire.client.produce import produce
@@ -30,6 +35,7 @@ from kafka_wire.client.types import (
     KafkaCallError,
     TopicPartition,
 )
+from kafka_wire.records.aborted import AbortedFilter
 
 __all__ = [
     "DEFAULT_PARTITION_MAX_BYTES",
@@ -44,6 +50,7 @@ __all__ = [
     "KafkaCallError",
     "RangeRead",
     "TopicPartition",
+    "fetch_batches",
     "fetch_range",
     "list_offsets",
     "murmur2",

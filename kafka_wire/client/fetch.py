@@ -8,8 +8,7 @@ read as ``[start, end)``, so a retried read returns exactly it.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire.client.cluster import FETCH_VERSION, LEADERSHIP_ERRORS
@@ -31,7 +30,9 @@ from kafka_wire.messages import (
     FetchResponse,
     FetchResponsePartitionData,
 )
-from kafka_wire.records import ControlRecordType, Record, decode_control_key, read_batches
+from kafka_wire.records import Record, read_batches
+from kafka_wire.records.aborted import AbortedFilter
+from kafka_wire.records.reader import Batch
 
 if TYPE_CHECKING:
     from kafka_wire.adapters.cluster import Cluster
@@ -40,26 +41,6 @@ DEFAULT_PARTITION_MAX_BYTES: Final = 8 * 1024 * 1024
 """Bytes per Fetch (Kafka's consumer: 1 MiB per partition; one partition per read here)."""
 FETCH_MAX_WAIT_MS: Final = 500
 """How long the broker may hold a Fetch that has no data yet (Kafka's ``fetch.max.wait.ms``)."""
-
-
-class AbortedFilter:
-    """Kafka consumer's rule for one fetch response's aborted transactions."""
-
-    def __init__(self, aborted: Iterable[tuple[int, int]]) -> None:
-        """``aborted``: ``(producer id, first offset)`` of each aborted transaction."""
-        self._heap = [(first, pid) for pid, first in aborted]
-        heapq.heapify(self._heap)
-        self._open: set[int] = set()
-
-    def skip(self, producer_id: int, last_offset: int, is_control: bool, abort_marker: bool) -> bool:
-        """Whether the batch is left out (a control batch always is)."""
-        while self._heap and self._heap[0][0] <= last_offset:
-            self._open.add(heapq.heappop(self._heap)[1])
-        if is_control:
-            if abort_marker:
-                self._open.discard(producer_id)
-            return True
-        return producer_id in self._open
 
 
 class RangeRead:
@@ -130,6 +111,14 @@ class RangeRead:
     def take(self, part: FetchResponsePartitionData) -> Iterator[tuple[int, list[Record[bytes]]]]:
         """The records of the range in ``part`` as ``(timestamp type, records)`` per batch,
         decoded one batch at a time, with Kafka consumer's rules (see the module docstring)."""
+        for batch in self.take_batches(part):
+            records = [r for r in batch.records() if self.start <= r.offset < self.end]
+            if records:
+                yield int(batch.timestamp_type), records
+
+    def take_batches(self, part: FetchResponsePartitionData) -> Iterator[Batch[bytes]]:
+        """The batches of ``part`` that hold records of the range, with Kafka consumer's rules;
+        a batch that straddles an end of the range is yielded whole (its records are not decoded here)."""
         self.progressed = False
         aborted = AbortedFilter(
             (a.producer_id, a.first_offset) for a in (part.aborted_transactions or ()) if self.read_committed
@@ -143,15 +132,12 @@ class RangeRead:
                 return
             self.progressed = True
             self.offset = next_offset
-            if batch.magic == 2 and (batch.is_control or (self.read_committed and batch.is_transactional)):
-                abort = batch.is_control and any(
-                    decode_control_key(r.key).type == ControlRecordType.ABORT for r in batch.records()
-                )
-                if aborted.skip(batch.producer_id, batch.last_offset, batch.is_control, abort):
-                    continue
-            records = [r for r in batch.records() if self.start <= r.offset < self.end]
-            if records:
-                yield int(batch.timestamp_type), records
+            if batch.magic == 2 and batch.is_control:
+                aborted.skips(batch)
+                continue
+            if self.read_committed and aborted.skips(batch):
+                continue
+            yield batch
 
     def stable_end(self, part: FetchResponsePartitionData) -> int:
         """Where the log readable by this read ends: the last stable offset with read_committed,
@@ -166,7 +152,7 @@ class RangeRead:
         return self.stable_end(part) > self.offset
 
 
-async def fetch_range(
+async def fetch_batches(
     cluster: Cluster,
     tp: TopicPartition,
     start: int,
@@ -175,10 +161,11 @@ async def fetch_range(
     read_committed: bool = False,
     max_bytes: int = DEFAULT_PARTITION_MAX_BYTES,
     fail_on_data_loss: bool = True,
-) -> AsyncIterator[tuple[int, list[Record[bytes]]]]:
-    """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch. Offsets of the
-    range that retention or DeleteRecords removed raise :class:`DataLossError`, or are skipped
-    when ``fail_on_data_loss`` is false; a range that the log does not reach yet is waited for."""
+) -> AsyncIterator[Batch[bytes]]:
+    """The batches holding the records of ``[start, end)`` (:meth:`RangeRead.take_batches`: a
+    batch that straddles an end of the range is whole). Offsets of the range that retention or
+    DeleteRecords removed raise :class:`DataLossError`, or are skipped when ``fail_on_data_loss``
+    is false; a range that the log does not reach yet is waited for."""
     read = RangeRead(tp, start, end, read_committed=read_committed, max_bytes=max_bytes)
     await cluster.refresh([tp.topic])
     while not read.done:
@@ -210,8 +197,8 @@ async def fetch_range(
             continue
         if part.error_code != ErrorCode.NONE:
             raise KafkaCallError(f"Fetch {tp} at offset {read.offset}: error {part.error_code}")
-        for item in read.take(part):
-            yield item
+        for batch in read.take_batches(part):
+            yield batch
         if read.progressed:  # retries may go on for timeout_ms from here
             cluster.progressed()
         elif not read.done:
@@ -220,3 +207,29 @@ async def fetch_range(
             await cluster.retry_wait(
                 f"Fetch {tp}: waiting for offsets {read.offset}..{end} (log ends at {read.stable_end(part)})"
             )
+
+
+async def fetch_range(
+    cluster: Cluster,
+    tp: TopicPartition,
+    start: int,
+    end: int,
+    *,
+    read_committed: bool = False,
+    max_bytes: int = DEFAULT_PARTITION_MAX_BYTES,
+    fail_on_data_loss: bool = True,
+) -> AsyncIterator[tuple[int, list[Record[bytes]]]]:
+    """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch
+    (:func:`fetch_batches`, decoded)."""
+    async for batch in fetch_batches(
+        cluster,
+        tp,
+        start,
+        end,
+        read_committed=read_committed,
+        max_bytes=max_bytes,
+        fail_on_data_loss=fail_on_data_loss,
+    ):
+        records = [r for r in batch.records() if start <= r.offset < end]
+        if records:
+            yield int(batch.timestamp_type), records

@@ -4,6 +4,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 """
 # Upstream definitions behind the schema:
 #   BrokerRegistrationChangeRecord.json v0-2 from Kafka 4.0.0-SNAPSHOT (1eb7644349cb)
+#   BrokerRegistrationChangeRecord.json v3 from Kafka 4.4.0 (1156b2752aaa)
 
 from __future__ import annotations
 
@@ -29,20 +30,22 @@ _S2 = _Struct('>16s')
 
 
 class BrokerRegistrationChangeRecord(Message):
-    __slots__ = ('broker_id', 'broker_epoch', 'fenced', 'in_controlled_shutdown', 'log_dirs')
+    __slots__ = ('broker_id', 'broker_epoch', 'fenced', 'in_controlled_shutdown', 'log_dirs', 'cordoned_log_dirs')
 
     broker_id: int
     broker_epoch: int
     fenced: int
     in_controlled_shutdown: int
     log_dirs: list[UUID]
+    cordoned_log_dirs: list[UUID] | None
 
-    def __init__(self, *, broker_id: int = 0, broker_epoch: int = 0, fenced: int = 0, in_controlled_shutdown: int = 0, log_dirs: list[UUID] = FRESH, unknown_tagged_fields: TaggedFields = ()) -> None:
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = 0, fenced: int = 0, in_controlled_shutdown: int = 0, log_dirs: list[UUID] = FRESH, cordoned_log_dirs: list[UUID] | None = None, unknown_tagged_fields: TaggedFields = ()) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.fenced = fenced
         self.in_controlled_shutdown = in_controlled_shutdown
         self.log_dirs = [] if log_dirs is FRESH else log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -52,6 +55,7 @@ def _decode_BrokerRegistrationChangeRecord_v0(buf: bytes, pos: int) -> tuple[Bro
     o.fenced = 0
     o.in_controlled_shutdown = 0
     o.log_dirs = []
+    o.cordoned_log_dirs = None
     o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -72,7 +76,7 @@ def _decode_BrokerRegistrationChangeRecord_v0(buf: bytes, pos: int) -> tuple[Bro
             if tag == 0:
                 o.fenced, = _S1.unpack_from(buf, pos)
                 pos += 1
-            elif tag == 1 or tag == 2:
+            elif tag == 1 or tag == 2 or tag == 3:
                 raise _invalid(f'tag {tag} is not valid in version 0')
             else:
                 end = pos + size
@@ -89,6 +93,8 @@ def _encode_BrokerRegistrationChangeRecord_v0(o: BrokerRegistrationChangeRecord,
         raise FieldNotInVersionError('non-default InControlledShutdown cannot be written', version=0)
     if o.log_dirs is None or len(o.log_dirs) != 0:
         raise FieldNotInVersionError('non-default LogDirs cannot be written', version=0)
+    if o.cordoned_log_dirs is not None:
+        raise FieldNotInVersionError('non-default CordonedLogDirs cannot be written', version=0)
     out += _S0.pack(o.broker_id, o.broker_epoch)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.fenced != 0:
@@ -107,6 +113,7 @@ def _decode_BrokerRegistrationChangeRecord_v1(buf: bytes, pos: int) -> tuple[Bro
     o.fenced = 0
     o.in_controlled_shutdown = 0
     o.log_dirs = []
+    o.cordoned_log_dirs = None
     o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -130,7 +137,7 @@ def _decode_BrokerRegistrationChangeRecord_v1(buf: bytes, pos: int) -> tuple[Bro
             elif tag == 1:
                 o.in_controlled_shutdown, = _S1.unpack_from(buf, pos)
                 pos += 1
-            elif tag == 2:
+            elif tag == 2 or tag == 3:
                 raise _invalid(f'tag {tag} is not valid in version 1')
             else:
                 end = pos + size
@@ -145,6 +152,8 @@ def _decode_BrokerRegistrationChangeRecord_v1(buf: bytes, pos: int) -> tuple[Bro
 def _encode_BrokerRegistrationChangeRecord_v1(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
     if o.log_dirs is None or len(o.log_dirs) != 0:
         raise FieldNotInVersionError('non-default LogDirs cannot be written', version=1)
+    if o.cordoned_log_dirs is not None:
+        raise FieldNotInVersionError('non-default CordonedLogDirs cannot be written', version=1)
     out += _S0.pack(o.broker_id, o.broker_epoch)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.fenced != 0:
@@ -167,6 +176,7 @@ def _decode_BrokerRegistrationChangeRecord_v2(buf: bytes, pos: int) -> tuple[Bro
     o.fenced = 0
     o.in_controlled_shutdown = 0
     o.log_dirs = []
+    o.cordoned_log_dirs = None
     o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -210,6 +220,8 @@ def _decode_BrokerRegistrationChangeRecord_v2(buf: bytes, pos: int) -> tuple[Bro
                         pos += 16
                         app_log_dirs(e_log_dirs)
                     o.log_dirs = lst_log_dirs
+            elif tag == 3:
+                raise _invalid(f'tag {tag} is not valid in version 2')
             else:
                 end = pos + size
                 if end > blen:
@@ -221,6 +233,8 @@ def _decode_BrokerRegistrationChangeRecord_v2(buf: bytes, pos: int) -> tuple[Bro
 
 
 def _encode_BrokerRegistrationChangeRecord_v2(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
+    if o.cordoned_log_dirs is not None:
+        raise FieldNotInVersionError('non-default CordonedLogDirs cannot be written', version=2)
     out += _S0.pack(o.broker_id, o.broker_epoch)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.fenced != 0:
@@ -251,14 +265,140 @@ def _encode_BrokerRegistrationChangeRecord_v2(o: BrokerRegistrationChangeRecord,
         out.append(0)
 
 
+def _decode_BrokerRegistrationChangeRecord_v3(buf: bytes, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
+    blen = len(buf)
+    o = _new(BrokerRegistrationChangeRecord)
+    o.fenced = 0
+    o.in_controlled_shutdown = 0
+    o.log_dirs = []
+    o.cordoned_log_dirs = None
+    o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
+    pos += 12
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    o.unknown_tagged_fields = ()
+    if n != 0:
+        unknown = []
+        prev_tag = -1
+        for _i_tag in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
+            size, pos = _read_uvarint(buf, pos)
+            if tag == 0:
+                o.fenced, = _S1.unpack_from(buf, pos)
+                pos += 1
+            elif tag == 1:
+                o.in_controlled_shutdown, = _S1.unpack_from(buf, pos)
+                pos += 1
+            elif tag == 2:
+                n = buf[pos]
+                if n < 0x80:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                n -= 1
+                if n < 0:
+                    raise _invalid('non-nullable field LogDirs was null')
+                else:
+                    if n * 16 > blen - pos:
+                        raise _truncated('LogDirs')
+                    lst_log_dirs: list[UUID] = []
+                    app_log_dirs = lst_log_dirs.append
+                    for _i_log_dirs in range(n):
+                        raw, = _S2.unpack_from(buf, pos)
+                        e_log_dirs = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+                        pos += 16
+                        app_log_dirs(e_log_dirs)
+                    o.log_dirs = lst_log_dirs
+            elif tag == 3:
+                n = buf[pos]
+                if n < 0x80:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                n -= 1
+                if n < 0:
+                    o.cordoned_log_dirs = None
+                else:
+                    if n * 16 > blen - pos:
+                        raise _truncated('CordonedLogDirs')
+                    lst_cordoned_log_dirs: list[UUID] = []
+                    app_cordoned_log_dirs = lst_cordoned_log_dirs.append
+                    for _i_cordoned_log_dirs in range(n):
+                        raw, = _S2.unpack_from(buf, pos)
+                        e_cordoned_log_dirs = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+                        pos += 16
+                        app_cordoned_log_dirs(e_cordoned_log_dirs)
+                    o.cordoned_log_dirs = lst_cordoned_log_dirs
+            else:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_BrokerRegistrationChangeRecord_v3(o: BrokerRegistrationChangeRecord, out: bytearray) -> None:
+    out += _S0.pack(o.broker_id, o.broker_epoch)
+    known: list[tuple[int, bytes | bytearray]] = []
+    if o.fenced != 0:
+        t_fenced = bytearray()
+        t_fenced += _S1.pack(o.fenced)
+        known.append((0, t_fenced))
+    if o.in_controlled_shutdown != 0:
+        t_in_controlled_shutdown = bytearray()
+        t_in_controlled_shutdown += _S1.pack(o.in_controlled_shutdown)
+        known.append((1, t_in_controlled_shutdown))
+    if o.log_dirs is None or len(o.log_dirs) != 0:
+        t_log_dirs = bytearray()
+        x_log_dirs = o.log_dirs
+        if x_log_dirs is None:
+            raise ValueOutOfRangeError('non-nullable field LogDirs is None', version=3)
+        else:
+            m = len(x_log_dirs) + 1
+            if m < 0x80:
+                t_log_dirs.append(m)
+            else:
+                _write_uvarint(t_log_dirs, m)
+            for e_log_dirs in x_log_dirs:
+                t_log_dirs += e_log_dirs.bytes
+        known.append((2, t_log_dirs))
+    if o.cordoned_log_dirs is not None:
+        t_cordoned_log_dirs = bytearray()
+        x_cordoned_log_dirs = o.cordoned_log_dirs
+        if x_cordoned_log_dirs is None:
+            raise ValueOutOfRangeError('non-nullable field CordonedLogDirs is None', version=3)
+        else:
+            m = len(x_cordoned_log_dirs) + 1
+            if m < 0x80:
+                t_cordoned_log_dirs.append(m)
+            else:
+                _write_uvarint(t_cordoned_log_dirs, m)
+            for e_cordoned_log_dirs in x_cordoned_log_dirs:
+                t_cordoned_log_dirs += e_cordoned_log_dirs.bytes
+        known.append((3, t_cordoned_log_dirs))
+    if o.unknown_tagged_fields or known:
+        _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1, 2, 3]))
+    else:
+        out.append(0)
+
+
 _class_data(BrokerRegistrationChangeRecord, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('broker_epoch', 'BrokerEpoch', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('fenced', 'Fenced', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), 0, VersionSet.parse('0+'), None, lambda: 0, False, None),
     FieldSpec('in_controlled_shutdown', 'InControlledShutdown', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), 1, VersionSet.parse('1+'), None, lambda: 0, False, None),
     FieldSpec('log_dirs', 'LogDirs', 'array', 'uuid', None, VersionSet.parse('2+'), VersionSet.parse('none'), 2, VersionSet.parse('2+'), None, lambda: [], False, None),
-), '0+', '0-2',
-    {0: _decode_BrokerRegistrationChangeRecord_v0, 1: _decode_BrokerRegistrationChangeRecord_v1, 2: _decode_BrokerRegistrationChangeRecord_v2},
-    {0: _encode_BrokerRegistrationChangeRecord_v0, 1: _encode_BrokerRegistrationChangeRecord_v1, 2: _encode_BrokerRegistrationChangeRecord_v2},
-    api_key=17, kind='metadata', valid=(0, 1, 2),
+    FieldSpec('cordoned_log_dirs', 'CordonedLogDirs', 'array', 'uuid', None, VersionSet.parse('3+'), VersionSet.parse('3+'), 3, VersionSet.parse('3+'), None, lambda: None, False, None),
+), '0+', '0-3',
+    {0: _decode_BrokerRegistrationChangeRecord_v0, 1: _decode_BrokerRegistrationChangeRecord_v1, 2: _decode_BrokerRegistrationChangeRecord_v2, 3: _decode_BrokerRegistrationChangeRecord_v3},
+    {0: _encode_BrokerRegistrationChangeRecord_v0, 1: _encode_BrokerRegistrationChangeRecord_v1, 2: _encode_BrokerRegistrationChangeRecord_v2, 3: _encode_BrokerRegistrationChangeRecord_v3},
+    api_key=17, kind='metadata', valid=(0, 1, 2, 3),
 )

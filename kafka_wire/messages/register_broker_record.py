@@ -4,6 +4,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 """
 # Upstream definitions behind the schema:
 #   RegisterBrokerRecord.json v0-3 from Kafka 4.0.0-SNAPSHOT (1eb7644349cb)
+#   RegisterBrokerRecord.json v4 from Kafka 4.4.0 (1156b2752aaa)
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ class RegisterBrokerRecordBrokerFeature(Struct):
 
 
 class RegisterBrokerRecord(Message):
-    __slots__ = ('broker_id', 'is_migrating_zk_broker', 'incarnation_id', 'broker_epoch', 'end_points', 'features', 'rack', 'fenced', 'in_controlled_shutdown', 'log_dirs')
+    __slots__ = ('broker_id', 'is_migrating_zk_broker', 'incarnation_id', 'broker_epoch', 'end_points', 'features', 'rack', 'fenced', 'in_controlled_shutdown', 'log_dirs', 'cordoned_log_dirs')
 
     broker_id: int
     is_migrating_zk_broker: bool
@@ -75,8 +76,9 @@ class RegisterBrokerRecord(Message):
     fenced: bool
     in_controlled_shutdown: bool
     log_dirs: list[UUID]
+    cordoned_log_dirs: list[UUID] | None
 
-    def __init__(self, *, broker_id: int = 0, is_migrating_zk_broker: bool = False, incarnation_id: UUID = ZERO_UUID, broker_epoch: int = 0, end_points: list[RegisterBrokerRecordBrokerEndpoint] = FRESH, features: list[RegisterBrokerRecordBrokerFeature] = FRESH, rack: str | None = '', fenced: bool = True, in_controlled_shutdown: bool = False, log_dirs: list[UUID] = FRESH, unknown_tagged_fields: TaggedFields = ()) -> None:
+    def __init__(self, *, broker_id: int = 0, is_migrating_zk_broker: bool = False, incarnation_id: UUID = ZERO_UUID, broker_epoch: int = 0, end_points: list[RegisterBrokerRecordBrokerEndpoint] = FRESH, features: list[RegisterBrokerRecordBrokerFeature] = FRESH, rack: str | None = '', fenced: bool = True, in_controlled_shutdown: bool = False, log_dirs: list[UUID] = FRESH, cordoned_log_dirs: list[UUID] | None = None, unknown_tagged_fields: TaggedFields = ()) -> None:
         self.broker_id = broker_id
         self.is_migrating_zk_broker = is_migrating_zk_broker
         self.incarnation_id = incarnation_id
@@ -87,6 +89,7 @@ class RegisterBrokerRecord(Message):
         self.fenced = fenced
         self.in_controlled_shutdown = in_controlled_shutdown
         self.log_dirs = [] if log_dirs is FRESH else log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -259,6 +262,7 @@ def _decode_RegisterBrokerRecord_v0(buf: bytes, pos: int) -> tuple[RegisterBroke
     o.is_migrating_zk_broker = False
     o.in_controlled_shutdown = False
     o.log_dirs = []
+    o.cordoned_log_dirs = None
     o.broker_id, u_incarnation_id_raw, o.broker_epoch = _S2.unpack_from(buf, pos)
     pos += 28
     o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
@@ -425,7 +429,7 @@ def _decode_RegisterBrokerRecord_v0(buf: bytes, pos: int) -> tuple[RegisterBroke
                 raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
             prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
-            if tag == 0:
+            if tag == 0 or tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 0')
             else:
                 end = pos + size
@@ -444,6 +448,8 @@ def _encode_RegisterBrokerRecord_v0(o: RegisterBrokerRecord, out: bytearray) -> 
         raise FieldNotInVersionError('non-default InControlledShutdown cannot be written', version=0)
     if o.log_dirs is None or len(o.log_dirs) != 0:
         raise FieldNotInVersionError('non-default LogDirs cannot be written', version=0)
+    if o.cordoned_log_dirs is not None:
+        raise FieldNotInVersionError('non-default CordonedLogDirs cannot be written', version=0)
     out += _S2.pack(o.broker_id, o.incarnation_id.bytes, o.broker_epoch)
     x_end_points = o.end_points
     if x_end_points is None:
@@ -539,6 +545,7 @@ def _decode_RegisterBrokerRecord_v1(buf: bytes, pos: int) -> tuple[RegisterBroke
     o = _new(RegisterBrokerRecord)
     o.is_migrating_zk_broker = False
     o.log_dirs = []
+    o.cordoned_log_dirs = None
     o.broker_id, u_incarnation_id_raw, o.broker_epoch = _S2.unpack_from(buf, pos)
     pos += 28
     o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
@@ -705,7 +712,7 @@ def _decode_RegisterBrokerRecord_v1(buf: bytes, pos: int) -> tuple[RegisterBroke
                 raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
             prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
-            if tag == 0:
+            if tag == 0 or tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 1')
             else:
                 end = pos + size
@@ -722,6 +729,8 @@ def _encode_RegisterBrokerRecord_v1(o: RegisterBrokerRecord, out: bytearray) -> 
         raise FieldNotInVersionError('non-default IsMigratingZkBroker cannot be written', version=1)
     if o.log_dirs is None or len(o.log_dirs) != 0:
         raise FieldNotInVersionError('non-default LogDirs cannot be written', version=1)
+    if o.cordoned_log_dirs is not None:
+        raise FieldNotInVersionError('non-default CordonedLogDirs cannot be written', version=1)
     out += _S2.pack(o.broker_id, o.incarnation_id.bytes, o.broker_epoch)
     x_end_points = o.end_points
     if x_end_points is None:
@@ -816,6 +825,7 @@ def _decode_RegisterBrokerRecord_v2(buf: bytes, pos: int) -> tuple[RegisterBroke
     blen = len(buf)
     o = _new(RegisterBrokerRecord)
     o.log_dirs = []
+    o.cordoned_log_dirs = None
     o.broker_id, o.is_migrating_zk_broker, u_incarnation_id_raw, o.broker_epoch = _S5.unpack_from(buf, pos)
     pos += 29
     o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
@@ -982,7 +992,7 @@ def _decode_RegisterBrokerRecord_v2(buf: bytes, pos: int) -> tuple[RegisterBroke
                 raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
             prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
-            if tag == 0:
+            if tag == 0 or tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 2')
             else:
                 end = pos + size
@@ -997,6 +1007,8 @@ def _decode_RegisterBrokerRecord_v2(buf: bytes, pos: int) -> tuple[RegisterBroke
 def _encode_RegisterBrokerRecord_v2(o: RegisterBrokerRecord, out: bytearray) -> None:
     if o.log_dirs is None or len(o.log_dirs) != 0:
         raise FieldNotInVersionError('non-default LogDirs cannot be written', version=2)
+    if o.cordoned_log_dirs is not None:
+        raise FieldNotInVersionError('non-default CordonedLogDirs cannot be written', version=2)
     out += _S5.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id.bytes, o.broker_epoch)
     x_end_points = o.end_points
     if x_end_points is None:
@@ -1091,6 +1103,7 @@ def _decode_RegisterBrokerRecord_v3(buf: bytes, pos: int) -> tuple[RegisterBroke
     blen = len(buf)
     o = _new(RegisterBrokerRecord)
     o.log_dirs = []
+    o.cordoned_log_dirs = None
     o.broker_id, o.is_migrating_zk_broker, u_incarnation_id_raw, o.broker_epoch = _S5.unpack_from(buf, pos)
     pos += 29
     o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
@@ -1277,6 +1290,8 @@ def _decode_RegisterBrokerRecord_v3(buf: bytes, pos: int) -> tuple[RegisterBroke
                         pos += 16
                         app_log_dirs(e_log_dirs)
                     o.log_dirs = lst_log_dirs
+            elif tag == 1:
+                raise _invalid(f'tag {tag} is not valid in version 3')
             else:
                 end = pos + size
                 if end > blen:
@@ -1288,6 +1303,8 @@ def _decode_RegisterBrokerRecord_v3(buf: bytes, pos: int) -> tuple[RegisterBroke
 
 
 def _encode_RegisterBrokerRecord_v3(o: RegisterBrokerRecord, out: bytearray) -> None:
+    if o.cordoned_log_dirs is not None:
+        raise FieldNotInVersionError('non-default CordonedLogDirs cannot be written', version=3)
     out += _S5.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id.bytes, o.broker_epoch)
     x_end_points = o.end_points
     if x_end_points is None:
@@ -1393,14 +1410,355 @@ def _encode_RegisterBrokerRecord_v3(o: RegisterBrokerRecord, out: bytearray) -> 
         out.append(0)
 
 
+def _decode_RegisterBrokerRecord_v4(buf: bytes, pos: int) -> tuple[RegisterBrokerRecord, int]:
+    blen = len(buf)
+    o = _new(RegisterBrokerRecord)
+    o.log_dirs = []
+    o.cordoned_log_dirs = None
+    o.broker_id, o.is_migrating_zk_broker, u_incarnation_id_raw, o.broker_epoch = _S5.unpack_from(buf, pos)
+    pos += 29
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field EndPoints was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array EndPoints declares more elements than bytes remain')
+        lst_end_points: list[RegisterBrokerRecordBrokerEndpoint] = []
+        app_end_points = lst_end_points.append
+        for _i_end_points in range(n):
+            e_end_points = _new(RegisterBrokerRecordBrokerEndpoint)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_end_points.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_end_points.host = buf[pos:end].decode()
+                pos = end
+            e_end_points.port, e_end_points.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            e_end_points.unknown_tagged_fields = ()
+            if n != 0:
+                unknown_e_end_points = []
+                prev_tag_e_end_points = -1
+                for _i_tag in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_end_points:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_end_points}: tags must ascend')
+                    prev_tag_e_end_points = tag
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_end_points.append((tag, buf[pos:end]))
+                        pos = end
+                e_end_points.unknown_tagged_fields = tuple(unknown_e_end_points)
+            app_end_points(e_end_points)
+        o.end_points = lst_end_points
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Features was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Features declares more elements than bytes remain')
+        lst_features: list[RegisterBrokerRecordBrokerFeature] = []
+        app_features = lst_features.append
+        for _i_features in range(n):
+            e_features = _new(RegisterBrokerRecordBrokerFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            e_features.unknown_tagged_fields = ()
+            if n != 0:
+                unknown_e_features = []
+                prev_tag_e_features = -1
+                for _i_tag in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
+        o.features = lst_features
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.rack = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Rack is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Rack')
+        o.rack = buf[pos:end].decode()
+        pos = end
+    o.fenced, o.in_controlled_shutdown = _S4.unpack_from(buf, pos)
+    pos += 2
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    o.unknown_tagged_fields = ()
+    if n != 0:
+        unknown = []
+        prev_tag = -1
+        for _i_tag in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
+            size, pos = _read_uvarint(buf, pos)
+            if tag == 0:
+                n = buf[pos]
+                if n < 0x80:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                n -= 1
+                if n < 0:
+                    raise _invalid('non-nullable field LogDirs was null')
+                else:
+                    if n * 16 > blen - pos:
+                        raise _truncated('LogDirs')
+                    lst_log_dirs: list[UUID] = []
+                    app_log_dirs = lst_log_dirs.append
+                    for _i_log_dirs in range(n):
+                        raw, = _S6.unpack_from(buf, pos)
+                        e_log_dirs = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+                        pos += 16
+                        app_log_dirs(e_log_dirs)
+                    o.log_dirs = lst_log_dirs
+            elif tag == 1:
+                n = buf[pos]
+                if n < 0x80:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                n -= 1
+                if n < 0:
+                    o.cordoned_log_dirs = None
+                else:
+                    if n * 16 > blen - pos:
+                        raise _truncated('CordonedLogDirs')
+                    lst_cordoned_log_dirs: list[UUID] = []
+                    app_cordoned_log_dirs = lst_cordoned_log_dirs.append
+                    for _i_cordoned_log_dirs in range(n):
+                        raw, = _S6.unpack_from(buf, pos)
+                        e_cordoned_log_dirs = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+                        pos += 16
+                        app_cordoned_log_dirs(e_cordoned_log_dirs)
+                    o.cordoned_log_dirs = lst_cordoned_log_dirs
+            else:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_RegisterBrokerRecord_v4(o: RegisterBrokerRecord, out: bytearray) -> None:
+    out += _S5.pack(o.broker_id, o.is_migrating_zk_broker, o.incarnation_id.bytes, o.broker_epoch)
+    x_end_points = o.end_points
+    if x_end_points is None:
+        raise ValueOutOfRangeError('non-nullable field EndPoints is None', version=4)
+    else:
+        m = len(x_end_points) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e_end_points in x_end_points:
+            x_end_points_name = e_end_points.name
+            if x_end_points_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
+            else:
+                b_end_points_name = x_end_points_name.encode()
+                if len(b_end_points_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=4)
+                m = len(b_end_points_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_end_points_name
+            x_end_points_host = e_end_points.host
+            if x_end_points_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=4)
+            else:
+                b_end_points_host = x_end_points_host.encode()
+                if len(b_end_points_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=4)
+                m = len(b_end_points_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_end_points_host
+            out += _S0.pack(e_end_points.port, e_end_points.security_protocol)
+            if e_end_points.unknown_tagged_fields:
+                _write_tagged(out, [], e_end_points.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
+    x_features = o.features
+    if x_features is None:
+        raise ValueOutOfRangeError('non-nullable field Features is None', version=4)
+    else:
+        m = len(x_features) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e_features in x_features:
+            x_features_name = e_features.name
+            if x_features_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
+            else:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=4)
+                m = len(b_features_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_features_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
+    x_rack = o.rack
+    if x_rack is None:
+        out.append(0)
+    else:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Rack is too long', version=4)
+        m = len(b_rack) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b_rack
+    out += _S4.pack(o.fenced, o.in_controlled_shutdown)
+    known: list[tuple[int, bytes | bytearray]] = []
+    if o.log_dirs is None or len(o.log_dirs) != 0:
+        t_log_dirs = bytearray()
+        x_log_dirs = o.log_dirs
+        if x_log_dirs is None:
+            raise ValueOutOfRangeError('non-nullable field LogDirs is None', version=4)
+        else:
+            m = len(x_log_dirs) + 1
+            if m < 0x80:
+                t_log_dirs.append(m)
+            else:
+                _write_uvarint(t_log_dirs, m)
+            for e_log_dirs in x_log_dirs:
+                t_log_dirs += e_log_dirs.bytes
+        known.append((0, t_log_dirs))
+    if o.cordoned_log_dirs is not None:
+        t_cordoned_log_dirs = bytearray()
+        x_cordoned_log_dirs = o.cordoned_log_dirs
+        if x_cordoned_log_dirs is None:
+            raise ValueOutOfRangeError('non-nullable field CordonedLogDirs is None', version=4)
+        else:
+            m = len(x_cordoned_log_dirs) + 1
+            if m < 0x80:
+                t_cordoned_log_dirs.append(m)
+            else:
+                _write_uvarint(t_cordoned_log_dirs, m)
+            for e_cordoned_log_dirs in x_cordoned_log_dirs:
+                t_cordoned_log_dirs += e_cordoned_log_dirs.bytes
+        known.append((1, t_cordoned_log_dirs))
+    if o.unknown_tagged_fields or known:
+        _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1]))
+    else:
+        out.append(0)
+
+
 _class_data(RegisterBrokerRecordBrokerEndpoint, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('security_protocol', 'SecurityProtocol', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
-), '0+', '0-3',
-    {0: _decode_RegisterBrokerRecordBrokerEndpoint_v0, 1: _decode_RegisterBrokerRecordBrokerEndpoint_v0, 2: _decode_RegisterBrokerRecordBrokerEndpoint_v0, 3: _decode_RegisterBrokerRecordBrokerEndpoint_v0},
-    {0: _encode_RegisterBrokerRecordBrokerEndpoint_v0, 1: _encode_RegisterBrokerRecordBrokerEndpoint_v0, 2: _encode_RegisterBrokerRecordBrokerEndpoint_v0, 3: _encode_RegisterBrokerRecordBrokerEndpoint_v0},
+), '0+', '0-4',
+    {0: _decode_RegisterBrokerRecordBrokerEndpoint_v0, 1: _decode_RegisterBrokerRecordBrokerEndpoint_v0, 2: _decode_RegisterBrokerRecordBrokerEndpoint_v0, 3: _decode_RegisterBrokerRecordBrokerEndpoint_v0, 4: _decode_RegisterBrokerRecordBrokerEndpoint_v0},
+    {0: _encode_RegisterBrokerRecordBrokerEndpoint_v0, 1: _encode_RegisterBrokerRecordBrokerEndpoint_v0, 2: _encode_RegisterBrokerRecordBrokerEndpoint_v0, 3: _encode_RegisterBrokerRecordBrokerEndpoint_v0, 4: _encode_RegisterBrokerRecordBrokerEndpoint_v0},
 )
 _DEFAULT_RegisterBrokerRecordBrokerEndpoint = RegisterBrokerRecordBrokerEndpoint()
 
@@ -1408,9 +1766,9 @@ _class_data(RegisterBrokerRecordBrokerFeature, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('min_supported_version', 'MinSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('max_supported_version', 'MaxSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
-), '0+', '0-3',
-    {0: _decode_RegisterBrokerRecordBrokerFeature_v0, 1: _decode_RegisterBrokerRecordBrokerFeature_v0, 2: _decode_RegisterBrokerRecordBrokerFeature_v0, 3: _decode_RegisterBrokerRecordBrokerFeature_v0},
-    {0: _encode_RegisterBrokerRecordBrokerFeature_v0, 1: _encode_RegisterBrokerRecordBrokerFeature_v0, 2: _encode_RegisterBrokerRecordBrokerFeature_v0, 3: _encode_RegisterBrokerRecordBrokerFeature_v0},
+), '0+', '0-4',
+    {0: _decode_RegisterBrokerRecordBrokerFeature_v0, 1: _decode_RegisterBrokerRecordBrokerFeature_v0, 2: _decode_RegisterBrokerRecordBrokerFeature_v0, 3: _decode_RegisterBrokerRecordBrokerFeature_v0, 4: _decode_RegisterBrokerRecordBrokerFeature_v0},
+    {0: _encode_RegisterBrokerRecordBrokerFeature_v0, 1: _encode_RegisterBrokerRecordBrokerFeature_v0, 2: _encode_RegisterBrokerRecordBrokerFeature_v0, 3: _encode_RegisterBrokerRecordBrokerFeature_v0, 4: _encode_RegisterBrokerRecordBrokerFeature_v0},
 )
 _DEFAULT_RegisterBrokerRecordBrokerFeature = RegisterBrokerRecordBrokerFeature()
 
@@ -1425,8 +1783,9 @@ _class_data(RegisterBrokerRecord, (
     FieldSpec('fenced', 'Fenced', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: True, False, None),
     FieldSpec('in_controlled_shutdown', 'InControlledShutdown', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('log_dirs', 'LogDirs', 'array', 'uuid', None, VersionSet.parse('3+'), VersionSet.parse('none'), 0, VersionSet.parse('3+'), None, lambda: [], False, None),
-), '0+', '0-3',
-    {0: _decode_RegisterBrokerRecord_v0, 1: _decode_RegisterBrokerRecord_v1, 2: _decode_RegisterBrokerRecord_v2, 3: _decode_RegisterBrokerRecord_v3},
-    {0: _encode_RegisterBrokerRecord_v0, 1: _encode_RegisterBrokerRecord_v1, 2: _encode_RegisterBrokerRecord_v2, 3: _encode_RegisterBrokerRecord_v3},
-    api_key=0, kind='metadata', valid=(0, 1, 2, 3),
+    FieldSpec('cordoned_log_dirs', 'CordonedLogDirs', 'array', 'uuid', None, VersionSet.parse('4+'), VersionSet.parse('4+'), 1, VersionSet.parse('4+'), None, lambda: None, False, None),
+), '0+', '0-4',
+    {0: _decode_RegisterBrokerRecord_v0, 1: _decode_RegisterBrokerRecord_v1, 2: _decode_RegisterBrokerRecord_v2, 3: _decode_RegisterBrokerRecord_v3, 4: _decode_RegisterBrokerRecord_v4},
+    {0: _encode_RegisterBrokerRecord_v0, 1: _encode_RegisterBrokerRecord_v1, 2: _encode_RegisterBrokerRecord_v2, 3: _encode_RegisterBrokerRecord_v3, 4: _encode_RegisterBrokerRecord_v4},
+    api_key=0, kind='metadata', valid=(0, 1, 2, 3, 4),
 )

@@ -7,6 +7,8 @@ Hand-written (nothing here is generated). Reading::
             ...
 
 Writing: :func:`build_batch` (v2 or legacy), :class:`BatchBuilder`, the control-batch builders.
+Columns: :func:`~kafka_wire.records.columnar.decode_arrow` reads payloads into a
+``pyarrow.RecordBatch`` with Spark's Kafka schema (the ``arrow`` extra).
 Broker side: :func:`validate_batch` (header only) and :func:`reoffset_batch`. The per-record
 loops and ``Record`` come from :mod:`kafka_wire.records.loops`, which chooses their flavour.
 """

@@ -16,10 +16,10 @@ import struct
 from typing import Final
 
 import lz4.frame  # type: ignore[import-untyped]  # the lz4 package ships no type information
+import xxhash
 
 from kafka_wire.errors import InvalidValueError, LimitExceededError
 from kafka_wire.records.record import BufferLike
-from kafka_wire.records.xxhash32 import xxh32
 
 LZ4_MAGIC: Final = b"\x04\x22\x4d\x18"
 _U32: Final = struct.Struct("<I")
@@ -39,8 +39,8 @@ _UNCOMPRESSED_BIT: Final = 0x80000000
 
 
 def header_checksum(descriptor: BufferLike) -> int:
-    """The frame header checksum byte: second byte of XXH32(descriptor, seed 0)."""
-    return (xxh32(descriptor) >> 8) & 0xFF
+    """The frame header checksum byte: second byte of XXH32(descriptor, seed 0) (the ``xxhash`` package)."""
+    return (xxhash.xxh32_intdigest(descriptor) >> 8) & 0xFF
 
 
 def lz4_compress(data: BufferLike, *, magic: int, level: int | None = None) -> bytes:

@@ -19,6 +19,7 @@ from kafka_wire import client
 from kafka_wire.adapters.cluster import Cluster
 from kafka_wire.client import DEFAULT_PARTITION_MAX_BYTES, DEFAULT_TIMEOUT_MS, TopicPartition
 from kafka_wire.records import Record
+from kafka_wire.records.reader import Batch
 from kafka_wire.spark.access import ClusterAccess
 
 T = TypeVar("T")
@@ -84,7 +85,7 @@ def offset_bounds(
     return _run(cluster, timeout_ms, body)
 
 
-def fetch_range(
+def fetch_batches(
     cluster: ClusterAccess | str,
     tp: TopicPartition,
     start: int,
@@ -94,18 +95,16 @@ def fetch_range(
     max_bytes: int = DEFAULT_PARTITION_MAX_BYTES,
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
     fail_on_data_loss: bool = True,
-) -> Iterator[tuple[int, list[Record[bytes]]]]:
-    """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch (as
-    :func:`kafka_wire.spark.logs.read_range`), by :func:`kafka_wire.client.fetch_range`. The
+) -> Iterator[Batch[bytes]]:
+    """The batches holding the records of ``[start, end)`` (as
+    :func:`kafka_wire.spark.logs.read_batches`), by :func:`kafka_wire.client.fetch_batches`. The
     fetch loop runs on its own thread and event loop, at most ``_PREFETCH_BATCHES`` batches ahead
     of the caller."""
-    items: queue.Queue[tuple[int, list[Record[bytes]]] | BaseException | None] = queue.Queue(
-        _PREFETCH_BATCHES
-    )
+    items: queue.Queue[Batch[bytes] | BaseException | None] = queue.Queue(_PREFETCH_BATCHES)
     stop = threading.Event()
 
     async def body(session: Cluster) -> None:
-        batches = client.fetch_range(
+        batches = client.fetch_batches(
             session,
             tp,
             start,
@@ -150,6 +149,34 @@ def fetch_range(
     finally:
         stop.set()
         thread.join()
+
+
+def fetch_range(
+    cluster: ClusterAccess | str,
+    tp: TopicPartition,
+    start: int,
+    end: int,
+    *,
+    read_committed: bool = False,
+    max_bytes: int = DEFAULT_PARTITION_MAX_BYTES,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    fail_on_data_loss: bool = True,
+) -> Iterator[tuple[int, list[Record[bytes]]]]:
+    """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch
+    (:func:`fetch_batches`, decoded)."""
+    for batch in fetch_batches(
+        cluster,
+        tp,
+        start,
+        end,
+        read_committed=read_committed,
+        max_bytes=max_bytes,
+        timeout_ms=timeout_ms,
+        fail_on_data_loss=fail_on_data_loss,
+    ):
+        records = [r for r in batch.records() if start <= r.offset < end]
+        if records:
+            yield int(batch.timestamp_type), records
 
 
 class Producer:
@@ -203,6 +230,7 @@ def produce(
 __all__ = [
     "Producer",
     "connect",
+    "fetch_batches",
     "fetch_range",
     "list_offsets",
     "offset_bounds",

@@ -342,15 +342,17 @@ def _marker_type(batch: Batch[bytes]) -> bool | None:
     return None
 
 
-def read_range(
+def read_batches(
     log: PartitionLog,
     start: int,
     end: int,
     *,
     read_committed: bool = False,
     config: ReadConfig | None = None,
-) -> Iterator[tuple[int, list[Record[bytes]]]]:
-    """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch read."""
+) -> Iterator[Batch[bytes]]:
+    """The batches holding the records of ``[start, end)``, control batches and (with
+    ``read_committed``) aborted ones left out; a batch that straddles an end of the range is
+    yielded whole."""
     if start >= end or not log.segments:
         return
     first = _segment_for(log, start)
@@ -370,6 +372,19 @@ def read_range(
                 and not resolver.committed(batch.producer_id, batch.base_offset, segment_index, pos)
             ):
                 continue
+        yield batch
+
+
+def read_range(
+    log: PartitionLog,
+    start: int,
+    end: int,
+    *,
+    read_committed: bool = False,
+    config: ReadConfig | None = None,
+) -> Iterator[tuple[int, list[Record[bytes]]]]:
+    """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch read."""
+    for batch in read_batches(log, start, end, read_committed=read_committed, config=config):
         records = batch.records()
         if records and (records[0].offset < start or records[-1].offset >= end):
             records = [r for r in records if start <= r.offset < end]

@@ -3,19 +3,24 @@ and each range's rows, from logs at rest or a live cluster.
 
 Options follow Spark's Kafka source where they overlap (``kafka.bootstrap.servers``,
 ``subscribe``/``subscribePattern``/``assign``, ``startingOffsets``/``endingOffsets``,
-``startingTimestamp``/``startingOffsetsByTimestamp``, ``includeHeaders``, ``minPartitions``,
-``kafka.isolation.level``, ``failOnDataLoss``, and the SASL options of
-:mod:`~kafka_wire.spark.access`); ``path`` (comma-separated) reads logs at rest.
+``startingTimestamp``/``startingOffsetsByTimestamp``, ``endingTimestamp``/``endingOffsetsByTimestamp``,
+``includeHeaders``, ``minPartitions``, ``maxRecordsPerPartition``, ``kafka.isolation.level``,
+``failOnDataLoss``, in streaming ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` and
+``maxTriggerDelay``, and the SASL options of :mod:`~kafka_wire.spark.access`); ``path``
+(comma-separated) reads logs at rest. Options of Spark's Kafka source that this source cannot
+honour are refused (:data:`REFUSED`), never ignored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.client import LATEST, DataLossError, TopicPartition
-from kafka_wire.records import Record
+from kafka_wire.records.columnar import ArrowDecoder
+from kafka_wire.records.reader import Batch
 from kafka_wire.spark import live, logs
 from kafka_wire.spark.access import ClusterAccess
 from kafka_wire.spark.ranges import (
@@ -29,6 +34,39 @@ from kafka_wire.spark.ranges import (
     resolve,
     split_ranges,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+ROWS_PER_ARROW_BATCH: Final = 65_536
+"""Rows per Arrow batch handed to Spark (its own ``spark.sql.execution.arrow.maxRecordsPerBatch``
+default is 10,000; larger batches amortise the Python-to-JVM hand-off)."""
+
+REFUSED: Final = {
+    "kafka.group.id": "the source reads offset ranges itself and joins no consumer group",
+    "groupIdPrefix": "the source reads offset ranges itself and joins no consumer group",
+    "startingOffsetsByTimestampStrategy": "a timestamp past every record always resolves to the latest offset",
+    "fetchOffset.numRetries": "retries follow kafka_wire's client (timeouts, leader changes)",
+    "fetchOffset.retryIntervalMs": "retries follow kafka_wire's client (timeouts, leader changes)",
+    "maxOffsetsPerTrigger": "it is for streaming queries",
+    "minOffsetsPerTrigger": "it is for streaming queries",
+    "maxTriggerDelay": "it is for streaming queries",
+}
+"""Options of Spark's Kafka source that this source refuses, and why (the streaming ones only in
+batch queries)."""
+_STREAMING_ONLY: Final = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+_DURATION: Final = re.compile(r"(\d+)\s*(ms|s|m|min|h|d)?")
+_DURATION_MS: Final = {
+    None: 1,
+    "ms": 1,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+}
+DEFAULT_MAX_TRIGGER_DELAY_MS: Final = 15 * 60_000
+"""Spark's Kafka source default for ``maxTriggerDelay`` (15 minutes)."""
 
 BASE_SCHEMA: Final = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
 HEADERS_FIELD: Final = "headers array<struct<key: string, value: binary>>"
@@ -57,6 +95,16 @@ def _positive(options: Mapping[str, str], name: str) -> int | None:
     return int(value)
 
 
+def _duration_ms(options: Mapping[str, str], name: str, default: int) -> int:
+    value = options.get(name)
+    if value is None:
+        return default
+    match = _DURATION.fullmatch(value.strip())
+    if match is None:
+        raise OptionError(f"{name!r} must be a duration such as 500ms, 30s, 15m or 1h (got {value!r})")
+    return int(match.group(1)) * _DURATION_MS[match.group(2)]
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """The parsed options of one read (picklable: Spark ships it to the tasks)."""
@@ -70,9 +118,16 @@ class Settings:
     min_partitions: int | None
     read_committed: bool
     fail_on_data_loss: bool = True
+    max_records_per_partition: int | None = None
+    max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> Settings:
+        for name, why in REFUSED.items():
+            if options.get(name) is not None and not (streaming and name in _STREAMING_ONLY):
+                raise OptionError(f"option {name!r} is not supported: {why}")
         paths = tuple(p.strip() for p in options.get("path", "").split(",") if p.strip())
         cluster = ClusterAccess.from_options(options)
         if bool(paths) == (cluster is not None):
@@ -90,8 +145,9 @@ class Settings:
             and starting.timestamps is None
         ):
             starting = OffsetSpec(LATEST)  # Spark's streaming default
-        if streaming and options.get("endingOffsets"):
-            raise OptionError("'endingOffsets' is for batch queries only")
+        for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+            if streaming and options.get(name):
+                raise OptionError(f"{name!r} is for batch queries only")
         return cls(
             paths=paths,
             cluster=cluster,
@@ -102,6 +158,10 @@ class Settings:
             min_partitions=_positive(options, "minPartitions"),
             read_committed=isolation == "read_committed",
             fail_on_data_loss=_flag(options, "failOnDataLoss", default=True),
+            max_records_per_partition=_positive(options, "maxRecordsPerPartition"),
+            max_offsets_per_trigger=_positive(options, "maxOffsetsPerTrigger"),
+            min_offsets_per_trigger=_positive(options, "minOffsetsPerTrigger"),
+            max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS),
         )
 
     @property
@@ -162,7 +222,7 @@ class Source:
             if start > end:
                 raise OptionError(f"{tp}: starting offset {start} is after ending offset {end}")
             ranges.append(OffsetRange(tp.topic, tp.partition, start, end))
-        return split_ranges(ranges, self.settings.min_partitions)
+        return split_ranges(ranges, self.settings.min_partitions, self.settings.max_records_per_partition)
 
     def stream_ranges(
         self,
@@ -179,11 +239,26 @@ class Source:
             low, high = bounds[tp]
             begin = checked_start(tp, start.get(tp, low), low, high, self.settings.fail_on_data_loss)
             ranges.append(OffsetRange(tp.topic, tp.partition, begin, end[tp]))
-        return split_ranges(ranges, self.settings.min_partitions)
+        return split_ranges(ranges, self.settings.min_partitions, self.settings.max_records_per_partition)
 
 
-def read(settings: Settings, r: OffsetRange) -> Iterator[tuple[int, list[Record[bytes]]]]:
-    """The records of one range, ``(timestamp type, records)`` per batch."""
+def read_arrow(settings: Settings, r: OffsetRange, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """The records of one range as Arrow batches of at most about :data:`ROWS_PER_ARROW_BATCH`
+    rows with ``columns`` of Spark's Kafka schema (:mod:`kafka_wire.records.columnar`: columns not
+    asked for are not decoded)."""
+    decoder = ArrowDecoder(
+        topic=r.topic, partition=r.partition, columns=columns, start_offset=r.start, end_offset=r.end
+    )
+    for batch in _batches(settings, r):
+        decoder.add_batch(batch)
+        if decoder.rows >= ROWS_PER_ARROW_BATCH:
+            yield decoder.take()
+    if decoder.rows:
+        yield decoder.take()
+
+
+def _batches(settings: Settings, r: OffsetRange) -> Iterator[Batch[bytes]]:
+    """The batches holding the records of one range, at rest or live."""
     tp = TopicPartition(r.topic, r.partition)
     if settings.paths:
         log = logs.discover(settings.paths).get(tp)
@@ -192,9 +267,9 @@ def read(settings: Settings, r: OffsetRange) -> Iterator[tuple[int, list[Record[
         earliest = logs.earliest_offset(log)
         if r.start < earliest and settings.fail_on_data_loss:
             raise DataLossError(f"{tp}: offsets {r.start}..{earliest - 1} are no longer in the log")
-        return logs.read_range(log, r.start, r.end, read_committed=settings.read_committed)
+        return logs.read_batches(log, r.start, r.end, read_committed=settings.read_committed)
     assert settings.cluster is not None
-    return live.fetch_range(
+    return live.fetch_batches(
         settings.cluster,
         tp,
         r.start,

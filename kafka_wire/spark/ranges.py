@@ -151,22 +151,20 @@ def _per_partition(text: str, name: str, allowed_min: int) -> dict[TopicPartitio
 
 def parse_offset_spec(options: Mapping[str, str], *, starting: bool) -> OffsetSpec:
     """``startingOffsets`` (default earliest for batch) / ``endingOffsets`` (default latest), and
-    for starting points ``startingTimestamp`` and ``startingOffsetsByTimestamp``, which win."""
-    key = "startingOffsets" if starting else "endingOffsets"
+    ``startingTimestamp`` / ``endingTimestamp`` (every partition) and
+    ``startingOffsetsByTimestamp`` / ``endingOffsetsByTimestamp``, which win in that order. An
+    ending timestamp ends the range before the first record at or after it."""
+    side = "starting" if starting else "ending"
+    key = f"{side}Offsets"
     default = EARLIEST if starting else LATEST
-    if starting:
-        if options.get("startingTimestamp"):
-            text = options["startingTimestamp"]
-            if not text.isdigit():
-                raise OptionError(f"'startingTimestamp' must be milliseconds (got {text!r})")
-            return OffsetSpec(default, timestamp_all=int(text))
-        if options.get("startingOffsetsByTimestamp"):
-            return OffsetSpec(
-                default,
-                timestamps=_per_partition(
-                    options["startingOffsetsByTimestamp"], "startingOffsetsByTimestamp", 0
-                ),
-            )
+    if options.get(f"{side}Timestamp"):
+        text = options[f"{side}Timestamp"]
+        if not text.isdigit():
+            raise OptionError(f"'{side}Timestamp' must be milliseconds (got {text!r})")
+        return OffsetSpec(default, timestamp_all=int(text))
+    by_timestamp = f"{side}OffsetsByTimestamp"
+    if options.get(by_timestamp):
+        return OffsetSpec(default, timestamps=_per_partition(options[by_timestamp], by_timestamp, 0))
     text = options.get(key, "").strip()
     if not text:
         return OffsetSpec(default)
@@ -202,17 +200,23 @@ def resolve(
     return value
 
 
-def split_ranges(ranges: Sequence[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    """Split ranges so there are at least ``min_partitions`` of them (when offsets allow):
-    each range gets a share of the parts in proportion to its size, rounded up (Spark's Kafka
-    source rounds to nearest, which can fall short); empty ranges are dropped."""
+def split_ranges(
+    ranges: Sequence[OffsetRange], min_partitions: int | None, max_records: int | None = None
+) -> list[OffsetRange]:
+    """Split ranges so there are at least ``min_partitions`` of them (when offsets allow) and
+    none holds more than ``max_records`` offsets (``maxRecordsPerPartition``): each range gets a
+    share of the parts in proportion to its size, rounded up (Spark's Kafka source rounds to
+    nearest, which can fall short), and at least enough parts for the cap; empty ranges are dropped."""
     ranges = [r for r in ranges if r.size > 0]
     total = sum(r.size for r in ranges)
-    if not min_partitions or min_partitions <= len(ranges) or total == 0:
+    wanted = min_partitions if min_partitions and min_partitions > len(ranges) else 0
+    if (not wanted and not max_records) or total == 0:
         return list(ranges)
     out: list[OffsetRange] = []
     for r in ranges:
-        parts = max(1, min(r.size, -(-r.size * min_partitions // total)))
+        parts = max(1, min(r.size, -(-r.size * wanted // total)))
+        if max_records:
+            parts = max(parts, -(-r.size // max_records))
         for i in range(parts):
             lo = r.start + r.size * i // parts
             hi = r.start + r.size * (i + 1) // parts

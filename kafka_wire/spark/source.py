@@ -5,18 +5,20 @@ Installed with the ``spark`` extra, Spark finds it by itself (the top-level modu
 
     df = spark.read.format("kafka_wire").option("path", "/var/lib/kafka/data").option("subscribe", "orders").load()
 
-Rows leave each task as Arrow record batches (Spark 4's fast path for Python data sources).
+Rows leave each task as Arrow record batches (Spark 4's fast path for Python data sources),
+decoded straight into Arrow buffers by :mod:`kafka_wire.records.columnar`. Spark 4.3 hands a
+Python source no pruned columns (``reader(schema)`` gets the whole schema); a query that wants
+fewer columns decoded gives them with ``.schema("value binary, offset long")``.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
@@ -27,24 +29,31 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import Row, StructType
 
 from kafka_wire.client import TopicPartition, partition_for_key
-from kafka_wire.records import Record, build_batch
+from kafka_wire.records import build_batch
 from kafka_wire.spark import live
 from kafka_wire.spark.access import ClusterAccess
-from kafka_wire.spark.plan import Settings, Source, offsets_from_json, offsets_json, read, schema_for
+from kafka_wire.spark.plan import (
+    Settings,
+    Source,
+    offsets_from_json,
+    offsets_json,
+    read_arrow,
+    schema_for,
+)
 from kafka_wire.spark.ranges import OffsetRange, OptionError
 
-ROWS_PER_ARROW_BATCH: Final = 65_536
-"""Rows per Arrow batch handed to Spark (its own ``spark.sql.execution.arrow.maxRecordsPerBatch``
-default is 10,000; larger batches amortise the Python-to-JVM hand-off)."""
 DEFAULT_RECORDS_PER_PRODUCE_BATCH: Final = 10_000
 """Records per batch the writer produces (one Produce request each)."""
-
-_HEADER_TYPE: Final = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-_TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
 
 
 class RangePartition(InputPartition):
@@ -55,105 +64,106 @@ class RangePartition(InputPartition):
         self.range = r
 
 
-def to_arrow(
-    r: OffsetRange, items: Iterable[tuple[int, list[Record[bytes]]]], include_headers: bool
-) -> Iterator[pa.RecordBatch]:
-    """Arrow batches in the output schema for the records of one range. ``headers`` is null for
-    a record without headers (legacy records have none), as in Spark's Kafka source."""
-    keys: list[bytes | None] = []
-    values: list[bytes | None] = []
-    offsets: list[int] = []
-    stamps: list[int] = []
-    types: list[int] = []
-    header_ends: list[int] = [0]
-    header_keys: list[str] = []
-    header_values: list[bytes | None] = []
-    no_headers: list[bool] = []
+_KAFKA_TYPES: Final = {
+    "key": "binary",
+    "value": "binary",
+    "topic": "string",
+    "partition": "int",
+    "offset": "bigint",
+    "timestamp": "timestamp",
+    "timestampType": "int",
+    "headers": "array<struct<key:string,value:binary>>",
+}
+"""Each Kafka column's Spark type (:func:`schema_for`), as ``DataType.simpleString()`` writes it."""
 
-    def flush() -> pa.RecordBatch:
-        n = len(offsets)
-        columns = [
-            pa.array(keys, pa.binary()),
-            pa.array(values, pa.binary()),
-            pa.repeat(r.topic, n).cast(pa.string()) if n else pa.array([], pa.string()),
-            pa.array(itertools.repeat(r.partition, n), pa.int32(), size=n),
-            pa.array(offsets, pa.int64()),
-            pc.multiply(pa.array(stamps, pa.int64()), 1000).cast(_TIMESTAMP),
-            pa.array(types, pa.int32()),
-        ]
-        names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
-        if include_headers:
-            pairs = pa.StructArray.from_arrays(
-                [pa.array(header_keys, pa.string()), pa.array(header_values, pa.binary())],
-                names=["key", "value"],
-            )
-            columns.append(
-                pa.ListArray.from_arrays(
-                    pa.array(header_ends, pa.int32()), pairs, mask=pa.array(no_headers, pa.bool_())
-                )
-            )
-            names.append("headers")
-        batch = pa.RecordBatch.from_arrays(columns, names=names)
-        for column in (keys, values, offsets, stamps, types, header_keys, header_values, no_headers):
-            column.clear()
-        del header_ends[1:]
-        return batch
 
-    for timestamp_type, records in items:
-        for record in records:
-            keys.append(record.key)
-            values.append(record.value)
-            offsets.append(record.offset)
-            stamps.append(record.timestamp)
-            if include_headers:
-                for k, v in record.headers:
-                    header_keys.append(k)
-                    header_values.append(v)
-                header_ends.append(len(header_keys))
-                no_headers.append(not record.headers)
-        types.extend(itertools.repeat(timestamp_type, len(records)))
-        if len(offsets) >= ROWS_PER_ARROW_BATCH:
-            yield flush()
-    if offsets:
-        yield flush()
+def columns_of(schema: StructType) -> list[str]:
+    """The Kafka columns Spark asks for: the source's schema, or a subset a query gave with
+    ``.schema(...)`` (only those columns are decoded). Other names or types are refused."""
+    for f in schema.fields:
+        if _KAFKA_TYPES.get(f.name) != f.dataType.simpleString():
+            raise OptionError(
+                f"column {f.name} {f.dataType.simpleString()} is not one of the Kafka source's columns"
+                f" ({schema_for(True)})"
+            )
+    return [f.name for f in schema.fields]
 
 
 class KafkaWireReader(DataSourceReader):
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, columns: list[str]) -> None:
         self.settings = settings
+        self.columns = columns
 
     def partitions(self) -> Sequence[InputPartition]:
         return [RangePartition(r) for r in Source(self.settings).plan()]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
-        r = partition.range
-        return to_arrow(r, read(self.settings, r), self.settings.include_headers)
+        return read_arrow(self.settings, partition.range, self.columns)
 
 
-class KafkaWireStreamReader(DataSourceStreamReader):
+class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are Spark's Kafka JSON (``{"topic": {"0": 42}}``), checkpointed by Spark.
-    Partitions that appear later start from their earliest offset."""
+    Partitions that appear later start from their earliest offset.
 
-    def __init__(self, settings: Settings) -> None:
+    Read limits as Spark's Kafka source: ``maxOffsetsPerTrigger`` caps a micro-batch (the
+    partitions' shares taken in order), ``minOffsetsPerTrigger`` holds a micro-batch back until
+    that many offsets are there or ``maxTriggerDelay`` has passed since the last one;
+    ``Trigger.AvailableNow`` reads up to the end offsets seen when the query starts."""
+
+    def __init__(self, settings: Settings, columns: list[str]) -> None:
         self.settings = settings
+        self.columns = columns
         self._bounds: dict[TopicPartition, tuple[int, int]] | None = None
         """The bounds seen by the last ``latestOffset`` (the next micro-batch is checked against them)."""
+        self._target: dict[TopicPartition, int] | None = None
+        """With Trigger.AvailableNow: the end offsets seen when the query started."""
+        self._last_trigger = time.monotonic()
+        """When the last micro-batch with data was planned (for ``maxTriggerDelay``)."""
 
     def initialOffset(self) -> dict[str, dict[str, int]]:
         source = Source(self.settings)  # a new one per call: topics, partitions and segments come and go
         bounds = source.bounds(source.partitions())
         return offsets_json(source.resolve(self.settings.starting, bounds))
 
+    def getDefaultReadLimit(self) -> ReadLimit:
+        s = self.settings
+        if s.max_offsets_per_trigger is not None:
+            return ReadMaxRows(s.max_offsets_per_trigger)
+        if s.min_offsets_per_trigger is not None:
+            return ReadMinRows(s.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        source = Source(self.settings)
+        self._target = {tp: high for tp, (_, high) in source.bounds(source.partitions()).items()}
+
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
-        """The log end offsets, or fewer rows when Spark asks for at most ``ReadMaxRows`` (taken from
-        the partitions in order) or at least ``ReadMinRows`` (``start`` until they are there)."""
+        """The log end offsets (or the AvailableNow target), fewer when ``limit`` caps the rows
+        (taken from the partitions in order), or ``start`` while fewer than the minimum rows are
+        there and ``maxTriggerDelay`` has not passed."""
         source = Source(self.settings)
         self._bounds = source.bounds(source.partitions())
-        ends = {tp: high for tp, (_, high) in self._bounds.items()}
+        target = self._target
+        ends = {
+            tp: high if target is None else min(high, target.get(tp, low))
+            for tp, (low, high) in self._bounds.items()
+        }
         begun = offsets_from_json(start)
-        available = {tp: max(0, high - begun.get(tp, low)) for tp, (low, high) in self._bounds.items()}
-        if isinstance(limit, ReadMinRows) and sum(available.values()) < limit.min_rows:
+        available = {tp: max(0, ends[tp] - begun.get(tp, low)) for tp, (low, _) in self._bounds.items()}
+        if not isinstance(limit, (ReadAllAvailable, ReadMaxRows, ReadMinRows)):
+            raise OptionError(f"kafka_wire cannot honour the read limit {limit!r}")
+        minimum = self.settings.min_offsets_per_trigger
+        if isinstance(limit, ReadMinRows):
+            minimum = limit.min_rows
+        elif isinstance(limit, ReadAllAvailable) or target is not None:
+            minimum = None  # Spark's Kafka source ignores the minimum under AvailableNow too
+        now = time.monotonic()
+        if (
+            minimum is not None
+            and sum(available.values()) < minimum
+            and (now - self._last_trigger) * 1000 < self.settings.max_trigger_delay_ms
+        ):
             return offsets_json({tp: begun.get(tp, low) for tp, (low, _) in self._bounds.items()})
         if isinstance(limit, ReadMaxRows):
             room = limit.max_rows
@@ -161,8 +171,8 @@ class KafkaWireStreamReader(DataSourceStreamReader):
                 taken = min(available[tp], room)
                 room -= taken
                 ends[tp] = ends[tp] - available[tp] + taken
-        elif not isinstance(limit, (ReadAllAvailable, ReadMinRows)):
-            raise OptionError(f"kafka_wire cannot honour the read limit {limit!r}")
+        if any(available.values()):
+            self._last_trigger = now
         return offsets_json(ends)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
@@ -173,8 +183,7 @@ class KafkaWireStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
-        r = partition.range
-        return to_arrow(r, read(self.settings, r), self.settings.include_headers)
+        return read_arrow(self.settings, partition.range, self.columns)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: Spark keeps the offsets in its checkpoint."""
@@ -270,10 +279,10 @@ class KafkaWireDataSource(DataSource):
         return schema_for(str(self.options.get("includeHeaders", "false")).lower() == "true")
 
     def reader(self, schema: StructType) -> KafkaWireReader:
-        return KafkaWireReader(Settings.parse(self.options))
+        return KafkaWireReader(Settings.parse(self.options), columns_of(schema))
 
     def streamReader(self, schema: StructType) -> KafkaWireStreamReader:
-        return KafkaWireStreamReader(Settings.parse(self.options, streaming=True))
+        return KafkaWireStreamReader(Settings.parse(self.options, streaming=True), columns_of(schema))
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaWireWriter:
         options = self.options

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from tests.cluster.producers import CLUSTER_CLIENT_SOURCE, spawn, stop
-from tests.interop.harness import java_command
+from tests.interop.harness import JAVA_CLIENTS, JavaClient, java_command
 
 ConsumerCommand = Callable[[str, str, int, int, int], list[str]]
 
@@ -39,16 +39,28 @@ def confluent_consumer_command(
     ]
 
 
-def java_consumer_command(bootstrap: str, topic: str, warm: int, partition: int, count: int) -> list[str]:
-    return java_command(
-        CLUSTER_CLIENT_SOURCE, "consume-moved", bootstrap, topic, str(warm), str(partition), str(count)
-    )
+def java_consumer(client: JavaClient) -> ConsumerCommand:
+    """The command of ``ClusterClient.java consume-moved`` on the Java client release ``client``."""
+
+    def command(bootstrap: str, topic: str, warm: int, partition: int, count: int) -> list[str]:
+        return java_command(
+            CLUSTER_CLIENT_SOURCE,
+            "consume-moved",
+            bootstrap,
+            topic,
+            str(warm),
+            str(partition),
+            str(count),
+            client=client,
+        )
+
+    return command
 
 
-#: The consumers by client name.
+#: The consumers by client name: confluent-kafka, the Java client 3.9.1 (``java``) and 4.4 (``java4``).
 CONSUMERS: Final[dict[str, ConsumerCommand]] = {
     "confluent": confluent_consumer_command,
-    "java": java_consumer_command,
+    **{client: java_consumer(client) for client in JAVA_CLIENTS},
 }
 
 

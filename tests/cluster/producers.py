@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from tests.cluster.harness import ROOT
-from tests.interop.harness import java_command, stop_process_group
+from tests.interop.harness import JavaClient, java_command, stop_process_group
 
 CLUSTER_CLIENT_SOURCE: Final = Path(__file__).resolve().parent / "java" / "ClusterClient.java"
 
@@ -48,8 +48,10 @@ def confluent_command(bootstrap: str, topic: str, count: int, name: str) -> list
     return [sys.executable, "-m", "tests.cluster.confluent_producer", bootstrap, topic, str(count), name]
 
 
-def java_producer_command(bootstrap: str, topic: str, count: int, name: str) -> list[str]:
-    return java_command(CLUSTER_CLIENT_SOURCE, "produce", bootstrap, topic, str(count), name)
+def java_producer_command(
+    bootstrap: str, topic: str, count: int, name: str, client: JavaClient = "java4"
+) -> list[str]:
+    return java_command(CLUSTER_CLIENT_SOURCE, "produce", bootstrap, topic, str(count), name, client=client)
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """No acknowledged record is lost while partition leaders are SIGKILLed (issue 15's first "Done when").
 
 Three combined ``kafka-wire serve`` nodes; a topic with replication factor 3 and
-``min.insync.replicas=2``. confluent-kafka and the Java 3.9.1 client, each an idempotent
+``min.insync.replicas=2``. confluent-kafka and the Java 4.4 client, each an idempotent
 ``acks=all`` producer in its own process, send ``RECORDS`` numbered records (values
-``confluent-<n>`` and ``java-<n>``). The test hands them credit in ``KILLS + 1`` slices; partway
+``confluent-<n>`` and ``java4-<n>``). The test hands them credit in ``KILLS + 1`` slices; partway
 through each of the first ``KILLS`` slices (records in flight) it SIGKILLs the current leader of
 partition 0, waits for a new leader, starts the node again and waits until it is back in every
 ISR. Then:
@@ -56,7 +56,7 @@ def test_failover_no_acked_loss(cluster_factory: ClusterFactory) -> None:
             "confluent", confluent_command(cluster.bootstrap, TOPIC, RECORDS, "confluent"), RECORDS
         ),
         ProducerProcess.start(
-            "java", java_producer_command(cluster.bootstrap, TOPIC, RECORDS, "java"), RECORDS
+            "java4", java_producer_command(cluster.bootstrap, TOPIC, RECORDS, "java4"), RECORDS
         ),
     ]
     kills: list[str] = []

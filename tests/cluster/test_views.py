@@ -19,7 +19,7 @@ import pytest
 
 from tests.cluster.harness import LocalCluster, wait_until
 from tests.cluster.producers import CLUSTER_CLIENT_SOURCE
-from tests.interop.harness import java_command
+from tests.interop.harness import JAVA_CLIENTS, JavaClient, java_command
 
 pytestmark = pytest.mark.cluster
 
@@ -59,10 +59,10 @@ def kcat_view(bootstrap: str) -> View:
     return view
 
 
-def java_view(bootstrap: str) -> View:
-    """The Java client's ``Admin.describeTopics`` (``ClusterClient describe``)."""
+def java_view(bootstrap: str, client: JavaClient) -> View:
+    """The Java client's ``Admin.describeTopics`` (``ClusterClient describe``) in one release."""
     result = subprocess.run(
-        java_command(CLUSTER_CLIENT_SOURCE, "describe", bootstrap, TOPIC),
+        java_command(CLUSTER_CLIENT_SOURCE, "describe", bootstrap, TOPIC, client=client),
         capture_output=True,
         text=True,
         timeout=60,
@@ -98,7 +98,7 @@ def own_views(cluster: LocalCluster) -> dict[str, View]:
 
 def check_views_agree(cluster: LocalCluster, what: str) -> View:
     """Until the cluster's own answers agree with each other and with kcat and the Java admin
-    client (their metadata may lag a moment behind a change); the agreed view."""
+    client in both releases (their metadata may lag a moment behind a change); the agreed view."""
     bootstrap = ",".join(n.bootstrap for n in cluster.alive())
     seen: dict[str, View] = {}
 
@@ -106,7 +106,8 @@ def check_views_agree(cluster: LocalCluster, what: str) -> View:
         seen.clear()
         seen.update(own_views(cluster))
         seen["kcat -L"] = kcat_view(bootstrap)
-        seen["Java describeTopics"] = java_view(bootstrap)
+        for client in JAVA_CLIENTS:
+            seen[f"Java describeTopics ({client})"] = java_view(bootstrap, client)
         distinct = {json.dumps(sorted(v.items())) for v in seen.values()}
         first = next(iter(seen.values()))
         return first if len(distinct) == 1 and len(first) == PARTITIONS else None

@@ -11,8 +11,10 @@ import pytest
 
 import kafka_wire
 import kafka_wire.errors
+from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.messages import ApiVersionsRequest, InitProducerIdRequest, MetadataRequest, ProduceRequest
 from tests.conftest import CAPTURES as CAPTURES_DIR
+from tests.interop.recording_server import TOPIC_ID
 
 CAPTURES = sorted(CAPTURES_DIR.glob("*.hex"))
 
@@ -21,16 +23,19 @@ CLIENTS: Final = {
     "aiokafka": ("kw-interop-aiokafka", "aiokafka"),
     "confluent-kafka": ("kw-interop-confluent", "confluent-kafka-python"),
     "java": ("kw-interop-java", "apache-kafka-java"),
+    "java4": ("kw-interop-java4", "apache-kafka-java"),
     "kafka-python": ("kw-interop-kafka-python", "kafka-python"),
     "kafkajs": ("kw-interop-kafkajs", "kafkajs"),
 }
 #: What tools/record_captures.py recorded, per client: (ApiVersions, Metadata, InitProducerId,
 #: Produce) frames. Produce: one per codec at the client's newest version, and as many again at v8
-#: for the clients whose newest is flexible.
+#: for the clients whose newest is flexible. The 4.4 Java client's second ApiVersions (v5) carries
+#: the cluster id and node id it learned from Metadata (KIP-1242).
 EXPECTED: Final = {
     "aiokafka": (1, 3, 0, 5),
     "confluent-kafka": (1, 3, 0, 10),
     "java": (1, 3, 1, 10),
+    "java4": (2, 3, 1, 10),
     "kafka-python": (1, 4, 1, 10),
     "kafkajs": (1, 2, 0, 5),
 }
@@ -64,7 +69,10 @@ def test_capture_round_trips(path: Path) -> None:
     assert header.client_id == client_id
     assert f"-v{version}" in path.stem
     if isinstance(body, ProduceRequest):
-        assert [t.name for t in body.topic_data] == ["t1"]
+        # Produce v13+ names the topic by its id alone (the recording server's TOPIC_ID).
+        assert [(t.name, t.topic_id) for t in body.topic_data] == (
+            [("", TOPIC_ID)] if version >= 13 else [("t1", ZERO_UUID)]
+        )
         (partition,) = body.topic_data[0].partition_data
         assert partition.index == 0
         assert partition.records is not None and len(partition.records) > 61

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import IO, Final
 
 from tests.e2e.brokers import BrokerProcess, _copy
-from tests.interop.harness import ROOT, Address, free_port
+from tests.interop.harness import PEERS_LIB, Address, free_port
 
 KAFKA_VERSION: Final = "4.4.0"
 #: Where ``make peers`` puts Kafka's jars.
-KAFKA_LIB: Final = ROOT / "build" / "peers" / "kafka-4.4" / "lib"
+KAFKA_LIB: Final = PEERS_LIB
 #: Kafka's ``kafka-server-start.sh`` heap (``KAFKA_HEAP_OPTS``).
 HEAP_OPTS: Final = ("-Xmx1G", "-Xms1G")
 #: Kafka's ``kafka-run-class.sh`` defaults (``KAFKA_JVM_PERFORMANCE_OPTS``).

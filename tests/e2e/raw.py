@@ -249,6 +249,39 @@ def metadata_unsupported(address: Address) -> Outcome:
     return outcome
 
 
+def api_versions_v5_identified(address: Address) -> Outcome:
+    """ApiVersions v5 carrying the cluster id and node id the broker gave in Metadata v12, as the
+    4.4 Java client sends it on every connection after the bootstrap one (KIP-1242: the broker
+    checks them, answering REBOOTSTRAP_REQUIRED on a mismatch). A good request: Kafka answers it
+    with error 0. Not one of :data:`PROBES`."""
+    metadata = exchange(
+        address,
+        encode_request(RequestHeader(correlation_id=6, client_id=CLIENT_ID), MetadataRequest(topics=[]), 12),
+        probe="metadata_v12",
+    )
+    if not metadata.whole_frame:
+        raise RuntimeError(f"no Metadata answer: {metadata.describe()}")
+    _, cluster = decode_response(metadata.reply, METADATA, 12)
+    assert isinstance(cluster, MetadataResponse)
+    request = ApiVersionsRequest(
+        client_software_name=CLIENT_ID,
+        client_software_version="1.0.0",
+        cluster_id=cluster.cluster_id,
+        node_id=cluster.brokers[0].node_id,
+    )
+    outcome = exchange(
+        address,
+        encode_request(RequestHeader(correlation_id=7, client_id=CLIENT_ID), request, 5),
+        probe="api_versions_v5_identified",
+    )
+    outcome.notes.append(f"cluster id {cluster.cluster_id!r}, node id {request.node_id}")
+    if outcome.whole_frame:
+        _, response = decode_response(outcome.reply, API_VERSIONS, 5)
+        assert isinstance(response, ApiVersionsResponse)
+        outcome.response = response
+    return outcome
+
+
 PROBES: Final[dict[str, Callable[[Address], Outcome]]] = {
     "garbage": garbage,
     "http": http,

@@ -1,26 +1,27 @@
-"""The replication admin APIs of one ``kafka-wire serve`` against the Java admin client 3.9.1:
-``describeTopics`` (DescribeTopicPartitions), ``describeLogDirs``, ``describeProducers``,
+"""The replication admin APIs of one ``kafka-wire serve`` against the Java admin client, 3.9.1 and
+4.4.0: ``describeTopics`` (DescribeTopicPartitions), ``describeLogDirs``, ``describeProducers``,
 ``describeMetadataQuorum``, ``electLeaders`` and ``listPartitionReassignments``
-(``tests/e2e/java/AdminProbe.java``, run as a single-file source)."""
+(``tests/e2e/java/AdminProbe.java``, compiled once per release)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from tests.e2e.brokers import BrokerProcess
-from tests.interop.harness import java_jars
+from tests.interop.harness import JAVA_CLIENTS, JavaClient, java_command
 
-PROBE = os.path.join(os.path.dirname(__file__), "java", "AdminProbe.java")
+PROBE = Path(__file__).resolve().parent / "java" / "AdminProbe.java"
 
 
-def test_the_java_admin_client_sees_a_one_broker_cluster(kafka_wire_broker: BrokerProcess) -> None:
-    java = shutil.which("java")
-    assert java is not None, "the Java peer needs a JDK 17 on PATH"
-    classpath = os.pathsep.join(map(str, java_jars()))
+@pytest.mark.parametrize("client", JAVA_CLIENTS)
+def test_the_java_admin_client_sees_a_one_broker_cluster(
+    kafka_wire_broker: BrokerProcess, client: JavaClient
+) -> None:
     result = subprocess.run(
-        [java, "-cp", classpath, PROBE, kafka_wire_broker.bootstrap, "probe"],
+        java_command(PROBE, kafka_wire_broker.bootstrap, "probe", client=client),
         capture_output=True,
         text=True,
         timeout=120,

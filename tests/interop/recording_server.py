@@ -2,8 +2,9 @@
 
 Every byte it reads goes into a ``ServerConnection`` and every byte it writes comes out of one
 (``send``, ``reject``, ``data_to_send``). It answers ApiVersions, Metadata (one broker, itself; one
-topic with one partition it leads), InitProducerId and Produce (every batch to that partition
-accepted at offset 0), leaves every other
+topic, with topic id :data:`TOPIC_ID`, and one partition it leads), InitProducerId and Produce
+(every batch to that partition, named or by topic id as from v13, accepted at offset 0), leaves
+every other
 request unanswered, and records each request it sees, with the frame's bytes as they arrived
 (``tools/record_captures.py`` writes them out as golden captures). It runs its own event loop in a background
 thread so that the tests can drive real clients as blocking subprocesses.
@@ -20,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, Self
+from uuid import UUID
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -53,6 +55,9 @@ from tests.interop.harness import Address
 NODE_ID: Final = 1
 CLUSTER_ID: Final = "kafka-wire-interop"
 PRODUCER_ID: Final = 1000
+#: The topic's id (Metadata v10+; Produce v13+ names topics by id): fixed, so that re-recorded
+#: Produce frames are the same bytes.
+TOPIC_ID: Final = UUID("6b77696e-7465-726f-702d-746f70696331")
 #: The APIs the server lists in ApiVersions: enough for a producer and a group consumer to start.
 ADVERTISED_APIS: Final = (
     ApiKey.PRODUCE,
@@ -308,7 +313,7 @@ class RecordingServer:
                                 index=p.index,
                                 error_code=(
                                     ErrorCode.NONE
-                                    if (topic.name, p.index) == (self.topic, 0)
+                                    if self._is_topic(topic.name, topic.topic_id) and p.index == 0
                                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                                 ),
                                 base_offset=0,
@@ -320,6 +325,10 @@ class RecordingServer:
                 ]
             )
         return None
+
+    def _is_topic(self, name: str, topic_id: UUID) -> bool:
+        """Whether a Produce topic entry is the server's topic: by name, or by id from v13 on."""
+        return name == self.topic or (not name and topic_id == TOPIC_ID)
 
     def _metadata(self, body: MetadataRequest, version: int) -> MetadataResponse:
         # All topics: null from v1 on, an empty list at v0 (where an empty list cannot mean "none").
@@ -337,7 +346,7 @@ class RecordingServer:
                         isr_nodes=[NODE_ID],
                     )
                 ]
-                topics.append(MetadataResponseTopic(name=name, partitions=partitions))
+                topics.append(MetadataResponseTopic(name=name, topic_id=TOPIC_ID, partitions=partitions))
             else:
                 topics.append(
                     MetadataResponseTopic(name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

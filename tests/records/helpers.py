@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 from hypothesis import settings
@@ -101,12 +102,13 @@ class _Cursor:
 
 
 def produce_records(frame: bytes) -> list[tuple[str, int, bytes]]:
-    """``(topic, partition, records)`` of a size-prefixed Produce request frame (v3-v11)."""
+    """``(topic, partition, records)`` of a size-prefixed Produce request frame (v3-v13; from v13
+    topics are named by id: the topic is then the id's string form)."""
     c = _Cursor(frame)
     size = c.take("i")
     assert size == len(frame) - 4
     api_key, version, _correlation = c.take("h"), c.take("h"), c.take("i")
-    assert api_key == 0 and 3 <= version <= 11, (api_key, version)
+    assert api_key == 0 and 3 <= version <= 13, (api_key, version)
     flexible = version >= 9
     client_id_len = c.take("h")
     c.pos += max(client_id_len, 0)
@@ -122,7 +124,10 @@ def produce_records(frame: bytes) -> list[tuple[str, int, bytes]]:
     out = []
     topics = c.uvarint() - 1 if flexible else c.take("i")
     for _ in range(topics):
-        name = c.bytes_(c.uvarint() - 1 if flexible else c.take("h")).decode()
+        if version >= 13:
+            name = str(uuid.UUID(bytes=c.bytes_(16)))
+        else:
+            name = c.bytes_(c.uvarint() - 1 if flexible else c.take("h")).decode()
         partitions = c.uvarint() - 1 if flexible else c.take("i")
         for _ in range(partitions):
             index = c.take("i")

@@ -9,17 +9,19 @@ import pytest
 
 from kafka_wire.records import RecordBatch, RecordsReader, validate_batch
 from tests.conftest import CAPTURES
+from tests.interop.recording_server import TOPIC_ID
 from tests.records.helpers import produce_records
 
 FRAMES = sorted(CAPTURES.glob("*-produce-v*.hex"))
 
 
 def test_captures_present() -> None:
-    # Five codecs from each of five clients, and again at Produce v8 from the three whose newest
-    # version is flexible (tests/codec/test_golden.py checks the count per client).
-    assert len(FRAMES) == 40
+    # Five codecs from each of six clients (the Java client twice: 3.9.1 and 4.4), and again at
+    # Produce v8 from the four whose newest version is flexible (tests/codec/test_golden.py checks
+    # the count per client).
+    assert len(FRAMES) == 50
     for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
-        assert len([p for p in FRAMES if _codec(p) == codec]) == 8
+        assert len([p for p in FRAMES if _codec(p) == codec]) == 10
 
 
 def _codec(path: Path) -> str:
@@ -30,7 +32,8 @@ def _codec(path: Path) -> str:
 def test_capture_decodes_to_sent_records(path: Path) -> None:
     frame = bytes.fromhex(path.read_text().strip())
     [(topic, partition, records)] = produce_records(frame)
-    assert (topic, partition) == ("t1", 0)
+    # Produce v13+ names the topic by its id alone (the recording server's TOPIC_ID).
+    assert (topic, partition) == (str(TOPIC_ID) if "-produce-v13-" in path.name else "t1", 0)
     reader = RecordsReader(records)
     batches = list(reader)
     assert reader.truncated_tail == 0 and reader.position == len(records)

@@ -16,23 +16,18 @@ from kafka_wire.errors import DecodeError, EncodeError, InvalidValueError, Limit
 from kafka_wire.records import ReadConfig, build_batch, compress, decompress, read_batches
 from kafka_wire.records.codec_lz4 import header_checksum
 from kafka_wire.records.codec_snappy import XERIAL_HEADER, snappy_compress_raw
-from kafka_wire.records.xxhash32 import xxh32
 
 DATA = b"".join(b"record %d of something compressible; " % i for i in range(3000))  # ~110 KB
 
 
-def test_xxh32_vectors() -> None:
-    assert xxh32(b"") == 0x02CC5D05
-    assert xxh32(b"abc") == 0x32D153FF
-    assert xxh32(b"Nobody inspects the spammish repetition") == 0xE2293B2F
-    # the lz4 library's own block checksums (XXH32 of each block) agree, long inputs included
-    frame = lz4.frame.compress(DATA, block_linked=False, block_checksum=True, store_size=False)
-    pos = 7
-    while (word := int.from_bytes(frame[pos : pos + 4], "little")) != 0:
-        size = word & 0x7FFFFFFF
-        block = frame[pos + 4 : pos + 4 + size]
-        assert xxh32(block) == int.from_bytes(frame[pos + 4 + size : pos + 8 + size], "little")
-        pos += 8 + size
+def test_header_checksum_is_lz4s_own() -> None:
+    """The header checksum byte (xxhash's XXH32) equals what the lz4 library writes, for each
+    descriptor it produces; magic v0 hashes the frame magic too, as Kafka's old writers did."""
+    for kwargs in ({}, {"block_checksum": True}, {"content_checksum": True}, {"store_size": True}):
+        frame = lz4.frame.compress(DATA, block_linked=False, **kwargs)
+        hc = 6 + (8 if frame[4] & 0x08 else 0)
+        assert frame[hc] == header_checksum(frame[4:hc])
+    assert compress(3, DATA, magic=0)[6] == header_checksum(compress(3, DATA, magic=0)[0:6])
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -222,7 +223,8 @@ def test_stream_reader_honours_spark_read_limits(tmp_path: Path) -> None:
     reader = KafkaWireStreamReader(
         Settings.parse(
             {"path": str(tmp_path), "subscribe": "s", "startingOffsets": "earliest"}, streaming=True
-        )
+        ),
+        ["offset"],
     )
     start = reader.initialOffset()
     assert start == {"s": {"0": 0, "1": 0}}
@@ -231,3 +233,57 @@ def test_stream_reader_honours_spark_read_limits(tmp_path: Path) -> None:
     assert reader.latestOffset({"s": {"0": 10, "1": 4}}, ReadMaxRows(100)) == {"s": {"0": 10, "1": 10}}
     assert reader.latestOffset({"s": {"0": 10, "1": 4}}, ReadMinRows(7)) == {"s": {"0": 10, "1": 4}}
     assert reader.latestOffset({"s": {"0": 10, "1": 4}}, ReadMinRows(6)) == {"s": {"0": 10, "1": 10}}
+    # maxTriggerDelay: a micro-batch below the minimum goes ahead once the delay has passed
+    eager = KafkaWireStreamReader(
+        Settings.parse(
+            {"path": str(tmp_path), "subscribe": "s", "minOffsetsPerTrigger": "50", "maxTriggerDelay": "0ms"},
+            streaming=True,
+        ),
+        ["offset"],
+    )
+    assert eager.getDefaultReadLimit() == ReadMinRows(50)
+    assert eager.latestOffset({"s": {"0": 10, "1": 4}}, ReadMinRows(50)) == {"s": {"0": 10, "1": 10}}
+    # Trigger.AvailableNow: the end offsets seen at the start, whatever is appended later
+    capped = KafkaWireStreamReader(
+        Settings.parse(
+            {"path": str(tmp_path), "subscribe": "s", "maxOffsetsPerTrigger": "8"}, streaming=True
+        ),
+        ["offset"],
+    )
+    assert capped.getDefaultReadLimit() == ReadMaxRows(8)
+    capped.prepareForTriggerAvailableNow()
+    write_partition(tmp_path, "s", 0, [[build_batch(_records(10, 20), base_offset=10)]])
+    assert capped.latestOffset({"s": {"0": 0, "1": 0}}, ReadMaxRows(8)) == {"s": {"0": 8, "1": 0}}
+    assert capped.latestOffset({"s": {"0": 8, "1": 0}}, ReadAllAvailable()) == {"s": {"0": 10, "1": 10}}
+
+
+def test_options_split_refuse_and_end_by_timestamp(tmp_path: Path) -> None:
+    from kafka_wire.spark.plan import Settings, Source
+    from kafka_wire.spark.ranges import OffsetRange, OptionError, split_ranges
+
+    assert split_ranges([OffsetRange("t", 0, 0, 10), OffsetRange("t", 1, 5, 6)], None, 4) == [
+        OffsetRange("t", 0, 0, 3),
+        OffsetRange("t", 0, 3, 6),
+        OffsetRange("t", 0, 6, 10),
+        OffsetRange("t", 1, 5, 6),
+    ]
+    base = {"path": str(tmp_path), "subscribe": "s"}
+    for name in ("kafka.group.id", "maxOffsetsPerTrigger", "startingOffsetsByTimestampStrategy"):
+        with pytest.raises(OptionError, match=name):
+            Settings.parse({**base, name: "1"})
+    with pytest.raises(OptionError, match="endingOffsetsByTimestamp"):
+        Settings.parse({**base, "endingOffsetsByTimestamp": '{"s": {"0": 1}}'}, streaming=True)
+    with pytest.raises(OptionError, match="maxTriggerDelay"):
+        Settings.parse({**base, "maxTriggerDelay": "soon"}, streaming=True)
+    write_partition(tmp_path, "s", 0, [[build_batch(_records(0, 30), base_offset=0)]])
+    ranges = Source(
+        Settings.parse(
+            {
+                **base,
+                "startingOffsetsByTimestamp": json.dumps({"s": {"0": T0 + 5}}),
+                "endingTimestamp": str(T0 + 25),
+                "maxRecordsPerPartition": "7",
+            }
+        )
+    ).plan()
+    assert [(r.start, r.end) for r in ranges] == [(5, 11), (11, 18), (18, 25)]

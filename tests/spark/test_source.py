@@ -419,3 +419,62 @@ def test_sasl_live_read_and_write(spark: SparkSession, tmp_path_factory: pytest.
         assert "uthentication failed" in _error_text(refused.value)
     finally:
         broker.close()
+
+
+def test_stream_from_a_timestamp_in_capped_micro_batches_until_the_ends_seen_at_start(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``startingTimestamp`` + ``maxOffsetsPerTrigger=1000`` + ``Trigger.AvailableNow`` over a log at
+    rest: 10,000 records from the timestamp's offset on, in at least 10 micro-batches of at most
+    1,000, and nothing of what is appended after the query started."""
+    t0 = 1_700_000_000_000
+
+    def batches(first: int, count: int) -> list[bytes]:
+        return [
+            build_batch([(None, b"v%d" % i, (), t0 + i) for i in range(lo, lo + 500)], base_offset=lo)
+            for lo in range(first, first + count, 500)
+        ]
+
+    data = tmp_path / "data"
+    write_partition(data, "burst", 0, [batches(0, 12_500)])
+    query = (
+        spark.readStream.format("kafka_wire")
+        .option("path", str(data))
+        .option("subscribe", "burst")
+        .option("startingTimestamp", str(t0 + 2_500))
+        .option("maxOffsetsPerTrigger", "1000")
+        .load()
+        .writeStream.format("memory")
+        .queryName("burst_out")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not spark.table("burst_out").count() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        appended_while_running = query.isActive
+        write_partition(data, "burst", 0, [batches(12_500, 1_000)])  # a new segment after the start
+        assert query.awaitTermination(300)
+    finally:
+        query.stop()
+    assert appended_while_running  # else the test would prove nothing about the end offsets
+    offsets = sorted(r.offset for r in spark.table("burst_out").select("offset").collect())
+    assert offsets == list(range(2_500, 12_500))
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert len(sizes) >= 10 and max(sizes) <= 1_000 and sum(sizes) == 10_000
+    # a batch query that names fewer columns gets (and decodes) only those
+    narrow = (
+        spark.read.format("kafka_wire")
+        .schema("offset long, value binary")
+        .option("path", str(data))
+        .option("subscribe", "burst")
+        .option("startingOffsets", '{"burst": {"0": 100}}')
+        .option("endingOffsetsByTimestamp", json.dumps({"burst": {"0": t0 + 103}}))
+        .load()
+    )
+    assert narrow.columns == ["offset", "value"]
+    assert [(r.offset, bytes(r.value)) for r in narrow.collect()] == [
+        (i, b"v%d" % i) for i in range(100, 103)
+    ]

@@ -1,4 +1,5 @@
-// The Apache Kafka Java client (kafka-clients 3.9.1) for the cluster tests (tests/cluster):
+// The Apache Kafka Java client for the cluster tests (tests/cluster); one source for kafka-clients
+// 3.9.1 and 4.4.0:
 //
 //   java -cp JARS ClusterClient produce BOOTSTRAP TOPIC COUNT NAME
 //       An idempotent acks=all producer of COUNT records, values "NAME-<n>" (n = 0..COUNT-1, no

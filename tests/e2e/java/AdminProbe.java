@@ -1,9 +1,10 @@
-// The Java admin client (kafka-clients 3.9.1) against one broker: the replication admin APIs.
+// The Java admin client (kafka-clients 3.9.1 or 4.4.0: one source for both) against one broker:
+// the replication admin APIs.
 //
-//   java -cp JARS AdminProbe.java BOOTSTRAP TOPIC
+//   java -cp JARS AdminProbe BOOTSTRAP TOPIC
 //
 // Creates TOPIC (2 partitions), writes 3 records to partition 0 with an idempotent producer, then
-// prints one `key value...` line per fact: describeTopics (DescribeTopicPartitions in 3.9),
+// prints one `key value...` line per fact: describeTopics (DescribeTopicPartitions since 3.9),
 // describeLogDirs, describeProducers, describeMetadataQuorum, electLeaders and
 // listPartitionReassignments. Any failure is printed as `error ...` and exits 1.
 import java.util.List;

@@ -1,14 +1,17 @@
-// The Apache Kafka Java client (kafka-clients 3.9.1) as a peer driver: the same command line and
-// JSON-lines output as tests/interop/clients/driver_common.py, including the `group` step.
+// The Apache Kafka Java client as a peer driver: the same command line and JSON-lines output as
+// tests/interop/clients/driver_common.py, including the `group` step.
 //
 //   java -cp JARS KafkaDriver BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S]
 //        [--partitions P] [--compression none|gzip|snappy|lz4|zstd] [--headers] [--value-size B]
 //        [--golden] [--group G] [--batch N]
 //
-// JARS are kafka-clients.jar with lz4-java, snappy-java, zstd-jni and slf4j-api from pyflink/lib
-// (the shigawire-apache-flink-libraries wheel of the `test` extra). One file and no dependencies
-// beyond those: Java 17 can run it as a single-file source, and the harness compiles it once per
-// session (tests/interop/harness.py, java_driver_command).
+// JARS are kafka-clients with lz4-java, snappy-java, zstd-jni and slf4j-api, of one of two releases:
+// 3.9.1 from pyflink/lib (the shigawire-apache-flink-libraries wheel of the `test` extra), where the
+// driver calls itself `java`, or 4.4.0 from `make peers` (build/peers/kafka-4.4/lib), where it calls
+// itself `java4` (in its client id, values, headers and group id). The one source compiles against
+// both (the APIs it uses exist in both). One file and no dependencies beyond those: Java 17 can run
+// it as a single-file source, and the harness compiles it once per release and session
+// (tests/interop/harness.py, java_command).
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -49,13 +52,25 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class KafkaDriver {
-    static final String CLIENT = "java";
+    /** `java` for kafka-clients 3.x, `java4` for 4.x: the driver names itself after its release. */
+    static final String CLIENT = clientVersion().startsWith("3.") ? "java" : "java4";
     static final List<String> STEPS = List.of("metadata", "create", "produce", "consume", "group");
     static final List<String> COMPRESSIONS = List.of("none", "gzip", "snappy", "lz4", "zstd");
     /** Never counted down: main ends the JVM with Runtime.halt, which a waiting hook does not delay. */
     static final CountDownLatch EXITED = new CountDownLatch(1);
     /** The first record's timestamp in the golden workload (--golden; see driver_common.py). */
     static final long GOLDEN_TIMESTAMP = 1_700_000_000_000L;
+
+    /** The version kafka-clients reports (its kafka/kafka-version.properties, in both releases). */
+    static String clientVersion() {
+        Properties props = new Properties();
+        try (java.io.InputStream in = KafkaProducer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            props.load(in);
+        } catch (java.io.IOException | NullPointerException e) {
+            throw new IllegalStateException("kafka-clients without kafka/kafka-version.properties", e);
+        }
+        return props.getProperty("version", "unknown");
+    }
 
     // -- command line ---------------------------------------------------------------------------
 
@@ -386,7 +401,9 @@ public final class KafkaDriver {
                 emit("committed", "offsets", offsets, "t", now());
             }
         } finally {
-            consumer.close(Duration.ofSeconds(5)); // leaves the group
+            // Leaves the group. close(Duration) is deprecated in 4.x for close(CloseOptions), which
+            // 3.9.1 lacks; it still works in 4.4 and keeps one source for both releases.
+            consumer.close(Duration.ofSeconds(5));
             emit("closed", "t", now());
         }
     }

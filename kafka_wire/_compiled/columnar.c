@@ -1,0 +1,566 @@
+/* Columnar record decoding: v2 records straight into Arrow buffers (kafka_wire.records.columnar).
+ *
+ * Hand-written; built by setup.py with the compiled flavour (KAFKA_WIRE_COMPILE=1), loaded by
+ * kafka_wire.records.columnar through kafka_wire.flavour. Its pure-Python twin with the same
+ * interface and the same output is kafka_wire/records/columnar_pure.py; docs/internals/columnar.md
+ * describes both.
+ *
+ * One type, Columns: a set of growing column buffers. Columns.v2() walks the records of one v2
+ * batch (already decompressed by the caller) and appends the wanted columns of every record whose
+ * offset is in [lo, hi); Columns.record() appends one record given as Python values (the legacy
+ * path); Columns.finish() hands the buffers over as bytearrays (Arrow wraps them without a copy).
+ * Every check of the per-record decoder (kafka_wire/_compiled/records.py) is made here too; bad
+ * input raises ValueError(reason, offset relative to data), which the caller turns into its
+ * DecodeError. Nothing here allocates a Python object per record.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- growing buffers (bytearrays from the start, so finish() hands them over as they are) ---- */
+
+typedef struct {
+    PyObject *obj; /* a bytearray whose size is the capacity */
+    char *p;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Buf;
+
+static int buf_init(Buf *b, Py_ssize_t cap) {
+    b->obj = PyByteArray_FromStringAndSize(NULL, cap);
+    if (b->obj == NULL) return -1;
+    b->p = PyByteArray_AS_STRING(b->obj);
+    b->len = 0;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_grow(Buf *b, Py_ssize_t need) {
+    Py_ssize_t cap = b->cap * 2;
+    if (cap < b->len + need) cap = b->len + need;
+    if (cap < 64) cap = 64;
+    if (PyByteArray_Resize(b->obj, cap) < 0) return -1;
+    b->p = PyByteArray_AS_STRING(b->obj);
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_reserve(Buf *b, Py_ssize_t need) {
+    return (b->len + need <= b->cap) ? 0 : buf_grow(b, need);
+}
+
+static inline void put_i64(Buf *b, int64_t v) { memcpy(b->p + b->len, &v, 8); b->len += 8; }
+static inline void put_i32(Buf *b, int32_t v) { memcpy(b->p + b->len, &v, 4); b->len += 4; }
+
+/* A validity bitmap (LSB first) with its null count. */
+typedef struct {
+    Buf bits;
+    Py_ssize_t nulls;
+} Bitmap;
+
+static inline int bitmap_set(Bitmap *m, Py_ssize_t i, int valid) {
+    if ((i & 7) == 0) {
+        if (buf_reserve(&m->bits, 1) < 0) return -1;
+        m->bits.p[m->bits.len++] = 0;
+    }
+    if (valid) m->bits.p[i >> 3] |= (char)(1 << (i & 7));
+    else m->nulls++;
+    return 0;
+}
+
+/* A nullable binary (or string) column: validity, int32 offsets, data. */
+typedef struct {
+    Bitmap valid;
+    Buf offsets;
+    Buf data;
+} Binary;
+
+static int binary_init(Binary *c) {
+    if (buf_init(&c->valid.bits, 0) < 0 || buf_init(&c->offsets, 4) < 0 || buf_init(&c->data, 0) < 0)
+        return -1;
+    c->valid.nulls = 0;
+    put_i32(&c->offsets, 0);
+    return 0;
+}
+
+static int binary_append(Binary *c, Py_ssize_t row, const char *src, Py_ssize_t n) {
+    /* n < 0: null */
+    if (bitmap_set(&c->valid, row, n >= 0) < 0) return -1;
+    if (n > 0) {
+        if (c->data.len + n > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2 GiB");
+            return -1;
+        }
+        if (buf_reserve(&c->data, n) < 0) return -1;
+        memcpy(c->data.p + c->data.len, src, n);
+        c->data.len += n;
+    }
+    if (buf_reserve(&c->offsets, 4) < 0) return -1;
+    put_i32(&c->offsets, (int32_t)c->data.len);
+    return 0;
+}
+
+static void binary_clear(Binary *c) {
+    Py_CLEAR(c->valid.bits.obj);
+    Py_CLEAR(c->offsets.obj);
+    Py_CLEAR(c->data.obj);
+}
+
+/* ---- the Columns type ---- */
+
+typedef struct {
+    PyObject_HEAD
+    int want_key, want_value, want_headers, ready;
+    int64_t ts_scale;
+    Py_ssize_t rows;
+    Buf offset, timestamp, ts_type; /* int64, int64, int32 */
+    Binary key, value;
+    Bitmap has_headers; /* the headers list's validity: null when a record has none */
+    Buf header_ends;    /* int32 list offsets */
+    Py_ssize_t header_count;
+    Binary header_key, header_value;
+    const char *last_key; /* the last header key validated as UTF-8 (in the current v2 data) */
+    Py_ssize_t last_key_len;
+} Columns;
+
+static void columns_clear(Columns *self) {
+    Py_CLEAR(self->offset.obj);
+    Py_CLEAR(self->timestamp.obj);
+    Py_CLEAR(self->ts_type.obj);
+    binary_clear(&self->key);
+    binary_clear(&self->value);
+    Py_CLEAR(self->has_headers.bits.obj);
+    Py_CLEAR(self->header_ends.obj);
+    binary_clear(&self->header_key);
+    binary_clear(&self->header_value);
+}
+
+static void columns_dealloc(Columns *self) {
+    columns_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int columns_init(Columns *self, PyObject *args, PyObject *kwds) {
+    static char *names[] = {"key", "value", "headers", "timestamp_scale", NULL};
+    int k, v, h;
+    long long scale;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "pppL", names, &k, &v, &h, &scale)) return -1;
+    columns_clear(self);
+    self->want_key = k;
+    self->want_value = v;
+    self->want_headers = h;
+    self->ts_scale = scale;
+    self->rows = 0;
+    self->header_count = 0;
+    self->last_key = NULL;
+    self->last_key_len = 0;
+    self->ready = 0;
+    if (buf_init(&self->offset, 0) < 0 || buf_init(&self->timestamp, 0) < 0 || buf_init(&self->ts_type, 0) < 0 ||
+        binary_init(&self->key) < 0 || binary_init(&self->value) < 0 ||
+        buf_init(&self->has_headers.bits, 0) < 0 || buf_init(&self->header_ends, 4) < 0 ||
+        binary_init(&self->header_key) < 0 || binary_init(&self->header_value) < 0)
+        return -1;
+    self->has_headers.nulls = 0;
+    put_i32(&self->header_ends, 0);
+    self->ready = 1;
+    return 0;
+}
+
+static PyObject *corrupt(const char *reason, Py_ssize_t offset) {
+    PyObject *v = Py_BuildValue("(sn)", reason, offset);
+    if (v != NULL) {
+        PyErr_SetObject(PyExc_ValueError, v);
+        Py_DECREF(v);
+    }
+    return NULL;
+}
+
+/* Strict UTF-8 (as Python's decoder: no overlong forms, no surrogates, nothing past U+10FFFF). */
+static int valid_utf8(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
+            if (c == 0xE0 && s[i + 1] < 0xA0) return 0;
+            if (c == 0xED && s[i + 1] > 0x9F) return 0;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xF0 && s[i + 1] < 0x90) return 0;
+            if (c == 0xF4 && s[i + 1] > 0x8F) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Unsigned varint of at most 5 bytes keeping the low 32 bits (Java's int reader); -1 when the
+ * input ends first, -2 when it is longer than 5 bytes. */
+static inline int read_u32(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, uint32_t *out) {
+    Py_ssize_t p = *pos;
+    if (p < end && d[p] < 0x80) { *out = d[p]; *pos = p + 1; return 0; }
+    uint32_t v = 0;
+    for (int shift = 0; shift <= 28; shift += 7) {
+        if (p >= end) return -1;
+        unsigned char b = d[p++];
+        v |= (uint32_t)(b & 0x7F) << shift;
+        if (b < 0x80) { *out = v; *pos = p; return 0; }
+    }
+    *pos = p;
+    return -2;
+}
+
+static inline int read_u64(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, uint64_t *out) {
+    Py_ssize_t p = *pos;
+    if (p < end && d[p] < 0x80) { *out = d[p]; *pos = p + 1; return 0; }
+    uint64_t v = 0;
+    for (int shift = 0; shift <= 63; shift += 7) {
+        if (p >= end) return -1;
+        unsigned char b = d[p++];
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) { *out = v; *pos = p; return 0; }
+    }
+    *pos = p;
+    return -2;
+}
+
+#define ENDS_INSIDE "record data ends inside a field"
+#define ZZ32(u) ((int32_t)(((u) >> 1) ^ (0u - ((u) & 1u))))
+
+static inline int append_row(Columns *self, int64_t offset, int64_t timestamp, int32_t ts_type) {
+    if (buf_reserve(&self->offset, 8) < 0 || buf_reserve(&self->timestamp, 8) < 0 || buf_reserve(&self->ts_type, 4) < 0)
+        return -1;
+    put_i64(&self->offset, offset);
+    put_i64(&self->timestamp, (int64_t)((uint64_t)timestamp * (uint64_t)self->ts_scale));
+    put_i32(&self->ts_type, ts_type);
+    return 0;
+}
+
+/* Columns.v2(data, pos, end, count, base_offset, base_timestamp, log_append_time, ts_type, lo, hi) -> end position */
+static PyObject *columns_v2(Columns *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos, end, count;
+    long long base_offset, base_ts, lat, lo, hi;
+    int ts_type;
+    PyObject *lat_obj;
+    if (!self->ready) return PyErr_Format(PyExc_RuntimeError, "Columns is not initialised");
+    if (!PyArg_ParseTuple(args, "y*nnnLLOiLL", &view, &pos, &end, &count, &base_offset, &base_ts, &lat_obj, &ts_type,
+                          &lo, &hi))
+        return NULL;
+    PyObject *result = NULL;
+    const unsigned char *d = (const unsigned char *)view.buf;
+    int has_lat = lat_obj != Py_None;
+    if (has_lat) {
+        lat = PyLong_AsLongLong(lat_obj);
+        if (lat == -1 && PyErr_Occurred()) goto done;
+    } else {
+        lat = 0;
+    }
+    if (pos < 0 || end > view.len || pos > end || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "records range outside the data");
+        goto done;
+    }
+    if (count > (end - pos) / 7) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%zd records cannot fit in %zd bytes (a record takes at least 7)", count, end - pos);
+        corrupt(msg, pos);
+        goto done;
+    }
+    self->last_key = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint32_t u;
+        uint64_t u64;
+        int rc;
+        if (pos >= end) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "batch ends after %zd of %zd declared records", i, count);
+            corrupt(msg, pos);
+            goto done;
+        }
+        /* length */
+        if ((rc = read_u32(d, end, &pos, &u)) != 0) {
+            corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
+            goto done;
+        }
+        int32_t length = ZZ32(u);
+        Py_ssize_t rec_end = pos + length;
+        if (rec_end > end) {
+            char msg[112];
+            snprintf(msg, sizeof msg, "record length %d overruns the batch (%zd bytes left)", (int)length, end - pos);
+            corrupt(msg, pos);
+            goto done;
+        }
+        if (length < 0) {
+            corrupt("negative record length", pos);
+            goto done;
+        }
+        /* attributes, timestampDelta (varlong), offsetDelta (varint) */
+        pos += 1;
+        if (pos > rec_end) { corrupt(ENDS_INSIDE, pos); goto done; }
+        if ((rc = read_u64(d, rec_end, &pos, &u64)) != 0) {
+            corrupt(rc == -1 ? ENDS_INSIDE : "varlong longer than 10 bytes", pos);
+            goto done;
+        }
+        int64_t tsd = (int64_t)((u64 >> 1) ^ (0ull - (u64 & 1ull)));
+        if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
+            corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
+            goto done;
+        }
+        int64_t offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)ZZ32(u));
+        /* key, value */
+        Py_ssize_t kpos = 0, klen = -1, vpos = 0, vlen = -1;
+        for (int part = 0; part < 2; part++) {
+            if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
+                corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
+                goto done;
+            }
+            int32_t n = ZZ32(u);
+            if (n < -1) {
+                char msg[64];
+                snprintf(msg, sizeof msg, "negative %s length %d", part ? "value" : "key", (int)n);
+                corrupt(msg, pos);
+                goto done;
+            }
+            if (n >= 0 && pos + n > rec_end) {
+                char msg[80];
+                snprintf(msg, sizeof msg, "%s of %d bytes overruns its record", part ? "value" : "key", (int)n);
+                corrupt(msg, pos);
+                goto done;
+            }
+            if (part) { vpos = pos; vlen = n; } else { kpos = pos; klen = n; }
+            if (n > 0) pos += n;
+        }
+        /* headers */
+        if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
+            corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
+            goto done;
+        }
+        int32_t hc = ZZ32(u);
+        if (hc < 0) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "negative header count %d", (int)hc);
+            corrupt(msg, pos);
+            goto done;
+        }
+        if (hc > rec_end - pos) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "header count %d exceeds the record's remaining bytes", (int)hc);
+            corrupt(msg, pos);
+            goto done;
+        }
+        int keep = offset >= lo && offset < hi;
+        Py_ssize_t row = self->rows;
+        for (int32_t h = 0; h < hc; h++) {
+            if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
+                corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
+                goto done;
+            }
+            int32_t n = ZZ32(u);
+            if (n < 0) { corrupt("null or negative header key length", pos); goto done; }
+            if (pos + n > rec_end) { corrupt("header key overruns its record", pos); goto done; }
+            const char *key = (const char *)d + pos;
+            if (!(self->last_key != NULL && self->last_key_len == n && memcmp(self->last_key, key, n) == 0)) {
+                if (!valid_utf8((const unsigned char *)key, n)) {
+                    corrupt("header key is not valid UTF-8", pos);
+                    goto done;
+                }
+                self->last_key = key;
+                self->last_key_len = n;
+            }
+            pos += n;
+            if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
+                corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
+                goto done;
+            }
+            int32_t m = ZZ32(u);
+            if (m < -1) { corrupt("negative header value length", pos); goto done; }
+            if (m >= 0 && pos + m > rec_end) { corrupt("header value overruns its record", pos); goto done; }
+            if (keep && self->want_headers) {
+                if (binary_append(&self->header_key, self->header_count, key, n) < 0 ||
+                    binary_append(&self->header_value, self->header_count, (const char *)d + pos, m) < 0)
+                    goto done;
+                self->header_count++;
+            }
+            if (m > 0) pos += m;
+        }
+        if (pos != rec_end) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "record fields end at byte %zd, its length says %zd", pos, rec_end);
+            corrupt(msg, pos);
+            goto done;
+        }
+        if (!keep) continue;
+        int64_t ts = has_lat ? lat : (int64_t)((uint64_t)base_ts + (uint64_t)tsd);
+        if (append_row(self, offset, ts, ts_type) < 0) goto done;
+        if (self->want_key && binary_append(&self->key, row, (const char *)d + kpos, klen) < 0) goto done;
+        if (self->want_value && binary_append(&self->value, row, (const char *)d + vpos, vlen) < 0) goto done;
+        if (self->want_headers) {
+            if (bitmap_set(&self->has_headers, row, hc > 0) < 0 || buf_reserve(&self->header_ends, 4) < 0) goto done;
+            if (self->header_count > INT32_MAX) {
+                PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2**31 headers");
+                goto done;
+            }
+            put_i32(&self->header_ends, (int32_t)self->header_count);
+        }
+        self->rows = row + 1;
+    }
+    result = PyLong_FromSsize_t(pos);
+done:
+    self->last_key = NULL;
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* Binary data of a Python value (bytes-like or None) for record(). */
+static int value_bytes(PyObject *o, Py_buffer *view) {
+    if (o == Py_None) { view->obj = NULL; view->len = -1; view->buf = NULL; return 0; }
+    return PyObject_GetBuffer(o, view, PyBUF_SIMPLE);
+}
+
+/* Columns.record(offset, timestamp, ts_type, key, value, headers) for records made elsewhere (legacy). */
+static PyObject *columns_record(Columns *self, PyObject *args) {
+    long long offset, timestamp;
+    int ts_type;
+    PyObject *key, *value, *headers;
+    if (!self->ready) return PyErr_Format(PyExc_RuntimeError, "Columns is not initialised");
+    if (!PyArg_ParseTuple(args, "LLiOOO", &offset, &timestamp, &ts_type, &key, &value, &headers)) return NULL;
+    Py_ssize_t row = self->rows;
+    if (append_row(self, offset, timestamp, ts_type) < 0) return NULL;
+    Py_buffer kb, vb;
+    if (value_bytes(key, &kb) < 0) return NULL;
+    if (value_bytes(value, &vb) < 0) { if (kb.obj) PyBuffer_Release(&kb); return NULL; }
+    int bad = (self->want_key && binary_append(&self->key, row, kb.buf, kb.len) < 0) ||
+              (self->want_value && binary_append(&self->value, row, vb.buf, vb.len) < 0);
+    if (kb.obj) PyBuffer_Release(&kb);
+    if (vb.obj) PyBuffer_Release(&vb);
+    if (bad) return NULL;
+    if (self->want_headers) {
+        Py_ssize_t n = PyObject_Length(headers);
+        if (n < 0) return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *pair = PySequence_GetItem(headers, i);
+            if (pair == NULL) return NULL;
+            PyObject *hk = PySequence_GetItem(pair, 0), *hv = PySequence_GetItem(pair, 1);
+            Py_DECREF(pair);
+            if (hk == NULL || hv == NULL) { Py_XDECREF(hk); Py_XDECREF(hv); return NULL; }
+            Py_ssize_t klen;
+            const char *ks = PyUnicode_AsUTF8AndSize(hk, &klen);
+            Py_buffer hb;
+            int fail = ks == NULL || value_bytes(hv, &hb) < 0;
+            if (!fail) {
+                fail = binary_append(&self->header_key, self->header_count, ks, klen) < 0 ||
+                       binary_append(&self->header_value, self->header_count, hb.buf, hb.len) < 0;
+                if (hb.obj) PyBuffer_Release(&hb);
+                self->header_count++;
+            }
+            Py_DECREF(hk);
+            Py_DECREF(hv);
+            if (fail) return NULL;
+        }
+        if (bitmap_set(&self->has_headers, row, n > 0) < 0 || buf_reserve(&self->header_ends, 4) < 0) return NULL;
+        put_i32(&self->header_ends, (int32_t)self->header_count);
+    }
+    self->rows = row + 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *take(Buf *b) {
+    /* the bytearray trimmed to its contents; the buffer is emptied */
+    if (PyByteArray_Resize(b->obj, b->len) < 0) return NULL;
+    PyObject *o = b->obj;
+    b->obj = NULL;
+    return o;
+}
+
+static PyObject *take_binary(Binary *c) {
+    PyObject *v = take(&c->valid.bits), *o = take(&c->offsets), *d = take(&c->data);
+    if (v == NULL || o == NULL || d == NULL) { Py_XDECREF(v); Py_XDECREF(o); Py_XDECREF(d); return NULL; }
+    return Py_BuildValue("(NnNN)", v, c->valid.nulls, o, d);
+}
+
+/* Columns.finish() -> (rows, offset, timestamp, ts_type, key, value, headers); key, value are
+ * (validity, nulls, offsets, data) or None when not wanted; headers is (validity, nulls,
+ * list offsets, header key column, header value column) or None. The object is spent after. */
+static PyObject *columns_finish(Columns *self, PyObject *unused) {
+    if (!self->ready) return PyErr_Format(PyExc_RuntimeError, "Columns is not initialised or already finished");
+    self->ready = 0;
+    PyObject *off = take(&self->offset), *ts = take(&self->timestamp), *tt = take(&self->ts_type);
+    PyObject *key = self->want_key ? take_binary(&self->key) : Py_NewRef(Py_None);
+    PyObject *value = self->want_value ? take_binary(&self->value) : Py_NewRef(Py_None);
+    PyObject *headers;
+    if (self->want_headers) {
+        PyObject *hv = take(&self->has_headers.bits), *he = take(&self->header_ends);
+        PyObject *hk = take_binary(&self->header_key), *hval = take_binary(&self->header_value);
+        if (hv == NULL || he == NULL || hk == NULL || hval == NULL) {
+            Py_XDECREF(hv); Py_XDECREF(he); Py_XDECREF(hk); Py_XDECREF(hval);
+            headers = NULL;
+        } else {
+            headers = Py_BuildValue("(NnNNN)", hv, self->has_headers.nulls, he, hk, hval);
+        }
+    } else {
+        headers = Py_NewRef(Py_None);
+    }
+    if (off == NULL || ts == NULL || tt == NULL || key == NULL || value == NULL || headers == NULL) {
+        Py_XDECREF(off); Py_XDECREF(ts); Py_XDECREF(tt); Py_XDECREF(key); Py_XDECREF(value); Py_XDECREF(headers);
+        return NULL;
+    }
+    PyObject *out = Py_BuildValue("(nNNNNNN)", self->rows, off, ts, tt, key, value, headers);
+    columns_clear(self);
+    return out;
+}
+
+static PyObject *columns_len_get(Columns *self, void *closure) { return PyLong_FromSsize_t(self->rows); }
+
+static Py_ssize_t columns_len(Columns *self) { return self->rows; }
+
+static PyMethodDef columns_methods[] = {
+    {"v2", (PyCFunction)columns_v2, METH_VARARGS, "Append the wanted columns of one v2 batch's records."},
+    {"record", (PyCFunction)columns_record, METH_VARARGS, "Append one record given as values."},
+    {"finish", (PyCFunction)columns_finish, METH_NOARGS, "The buffers, as bytearrays."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef columns_getset[] = {
+    {"rows", (getter)columns_len_get, NULL, "Rows appended so far.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods columns_as_sequence = {.sq_length = (lenfunc)columns_len};
+
+static PyTypeObject ColumnsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kafka_wire._compiled.columnar.Columns",
+    .tp_basicsize = sizeof(Columns),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Growing Arrow buffers of Kafka records (see kafka_wire.records.columnar).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)columns_init,
+    .tp_dealloc = (destructor)columns_dealloc,
+    .tp_methods = columns_methods,
+    .tp_getset = columns_getset,
+    .tp_as_sequence = &columns_as_sequence,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "kafka_wire._compiled.columnar",
+    "Columnar record decoding into Arrow buffers (see kafka_wire.records.columnar).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit_columnar(void) {
+    if (PyType_Ready(&ColumnsType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Columns", (PyObject *)&ColumnsType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
