@@ -1,7 +1,7 @@
 """Real clients through ``kafka-wire proxy`` to every upstream: topics created, records produced
 with every codec and consumed in groups, and metadata that names only the proxy's addresses.
 
-The Java driver is the Apache Kafka 3.9.1 client that ``tests/interop/harness.py`` runs today.
+The Java client runs in both releases the harness has (``java``: 3.9.1, ``java4``: 4.4.0).
 Codecs are spread so that each client uses every codec once over the upstreams: client ``c`` on
 upstream ``u`` produces with codec ``(u + c) % 5``, and on ``kafka-wire serve`` once more with
 codec ``(4 + c) % 5``. The clients of one upstream run at once.

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_wire.codec.structs import Message
-from kafka_wire.errors import LocalProtocolError
+from kafka_wire.errors import AuthenticationError, LocalProtocolError
 from kafka_wire.messages import (
     ApiKey,
     ErrorCode,
@@ -39,17 +39,22 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol import (
     NEED_DATA,
+    Authenticated,
+    AuthenticationFailed,
+    ConnectionClosed,
     ClientConfig,
     ClientConnection,
     Request,
     Response,
     ServerConfig,
     ServerConnection,
+    ServerSasl,
     UnsupportedRequest,
     VersionsNegotiated,
     api_versions_response,
 )
 from kafka_wire.protocol.machine import StateMachine
+from kafka_wire.protocol.sasl import PlainClient, PlainServer
 from kafka_wire.proxy import (
     FORWARD,
     PAIR_TRANSITIONS,
@@ -111,6 +116,8 @@ class Rig:
         chunking: str = "whole",
         config: ProxyConfig | None = None,
         first_correlation_id: int = 7000,
+        broker_sasl: ServerSasl | None = None,
+        client_sasl: PlainClient | None = None,
     ) -> None:
         self.proxy = Proxy(
             [("b1", 9092, 19092)],
@@ -120,9 +127,9 @@ class Rig:
         )
         self.pair = self.proxy.open(19092, "test-client", 0)
         self.client = ClientConnection(
-            ClientConfig(client_id="app", first_correlation_id=first_correlation_id)
+            ClientConfig(client_id="app", first_correlation_id=first_correlation_id), sasl=client_sasl
         )
-        self.broker = ServerConnection(ServerConfig(api_versions=broker_versions))
+        self.broker = ServerConnection(ServerConfig(api_versions=broker_versions), sasl=broker_sasl)
         self.broker_versions = broker_versions
         self.handler = handler
         self.chunking = chunking
@@ -133,6 +140,7 @@ class Rig:
         self.client_events: list[object] = []
         self.effects: list[object] = []
         self.pending = bytearray()
+        self.broker_events: list[Authenticated | AuthenticationFailed] = []
 
     def pump(self) -> None:
         moved = True
@@ -150,6 +158,15 @@ class Rig:
                 self.upstream_bytes += out
                 self.broker.receive_data(out)
             while (event := self.broker.next_event()) is not NEED_DATA:
+                if isinstance(event, Authenticated | AuthenticationFailed):
+                    self.broker_events.append(event)
+                    continue
+                if isinstance(event, ConnectionClosed):  # the broker gave up (a refused login)
+                    break
+                reply_now = self.broker.data_to_send()  # SASL answers the connection made itself
+                if reply_now:
+                    moved = True
+                    self.pair.receive_upstream(reply_now, now_ms=self.now_ms)
                 if isinstance(event, UnsupportedRequest):  # an ApiVersions newer than the broker's
                     reply = self.broker.reject(event)
                     self.pair.receive_upstream(reply, now_ms=self.now_ms)
@@ -166,6 +183,10 @@ class Rig:
                 for chunk in split(reply, self.chunking) if reply else []:
                     moved = True
                     self.pair.receive_upstream(chunk, now_ms=self.now_ms)
+            reply_now = self.broker.data_to_send()
+            if reply_now:
+                moved = True
+                self.pair.receive_upstream(reply_now, now_ms=self.now_ms)
             out = self.pair.client_data_to_send()
             if out:
                 moved = True
@@ -292,6 +313,26 @@ def test_acks_zero_produce_is_relayed_and_not_awaited() -> None:
     assert isinstance(rig.broker_frames[-1].body, ProduceRequest)
     assert rig.broker.responses_owed == 0
     assert rig.ask(MetadataRequest(topics=[])).correlation_id == 7002  # the pair goes on
+
+
+def test_sasl_passes_through_to_the_broker() -> None:
+    """The broker authenticates the client: SaslHandshake and SaslAuthenticate cross the proxy
+    untouched, and the client's requests flow once the broker said yes."""
+    gate = ServerSasl(
+        mechanisms={"PLAIN": lambda: PlainServer(lambda user, password: (user, password) == ("u", "p"))}
+    )
+    rig = Rig(broker_sasl=gate, client_sasl=PlainClient("u", "p"))
+    rig.pump()
+    assert any(isinstance(e, Authenticated) for e in rig.client_events), rig.client_events
+    assert [e.principal for e in rig.broker_events if isinstance(e, Authenticated)] == ["u"]
+    assert rig.ask(MetadataRequest(topics=[])).correlation_id > 7000
+
+
+def test_a_refused_password_reaches_the_client() -> None:
+    gate = ServerSasl(mechanisms={"PLAIN": lambda: PlainServer(lambda user, password: False)})
+    rig = Rig(broker_sasl=gate, client_sasl=PlainClient("u", "wrong"))
+    with pytest.raises(AuthenticationError):
+        rig.pump()
 
 
 # -- bad input ----------------------------------------------------------------------------------
