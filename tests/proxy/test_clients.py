@@ -61,10 +61,19 @@ def test_every_client_through_the_proxy(
     jobs = [(client, COMPRESSIONS[(u + c) % 5]) for c, client in enumerate(ALL_CLIENTS)]
     if upstream.name == "kafka_wire":
         jobs += [(client, COMPRESSIONS[(4 + c) % 5]) for c, client in enumerate(ALL_CLIENTS)]
+    # kafkajs's create step waits for the new topic's leaders and gives up on the first
+    # UNKNOWN_TOPIC_OR_PARTITION, which a broker whose metadata lags its controller answers
+    # (Apache Kafka 4.4 and a kafka_wire cluster, directly as through the proxy): on those,
+    # confluent-kafka creates kafkajs's topic.
+    lagging = upstream.name in ("kafka_wire_cluster", "apache_kafka")
+
+    def run(job: tuple[str, str]) -> DriverRun:
+        client, codec = job
+        create = not (lagging and client == "kafkajs")
+        return _run(client, plain_proxy.bootstrap, f"px-{client}-{codec}", codec, create=create)
+
     with ThreadPoolExecutor(len(ALL_CLIENTS)) as pool:
-        runs = list(
-            pool.map(lambda job: _run(job[0], plain_proxy.bootstrap, f"px-{job[0]}-{job[1]}", job[1]), jobs)
-        )
+        runs = list(pool.map(run, jobs))
     proxy_ports = set(plain_proxy.routes)
     for (client, codec), run in zip(jobs, runs, strict=True):
         run.check()
