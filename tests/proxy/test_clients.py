@@ -67,13 +67,13 @@ def test_every_client_through_the_proxy(
     # confluent-kafka creates kafkajs's topic.
     lagging = upstream.name in ("kafka_wire_cluster", "apache_kafka")
 
-    def run(job: tuple[str, str]) -> DriverRun:
+    def one(job: tuple[str, str]) -> DriverRun:
         client, codec = job
         create = not (lagging and client == "kafkajs")
         return _run(client, plain_proxy.bootstrap, f"px-{client}-{codec}", codec, create=create)
 
     with ThreadPoolExecutor(len(ALL_CLIENTS)) as pool:
-        runs = list(pool.map(run, jobs))
+        runs = list(pool.map(one, jobs))
     proxy_ports = set(plain_proxy.routes)
     for (client, codec), run in zip(jobs, runs, strict=True):
         run.check()
