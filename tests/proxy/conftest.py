@@ -82,7 +82,15 @@ def _start(name: str, workdir: Path) -> Iterator[Upstream]:
 UPSTREAMS = ["kafka_wire", "kafka_wire_cluster", "apache_kafka", "tansu"]
 
 
-@pytest.fixture(scope="module", params=UPSTREAMS)
+#: The 3-node cluster runs with the other real-process clusters (marked ``cluster``: alone, after
+#: the flavours' runs; see tools/test_flavours.py).
+PARAMS = [
+    pytest.param(name, marks=pytest.mark.cluster) if name == "kafka_wire_cluster" else pytest.param(name)
+    for name in UPSTREAMS
+]
+
+
+@pytest.fixture(scope="module", params=PARAMS)
 def upstream(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
     if request.param in SHARED:  # the ones other modules use too
         shared: Upstream = request.getfixturevalue(SHARED[request.param])
