@@ -1,10 +1,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from tests.e2e.apache_kafka import KafkaNode
 
 #: The fault-injection fixtures (also a pytest11 entry point once kafka_wire is installed).
 pytest_plugins = ["kafka_wire.testing.fixtures"]
@@ -57,3 +62,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item.nodeid.split("::")[0] not in COMPILED_RUN_ONLY]
+
+
+@pytest.fixture(scope="session")
+def apache_kafka_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
+    """One Apache Kafka 4.4 node (KRaft, broker and controller in one JVM) for the whole session,
+    started when a test first asks for it and shared by every test that runs against Kafka: the
+    ``apache_kafka`` param of the e2e ``target`` and of the interop ``peer``. Tests on it use their
+    own topic and group names. It runs with ``QUICK_GROUPS`` (no initial rebalance delay), as the
+    e2e suite's ``kafka-wire serve`` does. Without ``make peers`` it fails with a RuntimeError
+    saying so."""
+    from tests.e2e.apache_kafka import apache_kafka
+    from tests.e2e.brokers import QUICK_GROUPS
+
+    node = apache_kafka(tmp_path_factory.mktemp("apache_kafka"), overrides=QUICK_GROUPS)
+    node.start()
+    try:
+        yield node
+    finally:
+        node.close()

@@ -85,6 +85,9 @@ class Outbound:
     body: Message
     on_reply: ReplyHandler
     timeout_ms: int = 30_000
+    #: The version to send it at (a forwarded request keeps its client's, as Kafka's Envelope
+    #: does); None: the highest both nodes support.
+    version: int | None = None
 
 
 class ClusterView(Protocol):

@@ -113,6 +113,7 @@ class GroupLink:
                 t.name if (t := state.topic_with_id(topic_id)) is not None else None
             ),
             topic_id_of=lambda name: t.topic_id if (t := state.topic_named(name)) is not None else None,
+            partitions_of=lambda name: t.partitions if (t := state.topic_named(name)) is not None else None,
             timers=timers,
             partitioned=self._clustered,
         )

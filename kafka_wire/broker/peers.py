@@ -329,6 +329,13 @@ class PeerLinks:
             try:
                 assert body.API_KEY is not None
                 version = client.version_for(body.API_KEY)
+                wanted = item.outbound.version
+                if wanted is not None:
+                    if wanted > version:
+                        raise UnsupportedVersionError(
+                            f"{type(body).__name__} v{wanted} is past the highest both nodes support (v{version})"
+                        )
+                    version = wanted
             except UnsupportedVersionError as exc:
                 self._log.warning("node %d: %s", link.destination, exc)
                 self._fail_later([item.outbound], now_ms)

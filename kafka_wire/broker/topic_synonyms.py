@@ -154,6 +154,14 @@ def describe_synonyms(topic: str, static: Mapping[str, str]) -> list[tuple[str, 
     return entries
 
 
+def set_by_broker(topic: str, static: Mapping[str, str]) -> bool:
+    """Whether a broker property sets ``topic``'s default (any of its synonyms, in any unit): a
+    CreateTopics answer (v5+) reports such a config as STATIC_BROKER_CONFIG, as Kafka's controller
+    does, even where DescribeConfigs reports DEFAULT_CONFIG (``retention.ms`` with only
+    ``log.retention.hours`` set)."""
+    return any(synonym.name in static for synonym in TOPIC_CONFIG_SYNONYMS.get(topic, ()))
+
+
 def _int(key: str, value: str) -> int:
     try:
         number = int(value, 10)

@@ -116,3 +116,32 @@ def test_an_offset_commit_with_an_extreme_retention_is_stored(retention_ms: int)
     assert isinstance(reply.body, OffsetCommitResponse)
     assert [p.error_code for t in reply.body.topics for p in t.partitions] == [ErrorCode.NONE]
     assert commit(client, "extreme", "orders", {0: 6}) == [ErrorCode.NONE]  # the engine still serves
+
+
+def test_a_commit_to_a_partition_the_topic_lacks_is_unknown_topic_or_partition() -> None:
+    """Kafka's broker checks each committed partition exists before its coordinator sees it
+    (found by tests/differential); the other partitions are committed."""
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "t", 2)
+    assert commit(client, "g", "t", {0: 5, 1: 6, 9: 1}) == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert committed(client, "g", "t", [0, 1]) == {0: 5, 1: 6}
+    stale = client.request(
+        OffsetCommitRequest(
+            group_id="g",
+            generation_id_or_member_epoch=3,
+            member_id="nobody",
+            topics=[
+                OffsetCommitRequestTopic(
+                    name="t",
+                    partitions=[
+                        OffsetCommitRequestPartition(partition_index=0, committed_offset=1),
+                        OffsetCommitRequestPartition(partition_index=9, committed_offset=1),
+                    ],
+                )
+            ],
+        ),
+        9,
+    ).body
+    assert isinstance(stale, OffsetCommitResponse)  # the partition's own error comes first
+    assert [p.error_code for p in stale.topics[0].partitions][1] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

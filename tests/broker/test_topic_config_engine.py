@@ -291,3 +291,32 @@ def test_describe_configs_reports_broker_defaults_as_kafka_does() -> None:
     )
     broker = _describe(client, 4, "1")
     assert broker["message.max.bytes"][0] == "2000" and broker["log.retention.hours"][0] == "1"
+
+
+def test_describe_configs_resources_as_kafka_answers_them() -> None:
+    """An empty key list is every config; the cluster-default broker resource lists no static
+    configs; a resource type Kafka does not define fails every resource of the request (found by
+    tests/differential)."""
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "t")
+
+    def describe(*resources: tuple[int, str, list[str] | None]) -> DescribeConfigsResponse:
+        reply = client.request(
+            DescribeConfigsRequest(
+                resources=[
+                    DescribeConfigsRequestResource(resource_type=t, resource_name=n, configuration_keys=k)
+                    for t, n, k in resources
+                ]
+            ),
+            4,
+        ).body
+        assert isinstance(reply, DescribeConfigsResponse)
+        return reply
+
+    every = describe((2, "t", []), (2, "t", None), (4, "", None), (4, "1", []))
+    assert len(every.results[0].configs) == len(every.results[1].configs) > 20
+    assert every.results[2].error_code == 0 and every.results[2].configs == []
+    assert len(every.results[3].configs) > 10
+    refused = describe((2, "t", None), (99, "x", None))
+    assert [r.error_code for r in refused.results] == [42, 42]

@@ -142,8 +142,13 @@ def server_command(properties: Path, log4j2: Path) -> list[str]:
 
 
 def random_cluster_id() -> str:
-    """A cluster id as Kafka's ``StorageTool random-uuid`` prints one (a base64url UUID)."""
-    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A cluster id as Kafka's ``StorageTool random-uuid`` prints one (a base64url UUID). Like
+    Kafka's ``Uuid.randomUuid``, never one that starts with ``-`` (a command line would read it as
+    an option: ``--cluster-id -x...`` fails)."""
+    while True:
+        text = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def answers_api_versions(address: Address, timeout_s: float = 1.0) -> bool:

@@ -34,6 +34,11 @@ STOP_TIMEOUT_S: Final = 10.0
 #: ``kafka-wire serve`` prints one line when it is ready:
 #: ``kafka-wire serve: listening on 127.0.0.1:PORT (data in DIR)``.
 SERVE_READY_MARK: Final = "listening on"
+#: The one property the session brokers of the e2e suite (Kafka 4.4 and ``kafka-wire serve``) set
+#: beyond their defaults: a group's first rebalance starts at once instead of after 3 s, as Kafka
+#: 3's example ``server.properties`` set it for development and testing. Every test of
+#: ``test_codecs.py`` reads through a new group.
+QUICK_GROUPS: Final = {"group.initial.rebalance.delay.ms": "0"}
 
 
 def kafka_wire_cli() -> Path:
@@ -191,10 +196,15 @@ class TansuBroker(BrokerProcess):
         return wait_until_accepting(self.address, timeout_s, process)
 
 
+@dataclass
 class KafkaWireBroker(BrokerProcess):
     """``kafka-wire serve``: ready when it prints its ``listening on`` line on stdout."""
 
+    #: Broker properties given with ``--set``.
+    settings: dict[str, str] = field(default_factory=dict)
+
     def command(self) -> list[str]:
+        sets = [arg for key, value in self.settings.items() for arg in ("--set", f"{key}={value}")]
         return [
             str(kafka_wire_cli()),
             "serve",
@@ -204,6 +214,7 @@ class KafkaWireBroker(BrokerProcess):
             str(self.address.port),
             "--data-dir",
             str(self.data_dir),
+            *sets,
         ]
 
     def _wait_ready(self, process: subprocess.Popen[bytes], log: IO[bytes], timeout_s: float) -> float:
@@ -239,12 +250,16 @@ def tansu(workdir: Path, host: str = "127.0.0.1") -> TansuBroker:
     )
 
 
-def kafka_wire(workdir: Path, host: str = "127.0.0.1") -> KafkaWireBroker:
-    """A ``kafka-wire serve`` broker (not started) on a free port with its data in ``workdir/data``."""
+def kafka_wire(
+    workdir: Path, host: str = "127.0.0.1", settings: dict[str, str] | None = None
+) -> KafkaWireBroker:
+    """A ``kafka-wire serve`` broker (not started) on a free port with its data in ``workdir/data``
+    and ``settings`` as its ``--set`` properties."""
     return KafkaWireBroker(
         "kafka_wire",
         Address(host, free_port(host)),
         workdir / "data",
         workdir / "kafka-wire.log",
         persistent=True,
+        settings=dict(settings or {}),
     )

@@ -210,7 +210,8 @@ def unknown_topic(address: Address) -> Outcome:
 
 def api_versions_v99(address: Address) -> Outcome:
     """ApiVersions at v99 (flexible header and body, as a newer client would send). Kafka answers
-    with a v0 body: UNSUPPORTED_VERSION (35) and its version ranges, so the client can retry lower."""
+    with a v0 body: UNSUPPORTED_VERSION (35) and the range of ApiVersions, so the client can retry
+    lower."""
     body = b"\x07kw-raw\x061.0.0\x00"  # compact strings client_software_name/version, no tagged fields
     outcome = exchange(
         address, _frame(_header(API_VERSIONS, 99, 3, flexible=True) + body), probe="api_versions_v99"

@@ -1,7 +1,8 @@
-"""The replication admin APIs of one ``kafka-wire serve`` against the Java admin client, 3.9.1 and
-4.4.0: ``describeTopics`` (DescribeTopicPartitions), ``describeLogDirs``, ``describeProducers``,
-``describeMetadataQuorum``, ``electLeaders`` and ``listPartitionReassignments``
-(``tests/e2e/java/AdminProbe.java``, compiled once per release)."""
+"""The replication admin APIs of one broker (Kafka 4.4 and ``kafka-wire serve``: ``disk_target``)
+against the Java admin client, 3.9.1 and 4.4.0: ``describeTopics`` (DescribeTopicPartitions),
+``describeLogDirs``, ``describeProducers``, ``describeMetadataQuorum``, ``electLeaders`` and
+``listPartitionReassignments`` (``tests/e2e/java/AdminProbe.java``, compiled once per release).
+Both brokers are single KRaft nodes with node id 1 that are their own quorum's one voter."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ PROBE = Path(__file__).resolve().parent / "java" / "AdminProbe.java"
 
 @pytest.mark.parametrize("client", JAVA_CLIENTS)
 def test_the_java_admin_client_sees_a_one_broker_cluster(
-    kafka_wire_broker: BrokerProcess, client: JavaClient
+    disk_target: BrokerProcess, client: JavaClient
 ) -> None:
     result = subprocess.run(
-        java_command(PROBE, kafka_wire_broker.bootstrap, "probe", client=client),
+        java_command(PROBE, disk_target.bootstrap, f"admin-probe-{client}", client=client),
         capture_output=True,
         text=True,
         timeout=120,
@@ -34,7 +35,7 @@ def test_the_java_admin_client_sees_a_one_broker_cluster(
         by_key.setdefault(key, []).append(value)
     assert by_key["partition"] == ["0 leader 1 replicas [1] isr [1]", "1 leader 1 replicas [1] isr [1]"]
     assert by_key["topic_id"][0] != "AAAAAAAAAAAAAAAAAAAAAA"
-    data_dir = str(kafka_wire_broker.data_dir.resolve())
+    data_dir = str(disk_target.data_dir.resolve())
     logdirs = sorted(by_key["logdir"])
     assert [d.split(" ")[:2] for d in logdirs] == [[data_dir, "0"], [data_dir, "1"]]
     size_0 = int(logdirs[0].split(" ")[2])

@@ -27,7 +27,6 @@ from tests.interop.harness import (
     DriverOptions,
     DriverRun,
     run_driver,
-    skip_unserved,
 )
 
 COUNT = 40
@@ -87,7 +86,6 @@ ROUND_TRIPS: Final = [
 
 @pytest.mark.parametrize(("client", "codec"), ROUND_TRIPS)
 def test_round_trip(target: BrokerProcess, client: Client, codec: str) -> None:
-    skip_unserved(target.name, client)
     topic = f"codec-{client}-{codec}"
     options = DriverOptions(compression=codec, headers=True, value_size=VALUE_SIZE)
     run = run_driver(

@@ -4,7 +4,9 @@ The issue's reproducer: a producer writing ``key=b"\\x00\\x01\\xff\\xff\\xff"`` 
 ``__consumer_offsets`` made the topic an ordinary one and left a record the group coordinator
 could not replay, so the broker never started again. Now the write is refused with Kafka's
 INVALID_TOPIC_EXCEPTION, the broker restarts, and a consumer group's committed offsets survive
-restarts as before. The clients run in a child process (as in ``test_sasl.py``).
+restarts as before. The clients run in a child process (as in ``test_sasl.py``). The refusal
+alone is checked on every target (Kafka 4.4's ``ReplicaManager`` refuses a client's Produce to an
+internal topic); the restarts on ``kafka-wire serve``.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.brokers import KafkaWireBroker, kafka_wire
+from tests.e2e.brokers import QUICK_GROUPS, BrokerProcess, KafkaWireBroker, kafka_wire
 
 TIMEOUT_S = 60
+#: librdkafka's ERR_TOPIC_EXCEPTION, Kafka's INVALID_TOPIC_EXCEPTION.
+INVALID_TOPIC_EXCEPTION = 17
 
 POISON = r"""
 import json, sys
@@ -63,17 +67,10 @@ print(json.dumps(out))
 """
 
 
-class FastGroupsBroker(KafkaWireBroker):
-    """``kafka-wire serve`` without the 3 s initial rebalance delay (the group has one member)."""
-
-    def command(self) -> list[str]:
-        return [*super().command(), "--set", "group.initial.rebalance.delay.ms=0"]
-
-
 @pytest.fixture
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastGroupsBroker]:
-    plain = kafka_wire(tmp_path_factory.mktemp("internal"))
-    server = FastGroupsBroker(plain.name, plain.address, plain.data_dir, plain.log_path, persistent=True)
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaWireBroker]:
+    """``kafka-wire serve`` without the 3 s initial rebalance delay (the group has one member)."""
+    server = kafka_wire(tmp_path_factory.mktemp("internal"), settings=QUICK_GROUPS)
     server.start()
     yield server
     server.close()
@@ -92,17 +89,25 @@ def run(script: str, *args: str) -> dict[str, Any]:
     return result
 
 
-def restart(broker: FastGroupsBroker) -> None:
+def restart(broker: KafkaWireBroker) -> None:
     status = broker.stop()
     assert status == 0, f"SIGTERM: exit status {status}\n{broker.log()[-3000:]}"
     broker.restart()  # raises, with the log, if the broker does not start
 
 
-def test_clients_cannot_poison_the_offsets_topic_and_offsets_survive_restarts(
-    broker: FastGroupsBroker,
+def test_a_client_cannot_write_to_the_offsets_topic(
+    target: BrokerProcess, request: pytest.FixtureRequest
 ) -> None:
-    invalid_topic_exception = 17  # librdkafka's ERR_TOPIC_EXCEPTION, Kafka's INVALID_TOPIC_EXCEPTION
-    assert run(POISON, broker.bootstrap) == {"delivered": [invalid_topic_exception]}
+    if target.name == "tansu":
+        reason = "Tansu 0.6.0 acknowledges a client's Produce to __consumer_offsets"
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    assert run(POISON, target.bootstrap) == {"delivered": [INVALID_TOPIC_EXCEPTION]}
+
+
+def test_clients_cannot_poison_the_offsets_topic_and_offsets_survive_restarts(
+    broker: KafkaWireBroker,
+) -> None:
+    assert run(POISON, broker.bootstrap) == {"delivered": [INVALID_TOPIC_EXCEPTION]}
     restart(broker)
 
     committed = run(GROUP, broker.bootstrap, "orders", "billing", "commit")

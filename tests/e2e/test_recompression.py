@@ -1,6 +1,7 @@
-"""A topic's ``compression.type`` with real clients (``kafka-wire serve``): librdkafka produces in
-one codec, the broker stores the batches in the topic's codec (read from the segment files), and
-a librdkafka consumer reads every record back as it was sent."""
+"""A topic's ``compression.type`` with real clients (Kafka 4.4 and ``kafka-wire serve``:
+``disk_target``): librdkafka produces in one codec, the broker stores the batches in the topic's
+codec (read from the segment files of its data directory, Kafka's log format on both), and a
+librdkafka consumer reads every record back as it was sent."""
 
 from __future__ import annotations
 
@@ -84,14 +85,14 @@ def consume(bootstrap: str, topic: str, count: int) -> list[Sent]:
     ],
 )
 def test_batches_are_stored_in_the_topics_codec_and_read_back(
-    kafka_wire_broker: BrokerProcess, topic_codec: str, producer_codec: str, stored: str
+    disk_target: BrokerProcess, topic_codec: str, producer_codec: str, stored: str
 ) -> None:
-    bootstrap = kafka_wire_broker.bootstrap
+    bootstrap = disk_target.bootstrap
     topic = f"rc-{topic_codec}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(topic, 1, 1, config={"compression.type": topic_codec})])
     futures[topic].result(TIMEOUT_S)
     sent = produce(bootstrap, topic, producer_codec)
     assert consume(bootstrap, topic, COUNT) == sent
-    codecs = stored_codecs(kafka_wire_broker.data_dir, topic)
+    codecs = stored_codecs(disk_target.data_dir, topic)
     assert codecs and set(codecs) == {stored}

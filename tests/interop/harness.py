@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple
 
-import pytest
-
 ROOT: Final = Path(__file__).resolve().parents[2]
 CLIENTS_DIR: Final = Path(__file__).resolve().parent / "clients"
 
@@ -47,7 +45,8 @@ JAVA_CLIENTS: Final[tuple[JavaClient, ...]] = ("java", "java4")
 #: Every client with a driver, the Apache Kafka Java client in both releases included (tests/e2e).
 ALL_CLIENTS: Final[tuple[Client, ...]] = (*CLIENTS, *JAVA_CLIENTS)
 #: (target broker, client) pairs where the client cannot work at all, with the reason; the e2e
-#: tests skip them (each reason is pinned down by a strict xfail of its own, named in it).
+#: suite does not collect those pairs (``tests/e2e/conftest.py``: deselected, never run or skipped);
+#: each reason is pinned down by a strict xfail of its own, named in it.
 UNSERVED: Final[dict[tuple[str, Client], str]] = {
     ("tansu", "java4"): "Tansu 0.6.0 closes the connection on the ApiVersions v5 request with a cluster "
     "id that the 4.4 Java client sends on every connection after the bootstrap one, so the client "
@@ -240,13 +239,6 @@ class DriverOptions:
 
 
 NO_OPTIONS: Final = DriverOptions()
-
-
-def skip_unserved(target: str, client: Client) -> None:
-    """Skip the test when ``target`` cannot serve ``client`` at all (:data:`UNSERVED`)."""
-    reason = UNSERVED.get((target, client))
-    if reason is not None:
-        pytest.skip(reason)
 
 
 def java_jars(client: JavaClient = "java") -> list[Path]:

@@ -72,13 +72,17 @@ GROUP_APIS: Final = frozenset(GROUP_API_KEYS)
 
 #: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully.
 _MIN_VERSION: Final[dict[int, int]] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
+#: Highest versions served where the codec knows versions Kafka 4.4 does not serve: InitProducerId
+#: v6 is KIP-939's two-phase commit, unreleased in 4.4 (and this broker has no transactions).
+_MAX_VERSION: Final[dict[int, int]] = {ApiKey.INIT_PRODUCER_ID: 5}
 
 
 def _supported() -> dict[int, tuple[int, int]]:
     table = {}
     for key in sorted({*HANDLERS, *GROUP_APIS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}):
         versions = REQUESTS[key].VERSIONS
-        table[int(key)] = (max(min(versions), _MIN_VERSION.get(key, 0)), max(versions))
+        high = min(max(versions), _MAX_VERSION.get(key, max(versions)))
+        table[int(key)] = (max(min(versions), _MIN_VERSION.get(key, 0)), high)
     return table
 
 

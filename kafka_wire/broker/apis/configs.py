@@ -1,10 +1,6 @@
 """Describing and changing topic configurations: shared by DescribeConfigs, AlterConfigs,
-IncrementalAlterConfigs and CreateTopics.
-
-A topic's value comes from its override (source DYNAMIC_TOPIC_CONFIG), else the broker
-property that sets it by Kafka's synonym table (``log.retention.hours`` …, STATIC_BROKER_CONFIG),
-else Kafka's default (DEFAULT_CONFIG). The source and synonyms are reported as Kafka reports
-them (see :mod:`kafka_wire.broker.topic_synonyms`), the value is the one the topic's log runs with.
+IncrementalAlterConfigs and CreateTopics. How a config is reported is
+:mod:`kafka_wire.broker.topic_config_view`.
 """
 
 from __future__ import annotations
@@ -12,21 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
+from kafka_wire.broker import topic_config_view
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.internal_topics import is_internal
-from kafka_wire.broker.log.config import CONFIG_KEYS, LogConfig
 from kafka_wire.broker.state import BrokerState, TopicError
-from kafka_wire.broker.topic_synonyms import (
-    DEFAULT_CONFIG,
-    DYNAMIC_TOPIC_CONFIG,
-    STATIC_BROKER_CONFIG,
-    describe_synonyms,
-)
-from kafka_wire.messages import (
-    DescribeConfigsResponseResourceResult,
-    DescribeConfigsResponseSynonym,
-    ErrorCode,
-)
+from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG
+from kafka_wire.messages import DescribeConfigsResponseResourceResult, ErrorCode
 
 RESOURCE_TOPIC: Final = 2
 RESOURCE_BROKER: Final = 4
@@ -50,35 +37,17 @@ def describe_topic_configs(
     documentation: bool,
     version: int = 1,
 ) -> list[DescribeConfigsResponseResourceResult]:
-    """Topic configs as DescribeConfigs lists them at ``version`` (``is_default`` exists in v0 only)."""
-    wanted = sorted(CONFIG_KEYS) if keys is None else [k for k in keys if k in CONFIG_KEYS]
-    effective = LogConfig.from_properties(overrides, base=state.defaults)
-    static = state.config.topic_default_properties
-    results = []
-    for name in wanted:
-        spec = CONFIG_KEYS[name]
-        value = spec.render(getattr(effective, spec.attribute))
-        chain: list[tuple[str, str, int]] = []
-        if name in overrides:
-            chain.append((name, value, DYNAMIC_TOPIC_CONFIG))
-        chain += describe_synonyms(name, static)
-        source = chain[0][2] if chain else DEFAULT_CONFIG
-        results.append(
-            DescribeConfigsResponseResourceResult(
-                name=name,
-                value=value,
-                read_only=False,
-                config_source=source,
-                is_default=version == 0 and source == DEFAULT_CONFIG,
-                is_sensitive=False,
-                synonyms=[DescribeConfigsResponseSynonym(name=n, value=v, source=s) for n, v, s in chain]
-                if synonyms
-                else [],
-                config_type=spec.type_id,
-                documentation=spec.documentation if documentation else None,
-            )
-        )
-    return results
+    """Topic configs as DescribeConfigs lists them at ``version``, by this broker's properties
+    (see :mod:`kafka_wire.broker.topic_config_view`)."""
+    return topic_config_view.describe_topic_configs(
+        overrides,
+        keys,
+        defaults=state.defaults,
+        static=state.config.topic_default_properties,
+        synonyms=synonyms,
+        documentation=documentation,
+        version=version,
+    )
 
 
 def alter_topic(

@@ -1,16 +1,21 @@
 """DescribeConfigs.
 
-Behaviour: topic resources list every topic config (or the keys asked for) with value, source,
-synonyms (v1+), type and documentation (v3+); broker resources list the broker's settings as
-read-only static configs; unknown topics get UNKNOWN_TOPIC_OR_PARTITION (without a message, as
-from Kafka) and illegal names INVALID_TOPIC_EXCEPTION; broker loggers are not
-supported (INVALID_REQUEST).
+Behaviour: topic resources list every topic config (or the keys asked for; none named, or an
+empty list, is every one) with value, source, synonyms (v1+), type and documentation (v3+); this
+broker's resource (its node id) lists the broker's settings as read-only static configs; the
+cluster-default resource ("") lists none (this broker applies no dynamic broker configs); illegal
+topic names get INVALID_TOPIC_EXCEPTION, unknown topics UNKNOWN_TOPIC_OR_PARTITION (without a
+message, as from Kafka), other brokers and broker loggers INVALID_REQUEST. A resource type Kafka does not define fails the whole request (INVALID_REQUEST
+for every resource), as Kafka's request parsing does.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from kafka_wire.broker.apis.configs import (
     RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
     RESOURCE_TOPIC,
     STATIC_BROKER_CONFIG,
     describe_topic_configs,
@@ -19,6 +24,7 @@ from kafka_wire.broker.metadata import topic_name_problem
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DescribeConfigsRequest,
+    DescribeConfigsRequestResource,
     DescribeConfigsResponse,
     DescribeConfigsResponseResourceResult,
     DescribeConfigsResponseResult,
@@ -28,51 +34,71 @@ from kafka_wire.messages import (
 _STRING = 2
 
 
+#: The resource types of Kafka's ``ConfigResource.Type`` (TOPIC, BROKER, BROKER_LOGGER,
+#: CLIENT_METRICS, GROUP): another one fails the whole request.
+KNOWN_RESOURCE_TYPES: Final = frozenset({RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, 16, 32})
+
+
 def handle(ctx: Context, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
-    state = ctx.state
-    results = []
-    for resource in request.resources:
-        result = DescribeConfigsResponseResult(
-            resource_type=resource.resource_type, resource_name=resource.resource_name
-        )
-        if resource.resource_type == RESOURCE_TOPIC:
-            topic = state.topic_named(resource.resource_name)
-            problem = topic_name_problem(resource.resource_name)
-            if problem is not None:  # Kafka's ConfigHelper validates the name first
-                result.error_code, result.error_message = ErrorCode.INVALID_TOPIC_EXCEPTION, problem
-            elif topic is None:  # without a message, as Kafka's ConfigHelper answers it
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                result.configs = describe_topic_configs(
-                    state,
-                    topic.configs,
-                    resource.configuration_keys,
-                    synonyms=request.include_synonyms,
-                    documentation=request.include_documentation,
-                    version=ctx.api_version,
+    if any(r.resource_type not in KNOWN_RESOURCE_TYPES for r in request.resources):
+        return DescribeConfigsResponse(
+            results=[
+                DescribeConfigsResponseResult(
+                    error_code=ErrorCode.INVALID_REQUEST,
+                    error_message=ErrorCode.INVALID_REQUEST.description,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
                 )
-        elif resource.resource_type == RESOURCE_BROKER and resource.resource_name in (
-            "",
-            str(state.config.node_id),
-        ):
-            result.configs = [
-                DescribeConfigsResponseResourceResult(
-                    name=name,
-                    value=value,
-                    read_only=True,
-                    config_source=STATIC_BROKER_CONFIG,
-                    config_type=_STRING,
-                )
-                for name, value in broker_properties(ctx)
-                if resource.configuration_keys is None or name in resource.configuration_keys
+                for r in request.resources
             ]
+        )
+    return DescribeConfigsResponse(results=[_describe(ctx, request, r) for r in request.resources])
+
+
+def _describe(
+    ctx: Context, request: DescribeConfigsRequest, resource: DescribeConfigsRequestResource
+) -> DescribeConfigsResponseResult:
+    state = ctx.state
+    keys = resource.configuration_keys
+    result = DescribeConfigsResponseResult(
+        resource_type=resource.resource_type, resource_name=resource.resource_name
+    )
+    if resource.resource_type == RESOURCE_TOPIC:
+        topic = state.topic_named(resource.resource_name)
+        problem = topic_name_problem(resource.resource_name)
+        if problem is not None:  # Kafka's ConfigHelper validates the name first
+            result.error_code, result.error_message = ErrorCode.INVALID_TOPIC_EXCEPTION, problem
+        elif topic is None:  # without a message, as Kafka's ConfigHelper answers it
+            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
-            result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = (
-                f"unsupported resource type {resource.resource_type} / name {resource.resource_name!r}"
+            result.configs = describe_topic_configs(
+                state,
+                topic.configs,
+                keys,
+                synonyms=request.include_synonyms,
+                documentation=request.include_documentation,
+                version=ctx.api_version,
             )
-        results.append(result)
-    return DescribeConfigsResponse(results=results)
+    elif resource.resource_type == RESOURCE_BROKER and resource.resource_name == str(state.config.node_id):
+        result.configs = [
+            DescribeConfigsResponseResourceResult(
+                name=name,
+                value=value,
+                read_only=True,
+                config_source=STATIC_BROKER_CONFIG,
+                config_type=_STRING,
+            )
+            for name, value in broker_properties(ctx)
+            if not keys or name in keys
+        ]
+    elif resource.resource_type == RESOURCE_BROKER and resource.resource_name == "":
+        pass  # the cluster's dynamic defaults: this broker applies none
+    else:
+        result.error_code = ErrorCode.INVALID_REQUEST
+        result.error_message = (
+            f"unsupported resource type {resource.resource_type} / name {resource.resource_name!r}"
+        )
+    return result
 
 
 def broker_properties(ctx: Context) -> list[tuple[str, str]]:

@@ -2,9 +2,9 @@
 
 In a cluster the metadata belongs to the controller quorum: a broker sends CreateTopics,
 DeleteTopics, CreatePartitions, IncrementalAlterConfigs / AlterConfigs on topics, ElectLeaders,
-Alter/ListPartitionReassignments and DescribeQuorum to the active controller as the same request
-(Kafka wraps them in an Envelope; what is relayed is the same) and answers with the controller's
-reply. The request is held as a :class:`Forwarded` until then:
+Alter/ListPartitionReassignments and DescribeQuorum to the active controller as the same request,
+at the client's version (Kafka wraps them in an Envelope; what is relayed is the same), and
+answers with the controller's reply. The request is held as a :class:`Forwarded` until then:
 
 - no active controller known: NOT_CONTROLLER at once (clients retry it after a metadata refresh);
 - the request failed (connection lost, node gone, ``timeout_ms`` passed, reply None):
@@ -67,7 +67,11 @@ def forward(ctx: Context, view: ClusterView, request: Message) -> Message | Forw
     if controller < 0:
         return error_answer(request, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE)
     held = Forwarded(request, error_answer, ctx.now_ms + FORWARD_TIMEOUT_MS)
-    view.send(Outbound(controller, view.controller_listener, request, held.on_reply, FORWARD_TIMEOUT_MS))
+    view.send(
+        Outbound(
+            controller, view.controller_listener, request, held.on_reply, FORWARD_TIMEOUT_MS, ctx.api_version
+        )
+    )
     return held
 
 

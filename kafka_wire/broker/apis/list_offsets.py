@@ -11,11 +11,13 @@ watermark (the last stable offset for read_committed) is answered with offset -1
 as Kafka does. A ``current_leader_epoch`` other than ours is fenced. In a cluster only the leader
 answers (NOT_LEADER_OR_FOLLOWER elsewhere, also on a node without a replica of the partition),
 except to the debugging replica id -2.
+A partition named more than once in one request is answered once, INVALID_REQUEST.
 Version notes: v0 answers in ``old_style_offsets``; ``leader_epoch`` from v4.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Final
 
 from kafka_wire.broker.apis.cluster_facts import missing_replica_error
@@ -58,13 +60,22 @@ def epoch_error(current: int, ours: int) -> int:
 
 def handle(ctx: Context, request: ListOffsetsRequest) -> ListOffsetsResponse:
     state = ctx.state
+    asked = Counter((entry.name, p.partition_index) for entry in request.topics for p in entry.partitions)
+    twice = {key for key, count in asked.items() if count > 1}
+    answered: set[tuple[str, int]] = set()
     topics = []
     for entry in request.topics:
         partitions = []
         for wanted in entry.partitions:
+            key = (entry.name, wanted.partition_index)
             result = ListOffsetsResponsePartitionResponse(partition_index=wanted.partition_index)
             replica = state.replica(entry.name, wanted.partition_index)
-            if not timestamp_supported(wanted.timestamp, ctx.api_version):  # Kafka checks this first
+            if key in twice:  # answered once, as Kafka's map of partitions answers it
+                if key in answered:
+                    continue
+                answered.add(key)
+                result.error_code = ErrorCode.INVALID_REQUEST
+            elif not timestamp_supported(wanted.timestamp, ctx.api_version):  # Kafka checks this first
                 result.error_code = ErrorCode.UNSUPPORTED_VERSION
             elif replica is None:
                 result.error_code = missing_replica_error(state, entry.name, wanted.partition_index)

@@ -19,8 +19,8 @@ and LEADER_NOT_AVAILABLE (LISTENER_NOT_FOUND from v6 when the leader is register
 listener); ``offline_replicas`` names replicas on unregistered or fenced brokers; v0 lists only
 live replicas and ISR members, with REPLICA_NOT_AVAILABLE when some are left out. The controller
 id is a random live broker (KIP-590). Auto-creation sends a CreateTopics to the active
-controller (once per topic at a time) and answers LEADER_NOT_AVAILABLE meanwhile, as Kafka's
-``AutoTopicCreationManager`` does.
+controller (once per topic at a time) and answers UNKNOWN_TOPIC_OR_PARTITION until the topic is in
+the image, as Kafka's ``AutoTopicCreationManager`` does in KRaft mode.
 Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster),
 ``offline_replicas`` from v5.
 """
@@ -57,9 +57,13 @@ from kafka_wire.messages import (
 
 #: Kafka's "authorized operations not requested" value.
 OPERATIONS_NOT_REQUESTED: Final = -(2**31)
-#: Every topic operation (READ..DESCRIBE_CONFIGS bits) for a broker without ACLs.
-ALL_TOPIC_OPERATIONS: Final = 0b0000_1111_1111_1000
-ALL_CLUSTER_OPERATIONS: Final = 0b0001_1111_1110_1000
+#: Every operation on a topic for a broker without ACLs (Kafka's ``AclEntry.supportedOperations``):
+#: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS and ALTER_CONFIGS (bits 3-8, 10,
+#: 11; not CLUSTER_ACTION, 9).
+ALL_TOPIC_OPERATIONS: Final = 0b0000_1101_1111_1000
+#: Every operation on the cluster: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
+#: ALTER_CONFIGS and IDEMPOTENT_WRITE (bits 5, 7-12).
+ALL_CLUSTER_OPERATIONS: Final = 0b0001_1111_1010_0000
 
 
 def brokers(ctx: Context) -> list[MetadataResponseBroker]:
@@ -203,6 +207,10 @@ def _response(ctx: Context, request: MetadataRequest, *, auto_create: bool) -> M
             _one_topic(ctx, e.name, e.topic_id, auto_create=auto_create, operations=operations)
             for e in wanted
         ]
+        if operations:  # Kafka sets them on every topic it names in the answer, error or not
+            for topic in topics:
+                if topic.name is not None:
+                    topic.topic_authorized_operations = ALL_TOPIC_OPERATIONS
     return MetadataResponse(
         brokers=brokers(ctx),
         cluster_id=state.metadata.cluster_id,
@@ -240,7 +248,7 @@ def _one_topic(
             )
         state.topic_creation.request(state.cluster, state.config, name, ctx.now_ms)
         return MetadataResponseTopic(
-            error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, is_internal=is_internal(name)
+            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name)
         )
     if name in RESERVED_TOPICS:
         topic = state.internal_topic(name, ctx.now_ms, ctx.effects)
@@ -249,5 +257,7 @@ def _one_topic(
                 error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name)
             )
         return topic_metadata(ctx, topic, operations=operations)
+    if state.cluster is not None:  # asked of the controller (or already asked): not known yet
+        return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
     # Being deleted, deleted while its creation ran, or more than one request may create: retry.
     return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)

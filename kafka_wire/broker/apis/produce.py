@@ -18,12 +18,15 @@ connections between partitions, and its answer comes after the last one.
 In a cluster only the leader appends: NOT_LEADER_OR_FOLLOWER elsewhere (also on a node without a
 replica of the partition), which from v10 (KIP-951) names the leader this node knows of in
 ``current_leader`` and its endpoint in ``node_endpoints``, as Kafka's broker does. Errors carry
-a message only where Kafka's do (a record-level refusal).
+a message only where Kafka's do (a record-level refusal). An error answer's offsets are -1 (the
+log start too, unless the log refused the records, their sequence or their epoch), as Kafka answers.
 Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_errors`` and
 ``error_message`` from v8, ``current_leader`` and ``node_endpoints`` from v10.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from kafka_wire.broker.apis.cluster_facts import current_leader, missing_replica_error
 from kafka_wire.broker.internal_topics import is_internal
@@ -45,6 +48,20 @@ from kafka_wire.messages import (
 )
 
 VALID_ACKS = (-1, 0, 1)
+#: Refusals answered without the log start offset (Kafka's ReplicaManager: corrupt or oversized
+#: batches, storage errors, unknown partitions, not the leader; and what ProduceRequest's own
+#: validation refuses first: not exactly one v2 batch, INVALID_RECORD without record errors).
+NO_LOG_START: Final = frozenset(
+    {
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.INVALID_RECORD,
+    }
+)
 
 
 def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce:
@@ -150,7 +167,10 @@ def _append(
 ) -> tuple[ProduceResponsePartitionProduceResponse, int, int]:
     """One partition's answer, the decoding work its append did, and the offset after the
     appended batch (-1: nothing appended)."""
-    result = ProduceResponsePartitionProduceResponse(index=data.index)
+    # An error answer has no offsets (Kafka's).
+    result = ProduceResponsePartitionProduceResponse(
+        index=data.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1
+    )
     replica = state.replica(topic.name, data.index) if topic is not None else None
     clustered = state.cluster is not None
     # Kafka's ReplicaManager reports these errors without a message (only a record-level
@@ -177,9 +197,14 @@ def _append(
         outcome = replica.append_as_leader(bytes(data.records), now_ms)
         state.touch(replica)
         result.error_code = outcome.error_code
-        result.base_offset = outcome.base_offset
-        result.log_append_time_ms = outcome.log_append_time_ms
-        result.log_start_offset = outcome.log_start_offset
+        if not outcome.error_code:
+            result.base_offset = outcome.base_offset
+            result.log_append_time_ms = outcome.log_append_time_ms
+            result.log_start_offset = outcome.log_start_offset
+        elif outcome.record_errors or outcome.error_code not in NO_LOG_START:
+            # Kafka's ReplicaManager names the log start for refusals of the log (records, sequences,
+            # epochs), not for those of the batch's bytes or of the partition.
+            result.log_start_offset = replica.log_start_offset
         result.error_message = outcome.error_message
         result.record_errors = [
             ProduceResponseBatchIndexAndErrorMessage(

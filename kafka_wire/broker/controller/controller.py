@@ -34,7 +34,7 @@ from typing import Final, Protocol
 
 from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import PartitionState
-from kafka_wire.broker.controller import brokers, partitions, topics
+from kafka_wire.broker.controller import brokers, configs, partitions, topics
 from kafka_wire.broker.controller.elections import Election, build_partition_change
 from kafka_wire.broker.controller.image import (
     NO_LEADER,
@@ -379,7 +379,7 @@ _HANDLERS: Final[dict[int, Handler]] = {
     ApiKey.CREATE_TOPICS: topics.create_topics,  # type: ignore[dict-item]
     ApiKey.DELETE_TOPICS: topics.delete_topics,  # type: ignore[dict-item]
     ApiKey.CREATE_PARTITIONS: topics.create_partitions,  # type: ignore[dict-item]
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: topics.incremental_alter_configs,  # type: ignore[dict-item]
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,  # type: ignore[dict-item]
     ApiKey.ELECT_LEADERS: partitions.elect_leaders,  # type: ignore[dict-item]
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partitions.alter_partition_reassignments,  # type: ignore[dict-item]
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partitions.list_partition_reassignments,  # type: ignore[dict-item]

@@ -3,7 +3,8 @@ it shares with its API modules."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 from kafka_wire.broker.config import BrokerConfig, BrokerConfigError
@@ -13,6 +14,9 @@ METADATA_VERSION_FEATURE: Final = "metadata.version"
 METADATA_VERSION_LEVEL: Final = 21
 #: ``ProducerIdManager``'s block size (``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``).
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
+#: Most partitions one CreateTopics may create, or one CreatePartitions add, in all (Kafka's
+#: ``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``): past it the request is POLICY_VIOLATION.
+MAX_PARTITIONS_PER_BATCH: Final = 10_000
 #: Most preferred elections one rebalance run proposes (Kafka's ``maxElectionsPerImbalance``).
 MAX_ELECTIONS_PER_IMBALANCE: Final = 1000
 #: How long a held controller answer waits for its records to commit when the request names no
@@ -51,6 +55,10 @@ class ControllerConfig:
     #: default is off: the last member of an ISR stays in it when its broker goes down, and leads
     #: again when it comes back.
     elr_enabled: bool = False
+    #: The node's broker properties that set topic defaults (``log.retention.hours`` ...), and the
+    #: topic defaults they give, for the configs a CreateTopics answer lists (v5+).
+    topic_default_properties: Mapping[str, str] = field(default_factory=dict)
+    topic_defaults: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("session_timeout_ms", "leader_imbalance_check_interval_ms", "snapshot_max_bytes"):
@@ -75,6 +83,8 @@ class ControllerConfig:
             auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
             leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_ms,
             snapshot_max_bytes=config.metadata_snapshot_bytes,
+            topic_default_properties=dict(config.topic_default_properties),
+            topic_defaults=config.topic_defaults,
         )
 
 

@@ -1,4 +1,4 @@
-"""CreateTopics, DeleteTopics, CreatePartitions and IncrementalAlterConfigs, for
+"""CreateTopics, DeleteTopics and CreatePartitions, for
 :class:`~kafka_wire.broker.controller.controller.QuorumController`.
 
 Each handler takes the controller, the request version, the request and ``now_ms``, and returns
@@ -8,43 +8,41 @@ the answer or a held answer (``Waiting``) that comes once its records are commit
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from kafka_wire.broker.controller.image import (
     ConfigResourceType,
 )
 from kafka_wire.broker.controller.placement import assign_replicas
 from kafka_wire.broker.controller.settings import (
-    OP_APPEND,
-    OP_DELETE,
-    OP_SET,
-    OP_SUBTRACT,
+    MAX_PARTITIONS_PER_BATCH,
 )
 from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
 from kafka_wire.broker.log.config import ConfigError, LogConfig
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
 from kafka_wire.broker.state import Waiting
+from kafka_wire.broker.topic_config_view import describe_topic_configs
+from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, set_by_broker
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ApiKey,
     ConfigRecord,
     CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
     CreatePartitionsResponse,
     CreatePartitionsResponseTopicResult,
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
     CreateTopicsResponse,
+    CreateTopicsResponseCreatableTopicConfigs,
     CreateTopicsResponseCreatableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DeleteTopicsResponseDeletableTopicResult,
     ErrorCode,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-    IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
     PartitionRecord,
     RemoveTopicRecord,
     TopicRecord,
@@ -53,28 +51,40 @@ from kafka_wire.messages import (
 if TYPE_CHECKING:
     from kafka_wire.broker.controller.controller import QuorumController
 
+T = TypeVar("T")
+
 
 def create_topics(
     c: QuorumController, version: int, req: CreateTopicsRequest, now_ms: int
 ) -> Message | Waiting:
-    counts: dict[str, int] = {}
-    for t in req.topics:
-        counts[t.name] = counts.get(t.name, 0) + 1
+    duplicates = _duplicates(t.name for t in req.topics)
+    topics = [t for t in req.topics if t.name not in duplicates]
     results: list[CreateTopicsResponseCreatableTopicResult] = []
     records: list[Message] = []
-    for entry in req.topics:
-        # A success's message is null, as Kafka's controller sets it (the default is "").
-        result = CreateTopicsResponseCreatableTopicResult(
-            name=entry.name, num_partitions=-1, replication_factor=-1, error_message=None
+    if _requested_partitions(c, topics) > MAX_PARTITIONS_PER_BATCH:
+        results = [
+            CreateTopicsResponseCreatableTopicResult(
+                name=t.name,
+                error_code=ErrorCode.POLICY_VIOLATION,
+                error_message="Excessively large number of partitions per request.",
+            )
+            for t in topics
+        ]
+    else:
+        for entry in topics:
+            result = CreateTopicsResponseCreatableTopicResult(
+                name=entry.name, error_message=None, num_partitions=-1, replication_factor=-1
+            )
+            results.append(result)
+            topic_records = _new_topic(c, entry, result, version)
+            if topic_records is not None and not req.validate_only:
+                records += topic_records
+    results += [
+        CreateTopicsResponseCreatableTopicResult(
+            name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
         )
-        results.append(result)
-        if counts[entry.name] > 1:
-            result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"Found multiple entries for topic {entry.name}"
-            continue
-        topic_records = _new_topic(c, entry, result)
-        if topic_records is not None and not req.validate_only:
-            records += topic_records
+        for name in duplicates
+    ]
     response = CreateTopicsResponse(topics=results)
 
     def fail(code: int) -> Message:
@@ -83,10 +93,34 @@ def create_topics(
     return c.answer_when_committed(records, lambda: response, fail, now_ms, req.timeout_ms)
 
 
+def _duplicates(names: Iterable[T]) -> list[T]:
+    """The names (or ids) given more than once, in the order of their first mention (Kafka's
+    controller answers each once with INVALID_REQUEST and handles the rest of the request)."""
+    seen: dict[T, int] = {}
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+    return [name for name, count in seen.items() if count > 1]
+
+
+def _requested_partitions(c: QuorumController, topics: Sequence[CreateTopicsRequestCreatableTopic]) -> int:
+    """The partitions a CreateTopics asks for in all (Kafka's ``validateTotalNumberOfPartitions``:
+    -1 counts the default, a manual assignment its partitions, a non-positive count nothing)."""
+    total = 0
+    for t in topics:
+        if t.assignments:
+            total += len(t.assignments)
+        elif t.num_partitions == -1:
+            total += c.config.num_partitions
+        elif t.num_partitions > 0:
+            total += t.num_partitions
+    return total
+
+
 def _new_topic(
     c: QuorumController,
     entry: CreateTopicsRequestCreatableTopic,
     result: CreateTopicsResponseCreatableTopicResult,
+    version: int,
 ) -> list[Message] | None:
     def refuse(code: int, message: str) -> list[Message] | None:
         result.error_code, result.error_message = code, message
@@ -100,6 +134,11 @@ def _new_topic(
         return refuse(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
     if name in c.image.topics:
         return refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    collision = _colliding(c, name)
+    if collision is not None:
+        return refuse(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic '{collision}'."
+        )
     active = [b.node_id for b in c.image.brokers() if not b.fenced and not b.in_controlled_shutdown]
     if entry.assignments:
         if entry.num_partitions != -1 or entry.replication_factor != -1:
@@ -138,6 +177,9 @@ def _new_topic(
                 f"{replication} cannot be reached because only {len(active)} broker(s) are registered.",
             )
         assignment = assign_replicas(active, partitions, replication, c.rng)
+    unset = [cfg.name for cfg in entry.configs if cfg.value is None]
+    if unset:
+        return refuse(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {unset[0]}")
     configs = {cfg.name: cfg.value for cfg in entry.configs if cfg.value is not None}
     try:
         LogConfig.from_properties(configs)
@@ -164,7 +206,46 @@ def _new_topic(
         )  # fmt: skip
     result.topic_id = topic_id
     result.num_partitions, result.replication_factor = len(assignment), len(assignment[0])
+    if version >= 5:
+        result.configs = _listed_configs(c, configs)
     return records
+
+
+def _listed_configs(
+    c: QuorumController, overrides: dict[str, str]
+) -> list[CreateTopicsResponseCreatableTopicConfigs]:
+    """The configs a new topic runs with, as CreateTopics v5+ lists them (by this node's
+    properties, as Kafka's controller lists them by its own)."""
+    settings = c.config
+    static = settings.topic_default_properties
+    return [
+        CreateTopicsResponseCreatableTopicConfigs(
+            name=entry.name,
+            value=entry.value,
+            read_only=entry.read_only,
+            config_source=STATIC_BROKER_CONFIG
+            if entry.config_source == DEFAULT_CONFIG and set_by_broker(entry.name, static)
+            else entry.config_source,
+            is_sensitive=entry.is_sensitive,
+        )
+        for entry in describe_topic_configs(
+            overrides,
+            None,
+            defaults=LogConfig.from_properties(settings.topic_defaults),
+            static=static,
+            synonyms=False,
+            documentation=False,
+        )
+    ]
+
+
+def _colliding(c: QuorumController, name: str) -> str | None:
+    """An existing topic whose name equals ``name`` once '.' and '_' are taken as one character
+    (their metric names would collide; Kafka refuses such a topic)."""
+    if "." not in name and "_" not in name:
+        return None
+    folded = name.replace(".", "_")
+    return next((t for t in c.image.topics if t.replace(".", "_") == folded), None)
 
 
 def assignment_problem(c: QuorumController, assignment: Sequence[Sequence[int]]) -> str | None:
@@ -190,25 +271,35 @@ def delete_topics(
         if version >= 6
         else [(n, ZERO_UUID) for n in req.topic_names]
     )
-    results: list[DeleteTopicsResponseDeletableTopicResult] = []
+    by_name = [n for n, i in wanted if n is not None and i == ZERO_UUID]
+    by_id = [i for n, i in wanted if not (n is not None and i == ZERO_UUID)]
+    twice_named, twice_id = _duplicates(by_name), _duplicates(by_id)  # in request order
+    results: list[DeleteTopicsResponseDeletableTopicResult] = [
+        *(
+            _deleted(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            for name in twice_named
+        ),
+        *(_deleted(None, i, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for i in twice_id),
+    ]
     records: list[Message] = []
     removed: set[uuid.UUID] = set()
     for name, topic_id in wanted:
-        result = DeleteTopicsResponseDeletableTopicResult(name=name, topic_id=topic_id)
-        results.append(result)
         if name is not None and topic_id == ZERO_UUID:
+            if name in twice_named:
+                continue
             topic = c.image.topics.get(name)
             if topic is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                results.append(_deleted(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
         else:
+            if topic_id in twice_id:
+                continue
             found = c.image.topic_name(topic_id)
             if found is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                results.append(_deleted(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
                 continue
             topic = c.image.topics[found]
-            result.name = found
-        result.topic_id = topic.topic_id
+        results.append(_deleted(topic.name, topic.topic_id, ErrorCode.NONE))
         if topic.topic_id not in removed:
             removed.add(topic.topic_id)
             records.append(RemoveTopicRecord(topic_id=topic.topic_id))
@@ -221,12 +312,41 @@ def delete_topics(
     )
 
 
+def _deleted(
+    name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None = None
+) -> DeleteTopicsResponseDeletableTopicResult:
+    """One topic's DeleteTopics result; an error without a message of its own gets its code's
+    description (Kafka's ``ApiError`` of the code)."""
+    if message is None and code != ErrorCode.NONE:
+        message = code.description
+    return DeleteTopicsResponseDeletableTopicResult(
+        name=name, topic_id=topic_id, error_code=code, error_message=message
+    )
+
+
 def create_partitions(
     c: QuorumController, version: int, req: CreatePartitionsRequest, now_ms: int
 ) -> Message | Waiting:
-    results: list[CreatePartitionsResponseTopicResult] = []
+    duplicates = _duplicates(t.name for t in req.topics)
+    topics = [t for t in req.topics if t.name not in duplicates]
+    results: list[CreatePartitionsResponseTopicResult] = [
+        CreatePartitionsResponseTopicResult(
+            name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
+        )
+        for name in duplicates
+    ]
     records: list[Message] = []
-    for entry in req.topics:
+    if _added_partitions(c, topics) > MAX_PARTITIONS_PER_BATCH:
+        results += [
+            CreatePartitionsResponseTopicResult(
+                name=t.name,
+                error_code=ErrorCode.POLICY_VIOLATION,
+                error_message="Excessively large number of additional partitions per request.",
+            )
+            for t in topics
+        ]
+        topics = []
+    for entry in topics:
         result = CreatePartitionsResponseTopicResult(name=entry.name)
         results.append(result)
         topic = c.image.topics.get(entry.name)
@@ -293,77 +413,12 @@ def create_partitions(
     )
 
 
-def incremental_alter_configs(
-    c: QuorumController, version: int, req: IncrementalAlterConfigsRequest, now_ms: int
-) -> Message | Waiting:
-    results: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
-    records: list[Message] = []
-    for resource in req.resources:
-        result = IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
-            resource_type=resource.resource_type, resource_name=resource.resource_name
-        )
-        results.append(result)
-        key = (resource.resource_type, resource.resource_name)
-        if resource.resource_type == ConfigResourceType.TOPIC:
-            if resource.resource_name not in c.image.topics:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                result.error_message = f"Topic {resource.resource_name} does not exist."
-                continue
-        elif resource.resource_type == ConfigResourceType.BROKER:
-            if resource.resource_name and not resource.resource_name.isdigit():
-                result.error_code = ErrorCode.INVALID_REQUEST
-                result.error_message = f"Invalid broker name {resource.resource_name}"
-                continue
-        else:
-            result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"Unsupported resource type {resource.resource_type}"
-            continue
-        old = dict(c.image.configs.get(key, {}))
-        new = dict(old)
-        problem = None
-        for op in resource.configs:
-            if op.config_operation == OP_SET:
-                if op.value is None:
-                    problem = f"Null value not supported for {op.name}"
-                    break
-                new[op.name] = op.value
-            elif op.config_operation == OP_DELETE:
-                new.pop(op.name, None)
-            elif op.config_operation in (OP_APPEND, OP_SUBTRACT):
-                items = [v for v in new.get(op.name, "").split(",") if v]
-                given = [v for v in (op.value or "").split(",") if v]
-                if op.config_operation == OP_APPEND:
-                    items += [v for v in given if v not in items]
-                else:
-                    items = [v for v in items if v not in given]
-                new[op.name] = ",".join(items)
-            else:
-                problem = f"Unknown operation {op.config_operation}"
-                break
-        if problem is None and resource.resource_type == ConfigResourceType.TOPIC:
-            try:
-                LogConfig.from_properties(new)
-            except ConfigError as exc:
-                problem = str(exc)
-        if problem is not None:
-            result.error_code, result.error_message = ErrorCode.INVALID_CONFIG, problem
-            continue
-        if req.validate_only:
-            continue
-        for name in sorted(set(old) | set(new)):
-            if old.get(name) != new.get(name):
-                records.append(
-                    ConfigRecord(
-                        resource_type=resource.resource_type,
-                        resource_name=resource.resource_name,
-                        name=name,
-                        value=new.get(name),
-                    )
-                )
-
-    def fail(code: int) -> Message:
-        return failure_answer(ApiKey.INCREMENTAL_ALTER_CONFIGS, req, code)
-
-    return c.answer_when_committed(
-        records, lambda: IncrementalAlterConfigsResponse(responses=results), fail, now_ms
-    )
+def _added_partitions(c: QuorumController, topics: Sequence[CreatePartitionsRequestTopic]) -> int:
+    """The partitions a CreatePartitions adds in all to existing topics (Kafka's
+    ``validateTotalNumberOfPartitions``)."""
+    total = 0
+    for t in topics:
+        topic = c.image.topics.get(t.name)
+        if topic is not None and t.count > len(topic.partitions):
+            total += t.count - len(topic.partitions)
+    return total

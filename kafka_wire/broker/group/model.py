@@ -34,6 +34,9 @@ MemberIdFactory = Callable[[str], str]
 TopicNameOf = Callable[[uuid.UUID], str | None]
 #: Topic name -> id (``None`` if unknown).
 TopicIdOf = Callable[[str], uuid.UUID | None]
+#: Topic name -> its number of partitions (``None`` if unknown), for OffsetCommit's check that
+#: each partition exists.
+PartitionsOf = Callable[[str], int | None]
 
 #: The protocol type of Kafka's consumer (its subscriptions are parsed for OffsetDelete/expiry).
 CONSUMER_PROTOCOL_TYPE: Final = "consumer"

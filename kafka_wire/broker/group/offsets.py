@@ -131,8 +131,11 @@ class Offsets:
             ):
                 topic_error = E.UNKNOWN_TOPIC_OR_PARTITION
             answers = []
+            count = None if name is None or self._rt.partitions_of is None else self._rt.partitions_of(name)
             for p in topic.partitions:
                 p_error = topic_error
+                if count is not None and not 0 <= p.partition_index < count:
+                    p_error = E.UNKNOWN_TOPIC_OR_PARTITION  # Kafka's broker checks each partition first
                 metadata = p.committed_metadata if p.committed_metadata is not None else ""
                 if p_error is None and len(metadata.encode()) > self._rt.config.offset_metadata_max_bytes:
                     p_error = E.OFFSET_METADATA_TOO_LARGE

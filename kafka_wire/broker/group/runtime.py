@@ -17,6 +17,7 @@ from kafka_wire.broker.group.model import (
     Group,
     Member,
     MemberIdFactory,
+    PartitionsOf,
     TopicIdOf,
     TopicNameOf,
     Waiter,
@@ -52,12 +53,14 @@ class GroupRuntime:
         new_id: MemberIdFactory,
         topic_name_of: TopicNameOf | None,
         topic_id_of: TopicIdOf | None,
+        partitions_of: PartitionsOf | None = None,
     ) -> None:
         self.config = config
         self.timers = timers
         self.new_id = new_id
         self.topic_name_of = topic_name_of
         self.topic_id_of = topic_id_of
+        self.partitions_of = partitions_of
         self.groups: dict[str, Group] = {}
         #: The ``__consumer_offsets`` partitions served (None: every one, as on a single node).
         self.served: set[int] | None = None

@@ -52,6 +52,7 @@ from kafka_wire.broker.group.model import (
     CounterMemberIds,
     GroupSnapshot,
     MemberIdFactory,
+    PartitionsOf,
     TopicIdOf,
     TopicNameOf,
     Waiter,
@@ -140,6 +141,7 @@ class GroupCoordinator:
         member_id_factory: MemberIdFactory | None = None,
         topic_name_of: TopicNameOf | None = None,
         topic_id_of: TopicIdOf | None = None,
+        partitions_of: PartitionsOf | None = None,
         timers: TimerQueue | None = None,
         partitioned: bool = False,
     ) -> None:
@@ -150,6 +152,7 @@ class GroupCoordinator:
             member_id_factory if member_id_factory is not None else CounterMemberIds(),
             topic_name_of,
             topic_id_of,
+            partitions_of,
         )
         if partitioned:
             rt.served = set()

@@ -494,10 +494,16 @@ class PartitionReplica:
                 )
                 if verdict.error_code:
                     return ProduceOutcome(verdict.error_code, error_message=verdict.message)
+                if verdict.duplicate is not None and not header.is_valid():
+                    # Kafka validates a batch (its CRC first) before it looks for a duplicate.
+                    return ProduceOutcome(ErrorCode.CORRUPT_MESSAGE, error_message="CRC-32C mismatch")
                 if verdict.duplicate is not None:
+                    # Kafka answers a duplicate with the retained batch's offsets and timestamp
+                    # (as the log append time, whatever the topic's timestamp type).
                     return ProduceOutcome(
                         ErrorCode.NONE,
                         base_offset=verdict.duplicate.first_offset,
+                        log_append_time_ms=verdict.duplicate.timestamp,
                         log_start_offset=self.log.log_start_offset,
                         next_offset=verdict.duplicate.last_offset + 1,
                     )

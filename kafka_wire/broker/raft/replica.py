@@ -21,8 +21,8 @@ The rules are Kafka's KRaft (``KafkaRaftClient``, ``QuorumState``, ``LeaderState
   with FetchSnapshot). The high watermark is the end offset a majority of voters have reached,
   once that is past the start of the leader's epoch. A fetch with nothing to return waits (long
   poll) up to its max wait, until data arrives or the high watermark moves.
-- A leader that stops hearing from a majority for 1.5 fetch timeouts resigns (check quorum);
-  :meth:`resign` steps down gracefully with EndQuorumEpoch naming the preferred successors.
+- A leader that stops hearing from a majority for 1.5 fetch timeouts resigns (check quorum; a
+  lone voter is its own majority and never does); :meth:`resign` steps down gracefully with EndQuorumEpoch naming the preferred successors.
 
 The class is built in layers (see :mod:`.replica_state`); this module holds the top one:
 starting, stopping, appending, handing out what is committed, snapshots and timers.

@@ -96,7 +96,9 @@ class QuorumTransitions(LeaderFetch):
         self._progress = {v: ReplicaProgress() for v in self._voters}
         self._acked = {self.node_id}
         self._quorum_fetched = {self.node_id}
-        self._check_quorum_deadline = now_ms + self.config.fetch_timeout_ms * 3 // 2
+        # A lone voter is its own majority: its quorum check never expires (Kafka's LeaderState).
+        lone = len(self._voters) == 1
+        self._check_quorum_deadline = None if lone else now_ms + self.config.fetch_timeout_ms * 3 // 2
         self._update_leader_progress(now_ms)
 
     def _become_follower(self, leader_id: int, epoch: int, now_ms: int) -> None:

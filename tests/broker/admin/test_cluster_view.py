@@ -93,12 +93,12 @@ def test_a_leader_without_the_clients_listener_is_listener_not_found_from_v6() -
     assert metadata(client, 5, "orders").topics[0].partitions[1].error_code == ErrorCode.LEADER_NOT_AVAILABLE
 
 
-def test_auto_creation_asks_the_controller_once_and_answers_leader_not_available() -> None:
+def test_auto_creation_asks_the_controller_once_and_answers_unknown_topic() -> None:
     engine, view = cluster_engine()
     client = Client(engine, 1)
     for _ in range(2):
         reply = metadata(client, 12, "fresh", auto_create=True)
-        assert reply.topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+        assert reply.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     (sent,) = view.sent
     assert (sent.destination, sent.listener) == (3000, "CONTROLLER")
     assert isinstance(sent.body, CreateTopicsRequest)
@@ -112,7 +112,7 @@ def test_auto_creation_asks_the_controller_once_and_answers_leader_not_available
 def test_auto_creation_of_the_offsets_topic_goes_to_the_controller() -> None:
     engine, view = cluster_engine()
     reply = metadata(Client(engine, 1), 12, "__consumer_offsets", auto_create=True)
-    assert reply.topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    assert reply.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     (sent,) = view.sent
     assert isinstance(sent.body, CreateTopicsRequest)
     assert sent.body.topics[0].num_partitions == 50
@@ -174,3 +174,22 @@ def test_describe_producers_on_a_broker_without_the_replica(version: int) -> Non
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ]
+
+
+def test_authorized_operations_are_kafkas_for_a_broker_without_acls() -> None:
+    """Every topic named in the answer gets the topic operations (READ..ALTER_CONFIGS without
+    CLUSTER_ACTION: 3576), an unknown one too; the cluster gets its own set (8096)."""
+    engine, _ = cluster_engine()
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name="orders"), MetadataRequestTopic(name="missing")],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=True,
+        include_topic_authorized_operations=True,
+    )
+    reply = Client(engine, 1).request(request, 8).body
+    assert isinstance(reply, MetadataResponse)
+    assert [(t.error_code, t.topic_authorized_operations) for t in reply.topics] == [
+        (ErrorCode.NONE, 3576),
+        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 3576),
+    ]
+    assert reply.cluster_authorized_operations == 8096

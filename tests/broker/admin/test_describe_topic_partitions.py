@@ -14,7 +14,7 @@ from tests.broker.admin.cluster import TOPIC_ID, cluster_engine
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create
 
-ALL_OPERATIONS = 0b0000_1111_1111_1000
+ALL_OPERATIONS = 0b0000_1101_1111_1000  # READ..ALTER_CONFIGS without CLUSTER_ACTION (3576)
 
 
 def describe(

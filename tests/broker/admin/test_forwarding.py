@@ -189,6 +189,7 @@ def test_the_request_goes_to_the_active_controller(
     (sent,) = view.sent
     assert (sent.destination, sent.listener) == (3000, "CONTROLLER")
     assert sent.body == request
+    assert sent.version == version  # the client's, as Kafka's Envelope keeps it
     assert client.responses() == []  # held until the controller answers
     assert engine.broker.state.metadata.topics.keys() == {"orders"}  # nothing changed here
 

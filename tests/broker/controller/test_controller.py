@@ -34,6 +34,8 @@ from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableReplicaAssignment,
     CreateTopicsRequestCreatableTopic,
+    CreateTopicsRequestCreatableTopicConfig,
+    CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsRequestDeleteTopicState,
     DeleteTopicsResponse,
@@ -250,6 +252,77 @@ def test_create_topic_errors_and_validate_only() -> None:
     )
     assert checked.topics[0].error_code == 0  # type: ignore[attr-defined]
     assert len(h.raft.log) == before and "v" not in h.controller.committed.topics
+
+
+def test_create_topics_refusals_as_kafka_answers_them() -> None:
+    """A name given twice is answered once; more than 10,000 partitions in all is POLICY_VIOLATION
+    for every topic; a null config value is INVALID_CONFIG; a name that differs from an existing
+    one only by '.' against '_' collides; a created topic's answer has no message (null) and, from
+    v5, lists its configs."""
+    h = cluster(1)
+    Topic = CreateTopicsRequestCreatableTopic
+
+    def create(*topics: CreateTopicsRequestCreatableTopic) -> list[tuple[str, int, str | None]]:
+        response = h.call(ApiKey.CREATE_TOPICS, 7, CreateTopicsRequest(topics=list(topics)))
+        assert isinstance(response, CreateTopicsResponse)
+        return [(t.name, t.error_code, t.error_message) for t in response.topics]
+
+    assert create(
+        Topic(name="a", num_partitions=1, replication_factor=1),
+        Topic(name="b.c", num_partitions=2, replication_factor=1),
+        Topic(name="a", num_partitions=1, replication_factor=1),
+    ) == [
+        ("b.c", 0, None),
+        ("a", ErrorCode.INVALID_REQUEST, "Duplicate topic name."),
+    ]
+    assert (
+        create(Topic(name="b_c", num_partitions=1, replication_factor=1))[0][1]
+        == ErrorCode.INVALID_TOPIC_EXCEPTION
+    )
+    huge = [
+        Topic(name="x", num_partitions=5_000, replication_factor=1),
+        Topic(name="y", num_partitions=5_001, replication_factor=1),
+    ]
+    assert {code for _, code, _ in create(*huge)} == {ErrorCode.POLICY_VIOLATION}
+    null = Topic(
+        name="n",
+        num_partitions=1,
+        replication_factor=1,
+        configs=[CreateTopicsRequestCreatableTopicConfig(name="retention.ms", value=None)],
+    )
+    assert create(null)[0][1] == ErrorCode.INVALID_CONFIG
+    assert set(h.controller.committed.topics) == {"b.c"}
+    listed = h.create_topic("listed", replication=1, configs={"retention.ms": "5"}).topics[0]
+    configs = {c.name: (c.value, c.config_source) for c in listed.configs or ()}
+    assert configs["retention.ms"] == ("5", 1) and configs["segment.bytes"] == ("1073741824", 5)
+
+
+def test_delete_topics_and_create_partitions_refusals_as_kafka_answers_them() -> None:
+    h = cluster(1)
+    h.create_topic("t", replication=1)
+    deleted = h.call(ApiKey.DELETE_TOPICS, 5, DeleteTopicsRequest(topic_names=["x", "x", "nope"]))
+    assert isinstance(deleted, DeleteTopicsResponse)
+    assert sorted((r.name, r.error_code, r.error_message is not None) for r in deleted.responses) == [
+        ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True),
+        ("x", ErrorCode.INVALID_REQUEST, True),
+    ]
+    grown = h.call(
+        ApiKey.CREATE_PARTITIONS,
+        3,
+        CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsRequestTopic(name="t", count=10_002),
+                CreatePartitionsRequestTopic(name="u", count=2),
+                CreatePartitionsRequestTopic(name="u", count=3),
+            ]
+        ),
+    )
+    assert isinstance(grown, CreatePartitionsResponse)
+    assert sorted((r.name, r.error_code) for r in grown.results) == [
+        ("t", ErrorCode.POLICY_VIOLATION),
+        ("u", ErrorCode.INVALID_REQUEST),
+    ]
+    assert len(h.controller.committed.partitions_of("t")) == 1
 
 
 def test_brokers_create_internal_topics_but_nobody_creates_the_metadata_log() -> None:
@@ -813,13 +886,59 @@ def test_incremental_alter_configs_append_subtract_and_validate_only() -> None:
         )
         assert isinstance(response, IncrementalAlterConfigsResponse) and response.responses[0].error_code == 0
 
-    alter(2, "compact")
+    alter(2, "compact")  # appended to the default, as Kafka appends
     alter(2, "delete")
-    assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "compact,delete"}
+    assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "delete,compact"}
     alter(3, "compact")
     assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "delete"}
     alter(0, "compact", validate_only=True)
     assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "delete"}
+
+
+def test_incremental_alter_configs_refusals_as_kafka_answers_them() -> None:
+    """Duplicates, null values, list operations on scalars, unknown operations; the answer of a
+    change that succeeds has no message (null)."""
+    h = cluster(1)
+    h.create_topic("t", replication=1)
+    Op = IncrementalAlterConfigsRequestAlterableConfig
+
+    def answer(
+        *resources: tuple[str, list[IncrementalAlterConfigsRequestAlterableConfig]],
+    ) -> list[tuple[int, str | None]]:
+        response = h.call(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            IncrementalAlterConfigsRequest(
+                resources=[
+                    IncrementalAlterConfigsRequestAlterConfigsResource(
+                        resource_type=2, resource_name=n, configs=ops
+                    )
+                    for n, ops in resources
+                ]
+            ),
+        )
+        assert isinstance(response, IncrementalAlterConfigsResponse)
+        return [(r.error_code, r.error_message) for r in response.responses]
+
+    retention = Op(name="retention.ms", config_operation=0, value="5")
+    assert answer(("t", [retention])) == [(0, None)]
+    assert (
+        answer(("t", [retention]), ("t", [retention]))
+        == [(ErrorCode.INVALID_REQUEST, "Duplicate resource.")] * 2
+    )
+    assert answer(("t", [retention, retention]))[0][0] == ErrorCode.INVALID_REQUEST
+    assert (
+        answer(("t", [Op(name="retention.ms", config_operation=0, value=None)]))[0][0]
+        == ErrorCode.INVALID_REQUEST
+    )
+    assert (
+        answer(("t", [Op(name="retention.ms", config_operation=2, value="5")]))[0][0]
+        == ErrorCode.INVALID_CONFIG
+    )
+    assert answer(("t", [Op(name="retention.ms", config_operation=7, value="5")])) == [
+        (ErrorCode.UNKNOWN_SERVER_ERROR, None)
+    ]
+    assert h.controller.committed.topic_configs("t") == {"retention.ms": "5"}
 
 
 def test_a_new_incarnation_of_an_unfenced_broker_leaves_every_isr_first() -> None:

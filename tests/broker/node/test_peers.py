@@ -235,6 +235,23 @@ def test_a_request_the_negotiated_version_cannot_carry_fails_alone_and_the_link_
     assert links.state_of(2, "CONTROLLER", "quorum") is LinkState.BACKOFF
 
 
+def test_a_request_goes_at_the_version_it_names_else_the_highest_both_support() -> None:
+    """A forwarded request keeps its client's version; one past what the peer serves fails alone."""
+    links = PeerLinks(7, endpoint_of)
+    peer = Peer()
+    replies = Replies()
+    links.send(Outbound(2, "CONTROLLER", DescribeClusterRequest(), replies, version=0), 0)
+    links.send(request(replies), 0)
+    too_new = Outbound(2, "CONTROLLER", DescribeClusterRequest(), replies, version=99)
+    links.send(too_new, 0)
+    conn_id = connected(links, peer)
+    peer.feed(links.take_effects(), conn_id)
+    sent = [(type(r.body).__name__, r.api_version) for r in peer.requests[1:]]
+    assert sent == [("DescribeClusterRequest", 0), ("DescribeClusterRequest", SUPPORTED[60][1])]
+    links.tick(1)
+    assert replies.got == [(None, 1)]  # only the one past v2 has failed (the others wait)
+
+
 def test_fetches_and_other_requests_travel_on_separate_connections() -> None:
     """A Fetch held at its destination (a long poll) never delays another request there."""
     links = PeerLinks(7, endpoint_of)

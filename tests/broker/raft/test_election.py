@@ -23,6 +23,17 @@ def test_one_voter_elects_itself_at_start_and_commits_on_append() -> None:
     assert node.applied == [b"a", b"b"]
 
 
+def test_a_lone_voter_stays_leader_in_its_epoch() -> None:
+    """No other voter ever fetches from a lone voter: its quorum is itself, so the leader's quorum
+    check never expires (Kafka's ``LeaderState`` with one voter); it does not resign and re-elect
+    itself every 1.5 fetch timeouts, answering NOT_CONTROLLER meanwhile."""
+    net = Network(1)
+    net.start()
+    node = net.nodes[1]
+    net.run(60_000)
+    assert node.r.is_leader and node.r.epoch == 1
+
+
 def test_three_voters_elect_one_leader_and_the_others_follow_it() -> None:
     net = Network(3, seed=1)
     net.start()

@@ -1,4 +1,4 @@
-"""The asyncio client against a real Kafka-compatible broker (Tansu, started by the fixture).
+"""The asyncio client against real brokers: Apache Kafka 4.4 and Tansu (the ``peer`` fixture).
 
 ApiVersions, Metadata, CreateTopics, Produce and Fetch at the highest versions both sides
 support, with record batches built by kafka_wire.records and read back from the broker.
@@ -136,13 +136,13 @@ async def _round_trip(address: Address) -> None:
         assert offsets.topics[0].partitions[0].offset == len(sent)
 
 
-def test_asyncio_client_round_trip_against_tansu(tansu: Address) -> None:
-    asyncio.run(asyncio.wait_for(_round_trip(tansu), 60))
+def test_asyncio_client_round_trip(peer: Address) -> None:
+    asyncio.run(asyncio.wait_for(_round_trip(peer), 60))
 
 
-def test_asyncio_client_negotiates_down_from_versions_tansu_lacks(tansu: Address) -> None:
+def test_asyncio_client_negotiates_the_highest_versions_both_sides_know(peer: Address) -> None:
     async def run() -> None:
-        async with await KafkaClient.connect(tansu.host, tansu.port) as client:
+        async with await KafkaClient.connect(peer.host, peer.port) as client:
             for key, (lo, hi) in client.api_versions.items():
                 assert lo <= hi
                 assert client.connection.version_for(key) == hi
@@ -152,14 +152,14 @@ def test_asyncio_client_negotiates_down_from_versions_tansu_lacks(tansu: Address
 
 @pytest.mark.parametrize("chunk", [1, 7])
 def test_connection_survives_any_read_chunking(
-    tansu: Address, chunk: int, monkeypatch: pytest.MonkeyPatch
+    peer: Address, chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import kafka_wire.adapters.asyncio as adapter
 
     monkeypatch.setattr(adapter, "_READ_CHUNK", chunk)
 
     async def run() -> None:
-        async with await KafkaClient.connect(tansu.host, tansu.port) as client:
+        async with await KafkaClient.connect(peer.host, peer.port) as client:
             reply = await client.request(MetadataRequest(topics=None))
             assert isinstance(reply, MetadataResponse) and reply.brokers
 
