@@ -4,8 +4,10 @@ and a proxy in front of each.
 ``upstream`` is parametrised over the four upstreams of the issue: ``kafka-wire serve`` (one
 node), a 3-node kafka_wire cluster (:class:`~tests.cluster.harness.LocalCluster`), Apache Kafka
 4.4 (``make peers``) and Tansu. ``serve_upstream`` (the one-node ``kafka-wire serve``) and
-``apache_upstream`` (Apache Kafka 4.4 with an SSL listener too) are session-wide: the filter and
-TLS tests use them as well.
+``apache_upstream`` (the session's Apache Kafka 4.4 node, ``apache_kafka_node`` of
+``tests/conftest.py``, shared with the e2e and interop suites) are session-wide: the filter tests
+use them as well. ``apache_tls_upstream`` is a Kafka 4.4 node of its own with an SSL listener
+beside its PLAINTEXT one, for the TLS test only.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.harness import LocalCluster
-from tests.e2e.apache_kafka import apache_kafka
-from tests.e2e.brokers import BrokerProcess, kafka_wire, tansu
+from tests.e2e.apache_kafka import KafkaNode, apache_kafka
+from tests.e2e.brokers import QUICK_GROUPS, BrokerProcess, kafka_wire, tansu
 from tests.interop.harness import free_port
 from tests.proxy.tls import Certificates, make_certificates
 
@@ -37,17 +39,18 @@ class Upstream:
 def _process(name: str, workdir: Path) -> BrokerProcess:
     if name == "tansu":
         return tansu(workdir)
-    return kafka_wire(workdir)
+    return kafka_wire(workdir, settings=QUICK_GROUPS)
 
 
 def _apache_with_tls(workdir: Path) -> Iterator[Upstream]:
     """Apache Kafka 4.4 with an SSL listener beside its PLAINTEXT one (a PEM keystore)."""
     certificates = make_certificates(workdir / "tls")
-    node = apache_kafka(workdir)
+    node = apache_kafka(workdir, overrides=QUICK_GROUPS)
     host, port = node.address
     tls = f"{host}:{free_port(host)}"
     controller = f"{host}:{node.controller_port}"
     node.overrides = {
+        **QUICK_GROUPS,
         "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{controller},SSL://{tls}",
         "advertised.listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{controller},SSL://{tls}",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
@@ -64,7 +67,7 @@ def _apache_with_tls(workdir: Path) -> Iterator[Upstream]:
 def _start(name: str, workdir: Path) -> Iterator[Upstream]:
     if name == "kafka_wire_cluster":
         # The drivers create topics with one replica: min.insync.replicas 1 lets acks=all write.
-        cluster = LocalCluster(workdir, size=3, overrides={"min.insync.replicas": "1"})
+        cluster = LocalCluster(workdir, size=3, overrides={"min.insync.replicas": "1", **QUICK_GROUPS})
         try:
             cluster.start_all()
             yield Upstream(name, cluster.bootstrap, [n.data_dir for n in cluster.nodes.values()])
@@ -103,8 +106,13 @@ SHARED = {"kafka_wire": "serve_upstream", "apache_kafka": "apache_upstream"}
 
 
 @pytest.fixture(scope="session")
-def apache_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
-    yield from _apache_with_tls(tmp_path_factory.mktemp("apache_kafka"))
+def apache_upstream(apache_kafka_node: KafkaNode) -> Upstream:
+    return Upstream("apache_kafka", apache_kafka_node.bootstrap, [apache_kafka_node.data_dir])
+
+
+@pytest.fixture(scope="module")
+def apache_tls_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
+    yield from _apache_with_tls(tmp_path_factory.mktemp("apache_kafka_tls"))
 
 
 @pytest.fixture(scope="session")

@@ -14,12 +14,12 @@ from tests.proxy.conftest import Upstream
 from tests.proxy.harness import proxy
 
 
-def test_tls_on_both_sides_to_apache_kafka(apache_upstream: Upstream, tmp_path: Path) -> None:
-    certificates = apache_upstream.tls
+def test_tls_on_both_sides_to_apache_kafka(apache_tls_upstream: Upstream, tmp_path: Path) -> None:
+    certificates = apache_tls_upstream.tls
     assert certificates is not None
     process = proxy(
         tmp_path,
-        apache_upstream.tls_bootstrap,
+        apache_tls_upstream.tls_bootstrap,
         extra=[
             "--client-tls",
             str(certificates.cert),
