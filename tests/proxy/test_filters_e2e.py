@@ -189,3 +189,11 @@ def test_the_frame_log_decodes_every_frame(logged_encrypting_proxy: tuple[ProxyP
     assert len(unanswered) == len({connection for connection, _ in unanswered}), unanswered
     produced = [e for e in lines if e["api"] == ApiKey.PRODUCE.name and e["direction"] == "request"]
     assert produced and all(p["body"]["topic_data"] for p in produced)
+    # The log sees answers as the client gets them: brokers and coordinators at the proxy's port.
+    answers = [e for e in lines if e["direction"] == "response"]
+    ports = {b["port"] for e in answers if e["api"] == ApiKey.METADATA.name for b in e["body"]["brokers"]}
+    coordinators = [e["body"] for e in answers if e["api"] == ApiKey.FIND_COORDINATOR.name]
+    ports |= {
+        c["port"] for body in coordinators for c in body.get("coordinators") or [body] if not c["error_code"]
+    }
+    assert coordinators and ports == set(process.routes), (ports, process.routes)
