@@ -1,7 +1,8 @@
 """``kafka-wire proxy`` against a direct connection: throughput, added latency, encryption's cost.
 
 One upstream broker process (Tansu by default: the fastest here, so the proxy's own cost shows;
-``--upstream kafka-wire`` for ``kafka-wire serve``), and two ``kafka-wire proxy`` processes in
+``--upstream kafka-wire`` for ``kafka-wire serve``, ``--upstream apache-kafka`` for Apache Kafka
+4.4 after ``make peers``), and two ``kafka-wire proxy`` processes in
 front of it: one with no filter and one with the record encryption filter. One client,
 confluent-kafka (librdkafka), in this script's process, drives all three paths in the same run:
 
@@ -19,6 +20,7 @@ It prints one Markdown table and the ratios (proxy / direct). Method and figures
 ``docs/benchmarks/proxy.md``.
 
     .venv/bin/python bench/bench_proxy.py [--records 100000] [--value-bytes 100] [--rounds 3] [--pings 2000]
+        [--upstream tansu|kafka-wire|apache-kafka]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,10 +42,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_broker import consume, create_topic, produce, value_of  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 
+from tests.e2e.apache_kafka import apache_kafka  # noqa: E402
 from tests.e2e.brokers import BrokerProcess, kafka_wire, tansu  # noqa: E402
 from tests.proxy.harness import ProxyProcess, proxy  # noqa: E402
 
-UPSTREAMS = {"tansu": tansu, "kafka-wire": kafka_wire}
+UPSTREAMS: dict[str, Callable[[Path], BrokerProcess]] = {
+    "tansu": tansu,
+    "kafka-wire": kafka_wire,
+    "apache-kafka": apache_kafka,
+}
 
 
 def latencies(bootstrap: str, topic: str, count: int, value: bytes) -> list[float]:

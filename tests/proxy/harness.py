@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
 
-from tests.e2e.brokers import BrokerProcess, kafka_wire_cli
+from tests.e2e.brokers import BrokerProcess, kafka_wire_cli, wait_for_stdout
 from tests.interop.harness import Address, free_port
 
 #: ``kafka-wire proxy`` prints one line per port once it listens: ``kafka-wire proxy: H:P -> U:Q``.
@@ -43,32 +41,16 @@ class ProxyProcess(BrokerProcess):
         return argv + self.extra
 
     def _wait_ready(self, process: subprocess.Popen[bytes], log: IO[bytes], timeout_s: float) -> float:
-        start = time.monotonic()
         expected = len(self.upstream.split(","))
-        ready = threading.Event()
 
-        def read() -> None:
-            assert process.stdout is not None
-            for line in process.stdout:
-                log.write(line)
-                log.flush()
-                text = line.decode()
-                if text.startswith(READY_MARK):
-                    here, _, there = text[len(READY_MARK) :].strip().partition(" -> ")
-                    self.routes[int(here.rpartition(":")[2])] = there
-                    if len(self.routes) >= expected:
-                        ready.set()
-                        break
+        def ready(line: bytes) -> bool:
+            text = line.decode()
+            if text.startswith(READY_MARK):
+                here, _, there = text[len(READY_MARK) :].strip().partition(" -> ")
+                self.routes[int(here.rpartition(":")[2])] = there
+            return len(self.routes) >= expected
 
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        while not ready.wait(0.05):
-            if process.poll() is not None:
-                raise RuntimeError(f"exited with status {process.returncode} before its ready lines")
-            if time.monotonic() - start > timeout_s:
-                raise RuntimeError(f"no {expected} ready lines within {timeout_s} s")
-        reader.join()
-        return time.monotonic() - start
+        return wait_for_stdout(process, log, timeout_s, ready)
 
 
 def proxy(
