@@ -45,7 +45,7 @@ def _process(name: str, workdir: Path) -> BrokerProcess:
 def _apache_with_tls(workdir: Path) -> Iterator[Upstream]:
     """Apache Kafka 4.4 with an SSL listener beside its PLAINTEXT one (a PEM keystore)."""
     certificates = make_certificates(workdir / "tls")
-    node = apache_kafka(workdir, overrides=QUICK_GROUPS)
+    node = apache_kafka(workdir)
     host, port = node.address
     tls = f"{host}:{free_port(host)}"
     controller = f"{host}:{node.controller_port}"
