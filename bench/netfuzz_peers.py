@@ -3,7 +3,7 @@
 Not a test (``tests/netfuzz/test_live_servers.py`` runs short versions). For each peer it starts
 the server on a free port, watches it from a supervisor thread that starts it again on the same
 port whenever it exits (as systemd would), and runs ``kafka-wire fuzz HOST:PORT --requests N
---seed S --wait-restart 60 --report build/netfuzz/PEER-seedS.json``. It prints the fuzzer's
+--seed S --wait-restart 300 --report build/netfuzz/PEER-seedS.json``. It prints the fuzzer's
 summary for each peer, and the server's restarts.
 Kafka 4.4 is one KRaft node from the jars of ``make peers`` (``tests/e2e/apache_kafka.py``); a
 restart keeps its data directory, as a restarted Kafka does.
@@ -45,11 +45,16 @@ class Supervisor:
     HUNG_S = 3.0
     PROBE_EVERY_S = 0.5
     PROBE_TIMEOUT_S = 1.0
+    #: How long a start may take before it is killed and tried again (Kafka's JVM took 40 s on
+    #: two loaded cores); the fuzzer waits ``WAIT_RESTART_S`` for the server to come back.
+    START_TIMEOUT_S = 120.0
+    WAIT_RESTART_S = 300
 
     def __init__(self, broker: BrokerProcess) -> None:
         self.broker = broker
         self.restarts = 0
         self.hung = 0
+        self.failed_starts = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -72,9 +77,13 @@ class Supervisor:
                 self.broker.kill()
                 self.hung += 1
             self.broker.stop()  # collects the exit status and the rest of its log
-            self.broker.restart()
             self.restarts += 1
             silent_since = None
+            try:
+                self.broker.restart(self.START_TIMEOUT_S)
+            except RuntimeError:  # not serving in time (a JVM on a loaded machine): again
+                self.broker.kill()
+                self.failed_starts += 1
 
     def __enter__(self) -> Supervisor:
         self._thread.start()
@@ -96,7 +105,15 @@ def run(peer: str, requests: int, seed: int, extra: list[str]) -> int:
             with Supervisor(broker) as supervisor:
                 started = time.monotonic()
                 command = [str(kafka_wire_cli()), "fuzz", broker.bootstrap, "--requests", str(requests)]
-                command += ["--seed", str(seed), "--wait-restart", "60", "--report", str(report), *extra]
+                command += [
+                    "--seed",
+                    str(seed),
+                    "--wait-restart",
+                    str(Supervisor.WAIT_RESTART_S),
+                    "--report",
+                    str(report),
+                    *extra,
+                ]
                 status = subprocess.run(command, check=False).returncode
                 elapsed = time.monotonic() - started
         finally:
@@ -104,7 +121,8 @@ def run(peer: str, requests: int, seed: int, extra: list[str]) -> int:
     startup = statistics.median(broker.startups_s)
     print(
         f"{peer}: exit {status} in {elapsed:.0f} s, server restarted {supervisor.restarts} times "
-        f"({supervisor.hung} killed as hung; median start {startup:.2f} s), report {report}"
+        f"({supervisor.hung} killed as hung, {supervisor.failed_starts} starts too slow and killed; "
+        f"median start {startup:.2f} s), report {report}"
     )
     return status
 

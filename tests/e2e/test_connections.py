@@ -35,6 +35,7 @@ from kafka_wire.messages import (
     RequestHeader,
 )
 from kafka_wire.protocol.framing import encode_request
+from tests.cluster.harness import wait_until
 from tests.e2e.brokers import KafkaWireBroker, kafka_wire
 
 #: Runs the server with RLIMIT_NOFILE at argv[1] (soft and hard), then execs the rest of argv.
@@ -218,7 +219,9 @@ def test_a_connection_flood_cannot_take_the_file_descriptors_storage_needs(
     assert produce(producer, "fds", 1) == [None]
     address = (broker.address.host, broker.address.port)
     with connections(address, 400, flood=True):  # more than the broker has descriptors
-        time.sleep(0.5)
+        wait_until(
+            "the broker to refuse connections", lambda: "refusing connections" in broker.log() or None, 10
+        )
         # Each record is a storage write that needs a descriptor; none may fail.
         assert produce(producer, "fds", 200) == [None] * 200
     log = broker.log()
@@ -226,14 +229,15 @@ def test_a_connection_flood_cannot_take_the_file_descriptors_storage_needs(
     no_traceback(broker)
 
 
-def _churn(address: tuple[str, int], stop: threading.Event) -> None:
-    """Connect, send a request, reset the connection; again and again."""
+def _churn(address: tuple[str, int], stop: threading.Event, made: list[None]) -> None:
+    """Connect, send a request, reset the connection; again and again (``made`` counts them)."""
     hello = request_frame(ApiVersionsRequest(), 0)
     while not stop.is_set():
         try:
             with socket.create_connection(address, timeout=1) as sock:
                 sock.sendall(hello)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            made.append(None)
         except OSError:
             time.sleep(0.001)
 
@@ -267,11 +271,12 @@ def test_sigterm_stops_within_seconds_while_clients_come_and_go(
     address = (broker.address.host, broker.address.port)
     stuck = _stuck_reader(address, 1.0)
     stop = threading.Event()
-    churners = [threading.Thread(target=_churn, args=(address, stop)) for _ in range(4)]
+    made: list[None] = []
+    churners = [threading.Thread(target=_churn, args=(address, stop, made)) for _ in range(4)]
     for thread in churners:
         thread.start()
     try:
-        time.sleep(0.3)
+        wait_until("clients coming and going", lambda: len(made) >= 40 or None, 10, 0.01)
         process = broker.process
         assert process is not None
         began = time.monotonic()
