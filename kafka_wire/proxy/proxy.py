@@ -72,6 +72,10 @@ class Proxy:
     allocate: Callable[[], int] | None = None
     book: AddressBook = field(init=False)
     _next_id: int = field(init=False, default=0)
+    #: The request versions kafka_wire decodes, and the api keys no filter reads: worked out once,
+    #: here, which loads every message class (seconds on a loaded machine) before the first client.
+    _ours: dict[int, tuple[int, int]] = field(init=False)
+    _passthrough: frozenset[int] = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.upstreams:
@@ -81,6 +85,10 @@ class Proxy:
         self.book = AddressBook(self.config.advertised_host, allocate)
         for host, port, listen in self.upstreams:
             self.book.add(host, port, listen)
+        self._ours = all_api_versions()
+        self._passthrough = frozenset(
+            k for k in REQUESTS if k != ApiKey.API_VERSIONS and not self.decodes_request(k)
+        )
 
     def open(self, port: int, client: str, now_ms: int) -> ProxyPair:
         """A pair for a client that connected to proxy ``port``; connect it to ``pair.upstream``."""
@@ -108,12 +116,12 @@ class Proxy:
 
     def passthrough(self) -> frozenset[int]:
         """Api keys whose requests no filter reads: relayed undecoded."""
-        return frozenset(k for k in REQUESTS if k != ApiKey.API_VERSIONS and not self.decodes_request(k))
+        return self._passthrough
 
     def offer(self, upstream: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
         """The versions offered to clients: per api key what the upstream, kafka_wire's codec and
         every filter support (``upstream`` is what the upstream and kafka_wire agreed on)."""
-        ours = all_api_versions()
+        ours = self._ours
         offered: dict[int, tuple[int, int]] = {}
         for key, (lo, hi) in sorted(upstream.items()):
             if key not in ours:
