@@ -2,15 +2,18 @@
 
 Inputs: ``start``, ``connection_opened``, ``receive_data``, ``connection_closed``, ``tick`` (at
 ``next_deadline_ms()``) and ``shutdown``, each with ``now_ms``. Each returns a list of effects: the
-storage effects of the call first, then ``Send`` / ``CloseConnection`` / ``PauseReading`` /
-``ResumeReading`` that do not depend on them.
-When a call returned storage effects, the driver applies them in order and reports the outcome
-before any other input (:func:`kafka_wire.broker.driving.settle` does both):
+storage effects of the call first (its *batch*), then ``Send`` / ``CloseConnection`` /
+``PauseReading`` / ``ResumeReading`` that do not depend on them.
+The driver applies the batches in order and reports each one's outcome in order, while it goes on
+feeding the engine other input (except while ``start``'s writes are in flight); answers wait for the
+writes they depend on (``kafka_wire.broker.storage_pipeline``; a synchronous driver applies and
+reports at once: :func:`kafka_wire.broker.driving.settle`):
 
-- ``storage_applied(now_ms)``: every write succeeded; it returns the answers built in that call,
-  so nothing is acknowledged before the write holding it succeeded;
+- ``storage_applied(now_ms)``: every write of the oldest batch in flight succeeded; it returns the
+  answers (and messages to other nodes) that waited for it, so nothing is acknowledged before the
+  write holding it succeeded;
 - ``storage_failed(failure, now_ms)``: a write failed. The data directory is the broker's only log
-  directory, so it goes offline as a whole: the answers of the call report the failure
+  directory, so it goes offline as a whole: the answers still waiting report the failure
   (KAFKA_STORAGE_ERROR; NOT_COORDINATOR for group APIs), every connection is closed and
   ``StopBroker`` follows. Nothing more is written, so no state in memory is ever served ahead of
   the disk; the next start recovers the logs from what the disk holds.
@@ -32,7 +35,7 @@ is given at construction and the broker hands it what is not a client's: request
 controller listener (``connection_opened(..., listener=...)``), the bytes and events of outbound
 connections (negative ids: ``connection_established``, ``receive_data``, ``connection_closed``),
 and every ``tick``. Its network effects (``OpenConnection``, and ``Send`` / ``CloseConnection`` of
-its links) leave with the call's, after the outcome of the call's storage effects is known. With
+its links) leave with the call's, once every batch handed out up to that call is applied. With
 no cluster node nothing of this happens: a single node.
 
 No clock, socket, file or ambient randomness is used: the same inputs give the same effects.
@@ -46,9 +49,11 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Final, Protocol
 
+from kafka_wire import messages
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.channels import Answer, Channel, Held, failed_without_answer
-from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.cluster_view import ClusterView
+from kafka_wire.broker.config import BrokerConfig, standalone
 from kafka_wire.broker.connections import Admission, ConnectionTimers, Expiry
 from kafka_wire.broker.data_dir import DataDir
 from kafka_wire.broker.driving import StorageFailure
@@ -61,30 +66,27 @@ from kafka_wire.broker.effects import (
     ResumeReading,
     Send,
     StopBroker,
+    WriteProgress,
 )
 from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.faults import FaultInjector, injected_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupCoordinator
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
-from kafka_wire.broker.internal_topics import adopt
+from kafka_wire.broker.legacy_import import LegacyImport
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
+from kafka_wire.broker.node import Node
 from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
+from kafka_wire.broker.storage_pipeline import StoragePipeline
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError
-from kafka_wire.messages import (
-    ApiKey,
-    ErrorCode,
-    FetchRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeResponse,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.events import (
     NEED_DATA,
     Authenticated,
@@ -97,7 +99,12 @@ from kafka_wire.protocol.server import ServerConfig, ServerConnection
 
 
 class ClusterNode(Protocol):
-    """What a :class:`Broker` of a replicated cluster hands on (``kafka_wire.broker.node.Node``)."""
+    """What a :class:`Broker` hands on to its node (``kafka_wire.broker.node.Node``)."""
+
+    @property
+    def view(self) -> ClusterView:
+        """The cluster as the node sees it (``BrokerState.cluster``)."""
+        ...
 
     def start(self, state: BrokerState, effects: EffectSink, now_ms: int) -> None:
         """The broker's state is loaded: build the node's parts; storage effects go to ``effects``
@@ -113,6 +120,11 @@ class ClusterNode(Protocol):
         ...
 
     def handle(self, request: Request, now_ms: int) -> Message | Waiting: ...
+
+    def pump(self, now_ms: int) -> bool:
+        """Serve what the broker's handlers asked of the node's own controller in this call;
+        whether there was anything."""
+        ...
 
     def owns(self, conn_id: int) -> bool:
         """Whether ``conn_id`` is one of the node's outbound connections."""
@@ -174,11 +186,12 @@ class Broker:
         logger: logging.Logger | None = None,
         cluster: ClusterNode | None = None,
     ) -> None:
+        if cluster is None:  # a node of its own: a one-voter cluster
+            config = standalone(config)
+            cluster = Node(config, rng=rng, logger=logger)
         self.config = config
-        #: The replicated cluster's node (None: a single node).
-        self._cluster = cluster
-        #: Network effects of the cluster node held while the call's writes are applied.
-        self._node_out: list[Effect] = []
+        #: The node of the cluster (a replicated one, or the one-voter cluster of a single node).
+        self._cluster: ClusterNode = cluster
         self._log = logger or _SILENT
         self._storage = storage
         self._rng = rng
@@ -199,16 +212,15 @@ class Broker:
         #: Every deadline of the engine: connections, logs, groups (``kafka_wire.broker.timers``).
         self._timer_queue = TimerQueue()
         #: The storage effects of the call in progress (``kafka_wire.broker.effects.EffectSink``).
-        self._effects = EffectSink()
+        progress = WriteProgress()
+        self._effects = EffectSink(progress)
+        #: The writes in flight and what waits for them; the driver contract's state.
+        self._pipeline = StoragePipeline(progress, self._log)
         self._maintenance = LogMaintenance(self._timer_queue, config.retention_check_interval_ms)
         #: Answers built during the current call.
         self._answers: list[Answer] = []
-        #: While the driver applies a call's storage effects: that call's answers (else None).
-        self._awaiting: list[Answer] | None = None
         #: Why the broker stopped serving (None while it serves): a failed write, or ``shutdown``.
         self._stopped: str | None = None
-        #: From ``start`` until the outcome of its writes is known.
-        self._starting = False
         self._admission = Admission(config, self._log)
         self._timers = ConnectionTimers(
             self._timer_queue,
@@ -240,6 +252,11 @@ class Broker:
         return self._state
 
     @property
+    def node(self) -> ClusterNode:
+        """The node of the cluster this broker belongs to."""
+        return self._cluster
+
+    @property
     def group_coordinator(self) -> GroupCoordinator:
         """The group coordinator, for its read-only views (``group``, ``groups``, ``state_of``)."""
         if self._group is None:
@@ -252,20 +269,19 @@ class Broker:
         :class:`~kafka_wire.broker.data_dir.DataDirError`, whose message says what to do."""
         if self._state is not None:
             raise LocalProtocolError("the broker is already started")
-        self._check_input()
-        self._starting = True
+        self._pipeline.start()
         config = self.config
+        sole_voter = config.cluster is not None and config.cluster.sole_voter(config.node_id)
         opened = DataDir.open(
             self._storage,
             node_id=config.node_id,
             cluster_id=config.cluster_id,
             rng=self._rng,
-            clustered=config.cluster is not None,
+            sole_voter=sole_voter,
         )
         for warning in opened.warnings:
             self._log.warning("%s", warning)
         metadata = opened.metadata
-        adopt(metadata, config, self._log)  # internal topics get the broker's configs
         state = BrokerState(
             config=config,
             storage=self._storage,
@@ -275,15 +291,24 @@ class Broker:
             fetch_sessions=FetchSessionCache(
                 config.fetch_session_cache_slots, self._rng, eviction_ms=config.fetch_session_eviction_ms
             ),
+            cluster=self._cluster.view,
             directory_id=opened.directory_id,
         )
         self._state = state
+        state.may_slice = lambda: self._pipeline.jobs_may_step
         self._effects.extend(opened.effects)
-        state.open_existing(now_ms, self._effects)
-        if self._cluster is not None:  # its topics live in the metadata log
-            self._cluster.start(state, self._effects, now_ms)
-        else:
-            state.persist_metadata(self._effects)
+        legacy = None
+        if sole_voter:  # a cluster of its own: the node may hold an old single node's directory
+            legacy = LegacyImport.find(self._storage, cluster_id=metadata.cluster_id, rng=self._rng)
+        if legacy is not None:
+            for warning in legacy.warnings:
+                self._log.warning("%s", warning)
+            legacy.adopt_internal_topics(config, self._log)
+            state.bootstrap_records = legacy.records(config.node_id)
+            self._effects.extend(legacy.effects)
+        self._cluster.start(state, self._effects, now_ms)  # the topics come from the metadata log
+        if legacy is not None:  # imported: the first metadata batch is written by now
+            self._effects.extend(legacy.renamed())
         self._group = GroupLink(
             config,
             state,
@@ -302,11 +327,10 @@ class Broker:
         whose creation was cut short, and moves aside the directories of one whose deletion was."""
         if self._stopped is not None:
             return []
-        self._check_input()
+        self._pipeline.shutdown()
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
-        if self._cluster is not None:
-            self._cluster.shutdown()
-            out += self._cluster.take_network_effects()
+        self._cluster.shutdown()
+        out += self._cluster.take_network_effects()
         self._conns.clear()
         self._held.clear()
         if self._group is not None:
@@ -346,7 +370,7 @@ class Broker:
         return []
 
     def _server_config_of(self, listener: str) -> ServerConfig:
-        if self._cluster is None or (versions := self._cluster.api_versions(listener)) is None:
+        if (versions := self._cluster.api_versions(listener)) is None:
             return self._server_config
         config = self._server_configs.get(listener)
         if config is None:
@@ -360,8 +384,6 @@ class Broker:
         if self._stopped is not None:
             return [CloseConnection(conn_id)]
         self._check_input()
-        if self._cluster is None:
-            raise LocalProtocolError(f"no outbound connection {conn_id} was asked for")
         self._now_ms = now_ms
         self._begin_call(jobs=False)
         self._cluster.connection_established(conn_id, now_ms)
@@ -381,7 +403,7 @@ class Broker:
         self._check_input()
         self._now_ms = now_ms
         self._begin_call(jobs=False)
-        if self._cluster is not None and self._cluster.owns(conn_id):
+        if self._cluster.owns(conn_id):
             self._cluster.connection_closed(conn_id, now_ms)
             return self._node_input(now_ms)
         conn = self._conns.pop(conn_id, None)
@@ -396,7 +418,7 @@ class Broker:
             return [CloseConnection(conn_id)]
         self._check_input()
         conn = self._conns.get(conn_id)
-        if conn is None and self._cluster is not None and conn_id < 0:
+        if conn is None and conn_id < 0:
             if not self._cluster.owns(conn_id):
                 return []  # a link the node gave up (its close is on the way): bytes dropped
             self._now_ms = now_ms
@@ -418,6 +440,7 @@ class Broker:
         except ProtocolError:
             # Not Kafka, or not allowed: Kafka closes the connection. Others are unaffected.
             self._close(conn_id, conn, out)
+        self._cluster.pump(now_ms)  # what the requests asked of the node's own controller
         self._end_jobs()  # the jobs in progress go on at the next tick, not in this call
         self._poll_held(now_ms, out)
         self._resume(now_ms, out)
@@ -429,12 +452,11 @@ class Broker:
         self._check_input()
         self._now_ms = now_ms
         out: list[Effect] = []
-        self._begin_call()
+        self._begin_call(jobs=self._pipeline.jobs_may_step)
         assert self._group is not None
         self._expire_connections(now_ms, out)
         self._group_answers(self._group.tick(now_ms))
-        if self._cluster is not None:
-            self._cluster.tick(now_ms)
+        self._cluster.tick(now_ms)
         self._maintenance.run_due(self.state, now_ms)
         if self._delayed:
             self._release_delayed(now_ms)
@@ -448,15 +470,16 @@ class Broker:
         deadlines: list[int] = []
         if self._held:
             jobs = [h.waiting.deadline_ms for h in self._held if isinstance(h.waiting, Job)]
-            if jobs:
+            if jobs and self._pipeline.jobs_may_step:
                 # A job's deadline is the time of its last slice, so now: nothing else can come sooner.
                 return min(jobs)
-            deadlines = [h.waiting.deadline_ms for h in self._held]
+            # Jobs wait for the writes in flight: the driver's report wakes them.
+            deadlines = [h.waiting.deadline_ms for h in self._held if not isinstance(h.waiting, Job)]
         if (queued := self._timer_queue.next_deadline_ms()) is not None:
             deadlines.append(queued)
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
             deadlines.append(group)  # before its first call, or with loaded members to arm: at once
-        if self._cluster is not None and (node := self._cluster.next_deadline_ms()) is not None:
+        if (node := self._cluster.next_deadline_ms()) is not None:
             deadlines.append(node)
         return min(deadlines) if deadlines else None
 
@@ -464,8 +487,8 @@ class Broker:
 
     @property
     def awaiting_storage(self) -> bool:
-        """True from a call that returned storage effects until their outcome is reported."""
-        return self._awaiting is not None
+        """True while batches handed out wait for their outcome to be reported."""
+        return self._pipeline.in_flight > 0
 
     @property
     def stopped(self) -> str | None:
@@ -475,7 +498,7 @@ class Broker:
     def begin_controlled_shutdown(self, now_ms: int) -> list[Effect]:
         """Start a controlled shutdown (a cluster's broker asks the controller to move its
         leaderships away); the driver calls ``shutdown`` once :attr:`may_stop`, or at its bound."""
-        if self._stopped is not None or self._cluster is None:
+        if self._stopped is not None:
             return []
         self._check_input()
         self._now_ms = now_ms
@@ -486,32 +509,38 @@ class Broker:
     @property
     def may_stop(self) -> bool:
         """Whether ``shutdown`` may come now (always, but during a cluster's controlled shutdown)."""
-        return self._cluster is None or self._stopped is not None or self._cluster.may_stop
+        return self._stopped is not None or self._cluster.may_stop
 
     def storage_applied(self, now_ms: int) -> list[Effect]:
-        """Every storage effect of the last call succeeded: its answers go out."""
-        answers = self._take_awaiting()
-        out: list[Effect] = self._node_out
-        self._node_out = []
+        """Every storage effect of the oldest batch in flight succeeded: what waited for it goes
+        out, and the connections whose answers it held are read again (their next requests are
+        handled in this call, which may hand out another batch)."""
+        answers, out = self._pipeline.applied()
         self._release(answers, out)
-        return out
+        if self._stopped is not None:
+            return out
+        self._now_ms = now_ms
+        self._begin_call(jobs=self._pipeline.jobs_may_step)
+        for conn_id in dict.fromkeys(answer.conn_id for answer in answers):
+            self._answered(conn_id)
+        self._resume(now_ms, out)
+        return self._flush(out)
 
     def storage_failed(self, failure: StorageFailure, now_ms: int) -> list[Effect]:
-        """A storage effect of the last call failed (the driver applied none after it).
+        """A storage effect of the oldest batch in flight failed (the driver applies nothing more).
 
-        The data directory goes offline, and with it the broker: the call's answers report the
-        failure, every connection closes after what it was sent, and ``StopBroker`` ends the list.
+        The data directory goes offline, and with it the broker: the answers still waiting report
+        the failure, every connection closes after what it was sent, and ``StopBroker`` ends the
+        list.
         """
-        starting = self._starting
-        answers = self._take_awaiting()
+        starting = self._pipeline.starting
+        answers = self._pipeline.failed()
         reason = f"log directory failed: {failure}"
         if not starting:  # a failed start is the driver's to report
             self._log.error("%s; the broker stops (its only log directory is offline)", reason)
         out: list[Effect] = []
-        self._node_out = []
-        if self._cluster is not None:
-            self._cluster.shutdown()
-            out += [e for e in self._cluster.take_network_effects() if isinstance(e, CloseConnection)]
+        self._cluster.shutdown()
+        out += [e for e in self._cluster.take_network_effects() if isinstance(e, CloseConnection)]
         for answer in answers:
             body = answer.body.body if isinstance(answer.body, Spliced) else answer.body
             code = (
@@ -526,17 +555,8 @@ class Broker:
         out.append(StopBroker(reason))
         return out
 
-    def _take_awaiting(self) -> list[Answer]:
-        answers = self._awaiting
-        if answers is None:
-            raise LocalProtocolError("no storage effects await an outcome")
-        self._awaiting = None
-        self._starting = False
-        return answers
-
     def _check_input(self) -> None:
-        if self._awaiting is not None:
-            raise LocalProtocolError("the outcome of the last call's storage effects was not reported")
+        self._pipeline.check_input()
 
     # -- request handling -----------------------------------------------------------------------
 
@@ -560,7 +580,8 @@ class Broker:
         while one is held unanswered or the request queue is full."""
         server = conn.server
         while True:
-            if conn.unanswered:  # one request at a time, as Kafka mutes a channel
+            if conn.unanswered or self._pipeline.holds_answers_for(conn_id):
+                # One request at a time, as Kafka mutes a channel until its answer is sent.
                 self._pause(conn_id, conn, out)
                 break
             if self._held_count() >= self.config.queued_max_requests:
@@ -611,6 +632,7 @@ class Broker:
             conn is not None
             and conn.paused
             and not conn.unanswered
+            and not self._pipeline.holds_answers_for(conn_id)
             and not self._timers.closing(conn_id)
             and conn_id not in self._close_after_answers
         ):
@@ -666,7 +688,7 @@ class Broker:
                 else:  # acks=0: a failed produce closes the connection
                     self._close_failed_without_answer(conn_id, out)
                 return
-        if self._cluster is not None and self._cluster.serves(conn.listener):
+        if self._cluster.serves(conn.listener):
             served = self._cluster.handle(request, now_ms)
             if isinstance(served, Message):
                 self._respond(conn_id, request, served)
@@ -682,9 +704,9 @@ class Broker:
         if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
             # Only reached without a SASL gate: Kafka refuses SASL on a plaintext listener.
             refusal: Message = (
-                SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE)
+                messages.SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE)
                 if key == ApiKey.SASL_HANDSHAKE
-                else SaslAuthenticateResponse(
+                else messages.SaslAuthenticateResponse(
                     error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="SASL is not enabled"
                 )
             )
@@ -701,10 +723,13 @@ class Broker:
             listener=conn.listener,
         )
         result = HANDLERS[key](ctx, request.body)
-        if self.state.deleted_topics:  # their committed offsets go too, as in Kafka
-            assert self._group is not None
-            deleted, self.state.deleted_topics = self.state.deleted_topics, []
-            self._group_answers(self._group.topics_deleted(deleted, now_ms))
+        if not isinstance(result, Message | Spliced) and self._cluster.pump(now_ms):
+            # Asked of this node's own controller (a single node's admin request): answered
+            # in-process, often at once, and then the connection need not pause.
+            ready = result.poll(now_ms)
+            if ready is not None:
+                result = ready
+        self._topics_deleted(now_ms)
         if failed_without_answer(request, result):
             self._close_failed_without_answer(conn_id, out)
             return
@@ -714,6 +739,13 @@ class Broker:
             if not request.expects_response:
                 conn.silent_held += 1
             self._held.append(Held(conn_id, request, result))
+
+    def _topics_deleted(self, now_ms: int) -> None:
+        """The committed offsets of topics the metadata deleted go too, as in Kafka."""
+        if self.state.deleted_topics:
+            assert self._group is not None
+            deleted, self.state.deleted_topics = self.state.deleted_topics, []
+            self._group_answers(self._group.topics_deleted(deleted, now_ms))
 
     def _respond(self, conn_id: int, request: Request, body: Message | Spliced) -> None:
         """Answer ``request``: built now, sent once the writes of this call have succeeded (or,
@@ -767,9 +799,12 @@ class Broker:
                 self._close(conn_id, conn, out)
 
     def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
-        """Answer the held requests that are ready, and continue the jobs in progress as far as
-        the call's work budget allows."""
-        if self._group is not None and self._cluster is not None:
+        """Answer the held requests that are ready (after the node served what was asked of its
+        own controller), and continue the jobs in progress as far as the call's work budget
+        allows."""
+        self._cluster.pump(now_ms)
+        if self._group is not None:
+            self._topics_deleted(now_ms)
             for partition, led in self._cluster.take_coordinator_changes():
                 change = self._group.partition_led if led else self._group.partition_lost
                 self._group_answers(change(partition, now_ms))
@@ -804,10 +839,10 @@ class Broker:
 
     def _from_client(self, conn: Channel, request: Request) -> bool:
         """Whether faults apply: not on a controller listener, not a follower's Fetch."""
-        if self._cluster is not None and self._cluster.serves(conn.listener):
+        if self._cluster.serves(conn.listener):
             return False
         body = request.body
-        return not isinstance(body, FetchRequest) or (
+        return not isinstance(body, messages.FetchRequest) or (
             body.replica_id < 0 and body.replica_state.replica_id < 0
         )
 
@@ -889,21 +924,16 @@ class Broker:
             self._timer_queue.cancel((_FAULT_TIMERS, seq))
 
     def _flush(self, out: list[Effect]) -> list[Effect]:
-        """End a call: its storage effects, then its network effects. Its answers go out now when
-        it wrote nothing, else once the driver reports that the writes succeeded."""
+        """End a call: its storage effects (its batch), then its network effects. Its answers and
+        messages to other nodes go out now when the writes they depend on are applied, else once
+        the driver reports them applied (``kafka_wire.broker.storage_pipeline``)."""
         if self._state is not None:
             self._maintenance.arm(self._state)
             self._state.collect_effects(self._effects)
-        if self._cluster is not None:
-            # Nothing leaves for other nodes before the call's writes are known to be applied.
-            self._node_out += self._cluster.take_network_effects()
-        storage: list[Effect] = list(self._effects.take())
+        node = self._cluster.take_network_effects()
+        storage = self._effects.take()
         answers, self._answers = self._answers, []
-        if storage:
-            self._awaiting = answers
-            return storage + out
-        out += self._node_out
-        self._node_out = []
-        self._starting = False
-        self._release(answers, out)
-        return out
+        ready, node = self._pipeline.end_call(storage, answers, node)
+        out += node
+        self._release(ready, out)
+        return [*storage, *out]

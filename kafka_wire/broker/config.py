@@ -86,6 +86,15 @@ class ClusterSettings:
     def advertised(self, listener: str) -> Endpoint | None:
         return next((e for e in self.advertised_listeners if e.listener == listener), None)
 
+    def sole_voter(self, node_id: int) -> bool:
+        """Whether ``node_id`` is the only voter of the quorum (a cluster of one controller)."""
+        return len(self.voters) == 1 and self.voters[0].node_id == node_id
+
+
+#: The listener names of a standalone node (:func:`standalone`).
+STANDALONE_LISTENER: Final = "PLAINTEXT"
+STANDALONE_CONTROLLER_LISTENER: Final = "CONTROLLER"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerConfig:
@@ -218,7 +227,8 @@ class BrokerConfig:
     #: (kafka_wire's bound on Kafka's wait, which has none but the process manager's patience).
     controlled_shutdown_enable: bool = True
     controlled_shutdown_timeout_ms: int = 30_000
-    #: The cluster this node belongs to (KRaft mode), or None: a single node, as before.
+    #: The cluster this node belongs to (KRaft mode), or None: a node that is a cluster of its own
+    #: (one voter, no controller listener: :func:`standalone` makes its settings).
     cluster: ClusterSettings | None = None
 
     def __post_init__(self) -> None:
@@ -448,3 +458,25 @@ def _parse(key: str, value: str, kind: object) -> object:
         return value
     except ValueError:
         raise BrokerConfigError(key, f"invalid value {value!r}") from None
+
+
+def standalone(config: BrokerConfig) -> BrokerConfig:
+    """``config`` as a node that is a whole cluster by itself (what ``kafka-wire serve`` without
+    ``controller.quorum.voters`` runs): broker and controller, the only voter of its quorum, its
+    one listener the broker's (``host:port``, named PLAINTEXT). The controller has no listener of
+    its own: the node's broker side reaches it in-process, and a lone voter elects itself without
+    asking anyone (what Kafka calls a standalone controller, KIP-853's ``--standalone``).
+    ``__consumer_offsets`` gets one replica, the only one there can be (Kafka's shipped
+    ``server.properties`` sets ``offsets.topic.replication.factor=1`` for the same reason)."""
+    if config.cluster is not None:
+        return config
+    listener = Endpoint(STANDALONE_LISTENER, config.host, config.port)
+    settings = ClusterSettings(
+        roles=frozenset({"broker", "controller"}),
+        listeners=(listener,),
+        advertised_listeners=(listener,),
+        controller_listener_names=(STANDALONE_CONTROLLER_LISTENER,),
+        inter_broker_listener=STANDALONE_LISTENER,
+        voters=(Voter(config.node_id, "", 0),),
+    )
+    return replace(config, cluster=settings, offsets_topic_replication_factor=1)

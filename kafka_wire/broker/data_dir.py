@@ -1,23 +1,17 @@
 """What the data directory must hold before the broker serves from it, checked at start.
 
-- ``meta.properties`` (Kafka's file: ``version=1``, ``node.id``, ``cluster.id``,
-  ``directory.id``) says whose directory it is. It is written once, when the directory is first
-  used; later starts refuse a directory of another node or, when ``cluster.id`` is configured, of
-  another cluster.
-- ``kafka-wire-metadata.json`` lists the topics (:class:`~kafka_wire.broker.metadata.ClusterMetadata`).
-  A damaged one stops the start with what to do. A missing one in a directory that still holds
-  partition directories is rebuilt from them (topic ids from each ``partition.metadata``; topic
-  configs are lost and say so).
-- Partition directories that the metadata does not name are strays: renamed ``<dir>.<id>-stray``
-  as Kafka does, never adopted by a topic and never deleted. One that holds another topic id than
-  the metadata's topic of that name stops the start (the operator moves it away).
+``meta.properties`` (Kafka's KRaft file: ``version=1``, ``node.id``, ``cluster.id``,
+``directory.id``) says whose directory it is. It is written once, when the directory is first
+used; later starts refuse a directory of another node or, when ``cluster.id`` is configured, of
+another cluster. A new directory needs ``cluster.id`` (every node of a cluster must share it,
+which Kafka ensures by formatting each directory with ``kafka-storage format``), unless the node
+is the only voter of its quorum (a cluster of its own, such as ``kafka-wire serve`` without
+``controller.quorum.voters``): it makes up its id.
 
-A node of a replicated cluster (``clustered``) learns its topics from the metadata log, not from
-``kafka-wire-metadata.json``: its directory is opened with no topics, and nothing is moved aside
-as a stray (which partitions are strays is known once the metadata is replayed). A new
-directory then needs ``cluster.id`` (every node of a cluster must share it, which Kafka ensures
-by formatting each directory with ``kafka-storage format``); ``__cluster_metadata-0`` holds the
-metadata log itself.
+The node learns its topics from the metadata log (``__cluster_metadata-0``), not from the
+directory: which partition directories it serves is known once the log is replayed. A directory
+of an older single node (``kafka-wire-metadata.json``) is imported into that log once
+(:mod:`kafka_wire.broker.legacy_import`).
 
 Problems the operator must solve raise :class:`DataDirError`, whose message names the file and
 what to do; everything else found is reported in ``warnings``.
@@ -31,14 +25,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Final
 
-from kafka_wire.broker.effects import Rename, StorageEffect
+from kafka_wire.broker.effects import StorageEffect
 from kafka_wire.broker.log.files import replace_atomically
-from kafka_wire.broker.metadata import (
-    METADATA_FILE,
-    ClusterMetadata,
-    TopicInfo,
-    random_uuid,
-)
+from kafka_wire.broker.metadata import ClusterMetadata, random_uuid
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.logformat.meta_properties import (
@@ -64,8 +53,8 @@ class DataDirError(KafkaWireError):
 
 @dataclass(slots=True)
 class DataDir:
-    """The outcome of opening a data directory: its metadata, the effects that finish the
-    opening (meta.properties when new, strays renamed), and warnings for the operator."""
+    """The outcome of opening a data directory: its identity (with no topics yet), the effects
+    that finish the opening (meta.properties when new), and warnings for the operator."""
 
     metadata: ClusterMetadata
     effects: list[StorageEffect] = field(default_factory=list)
@@ -82,11 +71,11 @@ class DataDir:
         node_id: int,
         cluster_id: str | None,
         rng: random.Random,
-        clustered: bool = False,
+        sole_voter: bool = False,
     ) -> DataDir:
         """Check and load the data directory, or raise :class:`DataDirError`."""
         text = read_text(storage, META_PROPERTIES)
-        if clustered and text is None and cluster_id is None:
+        if not sole_voter and text is None and cluster_id is None:
             raise DataDirError(
                 f"this data directory has no {META_PROPERTIES} and cluster.id is not set: a node of a cluster "
                 "needs the cluster's id (the same on every node; `kafka-wire cluster` sets it): set cluster.id"
@@ -118,26 +107,6 @@ class DataDir:
         )
         if identity is not None and identity.directory_id:
             opened.directory_id = parse_kafka_uuid(identity.directory_id)
-        if clustered:
-            opened._write_meta_properties(text, rng)
-            return opened
-        found = partition_dirs(storage)
-        if storage.size(METADATA_FILE) is not None:
-            try:
-                opened.metadata = ClusterMetadata.load(storage, node_id=node_id)
-            except ValueError as exc:
-                raise DataDirError(
-                    f"{METADATA_FILE} is damaged ({exc}): restore it from a backup, or delete it to rebuild the topic "
-                    "list from the partition directories (topic configs are then lost)"
-                ) from None
-            if stored_cluster is not None and opened.metadata.cluster_id != stored_cluster:
-                raise DataDirError(
-                    f"{METADATA_FILE} belongs to cluster.id={opened.metadata.cluster_id} but {META_PROPERTIES} to "
-                    f"cluster.id={stored_cluster}: the two files come from different data directories"
-                )
-        elif found:
-            opened._rebuild(found)
-        opened._move_strays(found, rng)
         opened._write_meta_properties(text, rng)
         return opened
 
@@ -150,40 +119,6 @@ class DataDir:
                 directory_id=kafka_uuid_text(self.directory_id),
             )
             self.effects += replace_atomically(META_PROPERTIES, data)
-
-    def _rebuild(self, found: dict[str, list[tuple[int, uuid.UUID | None]]]) -> None:
-        """Topics from partition directories whose ``partition.metadata`` agree on one topic id."""
-        for name, partitions in found.items():
-            ids = {topic_id for _, topic_id in partitions if topic_id is not None}
-            if len(ids) != 1:
-                continue  # no id, or several incarnations mixed: left to the stray check
-            topic_id = ids.pop()
-            indexes = {index for index, tid in partitions if tid == topic_id}
-            self.metadata.topics[name] = TopicInfo(name=name, topic_id=topic_id, partitions=max(indexes) + 1)
-        if self.metadata.topics:
-            self.warnings.append(
-                f"{METADATA_FILE} was missing: rebuilt {len(self.metadata.topics)} topic(s) from their partition "
-                f"directories ({', '.join(sorted(self.metadata.topics))}); their config overrides were lost"
-            )
-
-    def _move_strays(self, found: dict[str, list[tuple[int, uuid.UUID | None]]], rng: random.Random) -> None:
-        for name, partitions in found.items():
-            topic = self.metadata.topics.get(name)
-            for index, topic_id in partitions:
-                directory = f"{name}-{index}"
-                if topic is not None and index < topic.partitions:
-                    if topic_id not in (topic.topic_id, None):
-                        raise DataDirError(
-                            f"{directory}/{PARTITION_METADATA} names topic id {kafka_uuid_text(topic_id)}, but the "
-                            f"metadata says topic {name} has id {kafka_uuid_text(topic.topic_id)}: move {directory} "
-                            "out of the data directory (it holds another topic's records)"
-                        )
-                    continue
-                target = f"{directory}.{random_uuid(rng).hex}-stray"
-                self.effects.append(Rename(directory, target))
-                self.warnings.append(
-                    f"{directory} belongs to no topic the metadata names: moved aside to {target}"
-                )
 
 
 def partition_dirs(storage: StorageReader) -> dict[str, list[tuple[int, uuid.UUID | None]]]:

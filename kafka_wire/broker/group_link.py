@@ -6,12 +6,8 @@ engine's queue), hands it the group requests with a token per request, appends e
 :class:`~kafka_wire.broker.effects.EffectSink`) and reports the outcome, and turns its ``Respond``
 effects back into answers to the requests still waiting for them.
 
-**Single node** (``BrokerState.cluster`` is None): the coordinator serves every group; it loads
-all of ``__consumer_offsets`` at start, and a write's outcome is reported as soon as it is
-appended (the high watermark moves with the append).
-
-**Replicated cluster**: the coordinator serves the groups of the ``__consumer_offsets``
-partitions led on this node, and the node tells the link when that changes, from the metadata
+The coordinator serves the groups of the ``__consumer_offsets`` partitions led on this node (on
+a single node, all of them), and the node tells the link when that changes, from the metadata
 deltas it applies:
 
 * :meth:`GroupLink.partition_led` when this node becomes the partition's leader (after the
@@ -48,7 +44,6 @@ from kafka_wire.broker.offsets_topic import PartitionLoad, replication_outcome
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.codec.structs import Message
-from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
 
@@ -85,13 +80,12 @@ class GroupLink:
         self._state = state
         self._effects = effects
         self._log = log
-        self._clustered = state.cluster is not None
         self._commit_timeout_ms = config.offsets_commit_timeout_ms
         #: Requests awaiting the coordinator's answer, by (connection id, correlation id).
         self._waiting: dict[tuple[int, int], Request] = {}
-        #: Partitions being loaded (a cluster only), in the order they were led.
+        #: Partitions being loaded, in the order they were led.
         self._loads: dict[int, PartitionLoad] = {}
-        #: Writes waiting for their replication (a cluster only), in append order.
+        #: Writes waiting for their replication, in append order.
         self._replicating: list[_Replicating] = []
         #: The latest time seen, for deadlines that are "now".
         self._now_ms = 0
@@ -115,10 +109,8 @@ class GroupLink:
             topic_id_of=lambda name: t.topic_id if (t := state.topic_named(name)) is not None else None,
             partitions_of=lambda name: t.partitions if (t := state.topic_named(name)) is not None else None,
             timers=timers,
-            partitioned=self._clustered,
+            partitioned=True,
         )
-        if not self._clustered:
-            offsets_topic.replay(state, self.coordinator, log)
 
     @property
     def waiting(self) -> int:
@@ -172,13 +164,12 @@ class GroupLink:
     def clear(self) -> None:
         self._waiting.clear()
 
-    # -- a replicated cluster ---------------------------------------------------------------------
+    # -- the partitions led here --------------------------------------------------------------------
 
     def partition_led(self, partition: int, now_ms: int) -> list[GroupAnswer]:
         """This node now leads ``__consumer_offsets`` partition ``partition`` (its replica is the
         leader): load its groups and offsets, then serve them (see the module docstring). Nothing
         happens when the partition is served or loading already, or has no replica here (logged)."""
-        self._require_cluster()
         self._now_ms = max(self._now_ms, now_ms)
         coordinator = self.coordinator
         served = coordinator.served_partitions or frozenset()
@@ -201,7 +192,6 @@ class GroupLink:
 
     def partition_lost(self, partition: int, now_ms: int) -> list[GroupAnswer]:
         """This node no longer leads ``partition`` (see the module docstring)."""
-        self._require_cluster()
         self._now_ms = max(self._now_ms, now_ms)
         coordinator = self.coordinator
         self._loads.pop(partition, None)
@@ -222,7 +212,7 @@ class GroupLink:
     def poll(self, now_ms: int) -> list[GroupAnswer]:
         """Report the writes whose replication is settled (the high watermark passed their end,
         this node lost the partition, or ``offsets.commit.timeout.ms`` passed) and go on with
-        the loads in progress. Nothing to do on a single node."""
+        the loads in progress."""
         if not self._replicating and not self._loads:
             return []
         self._now_ms = max(self._now_ms, now_ms)
@@ -273,10 +263,6 @@ class GroupLink:
                 break
         return answers
 
-    def _require_cluster(self) -> None:
-        if not self._clustered:
-            raise LocalProtocolError("a single node's group coordinator serves every partition")
-
     # -- effects ----------------------------------------------------------------------------------
 
     def _apply(self, effects: list[GroupEffect], now_ms: int) -> list[GroupAnswer]:
@@ -300,10 +286,10 @@ class GroupLink:
 
     def _persist(self, write: Persist, now_ms: int) -> int | None:
         """Append one write; its outcome now, or None when it waits for its replication."""
-        if self._clustered and write.partition not in (self.coordinator.served_partitions or ()):
+        if write.partition not in (self.coordinator.served_partitions or ()):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER  # the partition was lost: no append
-        appended = offsets_topic.append(self._state, self._effects, write, now_ms, self._log)
-        if appended.error_code or not self._clustered:
+        appended = offsets_topic.append(self._state, write, now_ms, self._log)
+        if appended.error_code:
             return appended.error_code
         waiting = _Replicating(
             write.append_id, write.partition, appended.end_offset, now_ms + self._commit_timeout_ms

@@ -3,10 +3,9 @@ coordinators this broker does not run yet).
 
 Clients cannot create, delete, produce to, trim, re-partition or reconfigure an internal topic;
 each API refuses with the error code listed in ``docs/guide/broker.md``. The broker creates the ones
-it uses itself (:func:`internal_topic_specs`: Metadata auto-creation, FindCoordinator, the first
-group write), with its own partition count and configs (in a cluster it asks the controller to:
-:class:`TopicCreation`), and at start-up takes over one a client
-made under an older kafka_wire (:func:`adopt`: marked internal, configs replaced).
+it uses itself (:func:`internal_topic_specs`: Metadata auto-creation, FindCoordinator), with its
+own partition count and configs, by asking the active controller (:class:`TopicCreation`, which
+also asks for the topics Metadata auto-creates).
 
 Facts from Kafka: the internal names are ``Topic.INTERNAL_TOPICS``; ``__consumer_offsets`` is
 created with ``offsets.topic.num.partitions`` partitions and ``cleanup.policy=compact``,
@@ -18,21 +17,16 @@ Kafka refuses to create it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.broker.config import BrokerConfig
-from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata
+from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    CreateTopicsRequest,
-    CreateTopicsRequestCreatableTopic,
-    CreateTopicsRequestCreatableTopicConfig,
-    CreateTopicsResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ErrorCode
 
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"
@@ -78,66 +72,23 @@ def internal_topic_specs(config: BrokerConfig) -> dict[str, InternalTopicSpec]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class Adopted:
-    """An internal topic whose metadata :func:`adopt` corrected at start-up."""
-
-    name: str
-    #: It was an ordinary topic (made by a client under an older kafka_wire).
-    was_ordinary: bool
-    old_configs: Mapping[str, str]
-    new_configs: Mapping[str, str]
-
-
-def adopt(metadata: ClusterMetadata, config: BrokerConfig, log: logging.Logger) -> list[Adopted]:
-    """Take over the internal topics found in ``metadata``: give them the broker's configs (the partition count stays: groups are placed by the actual count).
-
-    Logs what changed (WARNING for a topic a client made) and returns it; the caller persists the
-    metadata.
-    """
-    specs = internal_topic_specs(config)
-    changed = []
-    for name in sorted(INTERNAL_TOPICS):
-        topic = metadata.topics.get(name)
-        if topic is None:
-            continue
-        spec = specs.get(name)
-        configs = dict(spec.configs) if spec is not None else topic.configs
-        was_ordinary = name in metadata.marked_ordinary
-        metadata.marked_ordinary.discard(name)
-        if not was_ordinary and topic.configs == configs:
-            continue
-        adopted = Adopted(name, was_ordinary, dict(topic.configs), dict(configs))
-        changed.append(adopted)
-        topic.configs = dict(configs)
-        if adopted.was_ordinary:
-            log.warning(
-                "%s was an ordinary topic (made by a client): the broker takes it over as an internal topic; "
-                "configs %s replaced by %s",
-                name,
-                adopted.old_configs,
-                adopted.new_configs,
-            )
-        else:
-            log.info("internal topic %s: configs set to %s", name, adopted.new_configs)
-    return changed
-
-
 #: kafka_wire's own: after a creation request failed, the wait before another is sent.
 CREATE_RETRY_BACKOFF_MS: Final = 100
 
 
 class TopicCreation:
-    """Topics a broker of a cluster asked the active controller to create (auto-created ones,
-    and the internal topics it makes).
+    """Topics a broker asked the active controller to create (auto-created ones, and the
+    internal topics it makes).
 
-    In a cluster the controller creates topics: the broker sends it the CreateTopics request
-    Kafka's ``AutoTopicCreationManager`` sends (the spec's partitions and configs, replication
-    factor ``offsets.topic.replication.factor`` for ``__consumer_offsets``), one per topic at a
-    time; a failed one (no answer, or an error other than TOPIC_ALREADY_EXISTS) is sent again no
-    sooner than :data:`CREATE_RETRY_BACKOFF_MS` later. The topic appears in the cluster view once
-    the controller has committed it; until then the caller answers as Kafka does
-    (COORDINATOR_NOT_AVAILABLE for FindCoordinator).
+    The controller creates topics: the broker sends it the CreateTopics request Kafka's
+    ``AutoTopicCreationManager`` sends (the spec's partitions and configs, replication factor
+    ``offsets.topic.replication.factor`` for ``__consumer_offsets``; the topics one Metadata
+    request auto-creates go in one request, so that Kafka's limit on the records of one request
+    applies to them together), with at most one request in flight per topic; a failed one (no
+    answer, or an error other than TOPIC_ALREADY_EXISTS) is asked again no sooner than
+    :data:`CREATE_RETRY_BACKOFF_MS` later. The topic appears in the cluster view once the
+    controller has committed it; until then the caller answers as Kafka does
+    (COORDINATOR_NOT_AVAILABLE for FindCoordinator, LEADER_NOT_AVAILABLE for Metadata).
     """
 
     def __init__(self, logger: logging.Logger | None = None) -> None:
@@ -155,49 +106,54 @@ class TopicCreation:
         if spec is None:
             return False
         return self.create(
-            cluster, name, spec.partitions, _replication_factor(config, name), spec.configs, now_ms
+            cluster, [name], spec.partitions, _replication_factor(config, name), spec.configs, now_ms
         )
 
     def create(
         self,
         cluster: ClusterView,
-        name: str,
+        names: Iterable[str],
         partitions: int,
         replication_factor: int,
         configs: Mapping[str, str],
         now_ms: int,
     ) -> bool:
-        """Ask for topic ``name`` (auto-created, or internal) unless a request for it is in flight
-        or backing off; True when one was sent now."""
-        if name in self._in_flight or now_ms < self._retry_at_ms.get(name, 0):
-            return False
-        if cluster.controller_id < 0:
+        """Ask for the topics ``names`` (auto-created, or internal) in one request, but those
+        in flight or backing off; True when one was sent now."""
+        wanted = [
+            n
+            for n in dict.fromkeys(names)
+            if n not in self._in_flight and now_ms >= self._retry_at_ms.get(n, 0)
+        ]
+        if not wanted or cluster.controller_id < 0:
             return False  # no active controller known yet: asked again at the next lookup
-        body = CreateTopicsRequest(
+        body = messages.CreateTopicsRequest(
             topics=[
-                CreateTopicsRequestCreatableTopic(
+                messages.CreateTopicsRequestCreatableTopic(
                     name=name,
                     num_partitions=partitions,
                     replication_factor=replication_factor,
                     configs=[
-                        CreateTopicsRequestCreatableTopicConfig(name=key, value=value)
+                        messages.CreateTopicsRequestCreatableTopicConfig(name=key, value=value)
                         for key, value in configs.items()
                     ],
                 )
+                for name in wanted
             ],
             timeout_ms=CREATE_TIMEOUT_MS,
         )
 
         def on_reply(reply: Message | None, reply_ms: int) -> None:
-            self._in_flight.discard(name)
-            error = _creation_error(reply, name)
-            if error is None:
-                self._retry_at_ms.pop(name, None)
-                return
-            self._log.warning("creating %s through the controller failed (%s); retrying", name, error)
-            self._retry_at_ms[name] = reply_ms + CREATE_RETRY_BACKOFF_MS
+            for name in wanted:
+                self._in_flight.discard(name)
+                error = _creation_error(reply, name)
+                if error is None:
+                    self._retry_at_ms.pop(name, None)
+                    continue
+                self._log.warning("creating %s through the controller failed (%s); retrying", name, error)
+                self._retry_at_ms[name] = reply_ms + CREATE_RETRY_BACKOFF_MS
 
-        self._in_flight.add(name)
+        self._in_flight.update(wanted)
         cluster.send(
             Outbound(cluster.controller_id, cluster.controller_listener, body, on_reply, CREATE_TIMEOUT_MS)
         )
@@ -216,7 +172,7 @@ def _replication_factor(config: BrokerConfig, name: str) -> int:
 
 def _creation_error(reply: Message | None, name: str) -> str | None:
     """Why a creation request failed, or None when the topic was made (or already existed)."""
-    if not isinstance(reply, CreateTopicsResponse):
+    if not isinstance(reply, messages.CreateTopicsResponse):
         return "no answer"
     for topic in reply.topics:
         if topic.name == name and topic.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):

@@ -13,7 +13,8 @@ Kafka's ``BrokerLifecycleManager``, as a pure state machine:
   (the controller lost the registration): register again.
 - **Controlled shutdown**: ``begin_shutdown`` sends heartbeats with ``want_shut_down`` until one
   answers ``should_shut_down`` (the controller moved the broker's leaderships away), or
-  ``controlled_shutdown_timeout_ms`` passes; then :attr:`may_stop`.
+  ``controlled_shutdown_timeout_ms`` passes; then :attr:`may_stop`. After the first answer the
+  next heartbeat comes 50 ms later, then at the heartbeat interval, as Kafka's.
 
 States (Kafka's ``BrokerState`` names) move by :data:`LIFECYCLE_TRANSITIONS`. One request is in
 flight at a time; a reply is taken only from the request it answers.
@@ -26,22 +27,21 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.metadata import random_uuid
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationRequest,
-    BrokerRegistrationRequestFeature,
-    BrokerRegistrationRequestListener,
-    BrokerRegistrationResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        BrokerHeartbeatRequest,
+        BrokerRegistrationRequest,
+    )
 
 #: What a kafka_wire broker announces it supports (name, min, max): metadata.version 3.3-IV3 (7,
 #: the first KRaft-only level) to 3.9-IV0 (21), and kraft.version 0 to 1.
@@ -50,6 +50,9 @@ SUPPORTED_FEATURES: Final = (("metadata.version", 7, 21), ("kraft.version", 0, 1
 PLAINTEXT_ID: Final = 0
 #: The first wait before a failed request is sent again (Kafka's lifecycle manager: 100 ms).
 INITIAL_RETRY_MS: Final = 100
+#: After the first heartbeat answer of a controlled shutdown, the next heartbeat comes this soon
+#: (Kafka's ``BrokerLifecycleManager``: 50 ms), then at the heartbeat interval.
+SHUTDOWN_RECHECK_MS: Final = 50
 
 _SILENT: Final = logging.getLogger("kafka_wire.broker.lifecycle.silent")
 _SILENT.addHandler(logging.NullHandler())
@@ -142,6 +145,8 @@ class BrokerLifecycle:
         self._in_flight: int | None = None
         self._sequence = 0
         self._shutdown_deadline_ms: int | None = None
+        #: A heartbeat answered while in controlled shutdown (the next one then waits a full interval).
+        self._shutdown_answered = False
 
     @property
     def state(self) -> LifecycleState:
@@ -176,10 +181,12 @@ class BrokerLifecycle:
         and its own registration): it may be unfenced (Kafka's ``setReadyToUnfence``)."""
         self._caught_up = True
 
-    def begin_shutdown(self, now_ms: int) -> None:
+    def begin_shutdown(self, now_ms: int, *, controlled: bool = True) -> None:
+        """Stop: with a controlled shutdown (``controlled.shutdown.enable``, and ``controlled``:
+        the node passes False when there is no other broker to move leaderships to), else at once."""
         if self._state in (LifecycleState.SHUTTING_DOWN, LifecycleState.PENDING_CONTROLLED_SHUTDOWN):
             return
-        if not self._config.controlled_shutdown_enable:
+        if not (controlled and self._config.controlled_shutdown_enable):
             self._state = LifecycleState.SHUTTING_DOWN
             return
         self._move(LifecycleInput.SHUTDOWN_ASKED)
@@ -228,18 +235,18 @@ class BrokerLifecycle:
     # -- requests --------------------------------------------------------------------------------
 
     def _registration(self) -> BrokerRegistrationRequest:
-        return BrokerRegistrationRequest(
+        return messages.BrokerRegistrationRequest(
             broker_id=self._config.node_id,
             cluster_id=self._cluster_id,
             incarnation_id=self.incarnation_id,
             listeners=[
-                BrokerRegistrationRequestListener(
+                messages.BrokerRegistrationRequestListener(
                     name=e.listener, host=e.host, port=e.port, security_protocol=PLAINTEXT_ID
                 )
                 for e in self._listeners
             ],
             features=[
-                BrokerRegistrationRequestFeature(
+                messages.BrokerRegistrationRequestFeature(
                     name=name, min_supported_version=low, max_supported_version=high
                 )
                 for name, low, high in self._features
@@ -250,7 +257,7 @@ class BrokerLifecycle:
         )
 
     def _heartbeat(self) -> BrokerHeartbeatRequest:
-        return BrokerHeartbeatRequest(
+        return messages.BrokerHeartbeatRequest(
             broker_id=self._config.node_id,
             broker_epoch=self.broker_epoch,
             current_metadata_offset=self._metadata_offset(),
@@ -289,8 +296,8 @@ class BrokerLifecycle:
     def _on_registration(self, reply: Message | None, now_ms: int) -> None:
         if self._state is not LifecycleState.STARTING:
             return
-        if not isinstance(reply, BrokerRegistrationResponse) or reply.error_code != ErrorCode.NONE:
-            if isinstance(reply, BrokerRegistrationResponse):
+        if not isinstance(reply, messages.BrokerRegistrationResponse) or reply.error_code != ErrorCode.NONE:
+            if isinstance(reply, messages.BrokerRegistrationResponse):
                 self._log.info("broker registration refused: %r", ErrorCode.lookup(reply.error_code))
             self._retry(now_ms)
             return
@@ -306,7 +313,7 @@ class BrokerLifecycle:
             LifecycleState.PENDING_CONTROLLED_SHUTDOWN,
         ):
             return
-        if not isinstance(reply, BrokerHeartbeatResponse):
+        if not isinstance(reply, messages.BrokerHeartbeatResponse):
             self._retry(now_ms)
             return
         if reply.error_code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
@@ -321,7 +328,14 @@ class BrokerLifecycle:
         self._retry_ms = INITIAL_RETRY_MS
         self.fenced = reply.is_fenced
         self._move(LifecycleInput.FENCED if reply.is_fenced else LifecycleInput.UNFENCED)
-        if self.state is LifecycleState.PENDING_CONTROLLED_SHUTDOWN and reply.should_shut_down:
-            self._move(LifecycleInput.SHUTDOWN_ALLOWED)
-            return
+        if self.state is LifecycleState.PENDING_CONTROLLED_SHUTDOWN:
+            if reply.should_shut_down:
+                self._move(LifecycleInput.SHUTDOWN_ALLOWED)
+                return
+            if not self._shutdown_answered:
+                # The first answer to the shutdown: ask again soon, as Kafka does, since the
+                # leadership moves are often done at once.
+                self._shutdown_answered = True
+                self._due_ms = now_ms + SHUTDOWN_RECHECK_MS
+                return
         self._due_ms = now_ms + self._config.broker_heartbeat_interval_ms

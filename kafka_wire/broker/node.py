@@ -20,40 +20,62 @@ interfaces, the protocols below, are used here). The wiring, after every input (
 2. a change of raft leadership is told to the controller (active on the leader only);
 3. once the image has applied everything the quorum committed, the lifecycle may ask to be
    unfenced;
-4. the raft replica's outbound requests go to the peer links.
+4. the raft replica's outbound requests go to the peer links;
+5. on the only voter of its quorum (a single node), requests to its own controller (the broker
+   side's registration, heartbeats and forwarded requests) are answered in-process by the
+   :class:`~kafka_wire.broker.local_link.LocalLink`, with no connection; their answers may move
+   the steps above again, so the pump repeats until nothing moves. Such a node starts, elects
+   itself, registers and is unfenced within its first call, and needs no controller socket.
 
 Requests on a controller listener go to the raft replica (Vote, BeginQuorumEpoch,
 EndQuorumEpoch, Fetch and FetchSnapshot of ``__cluster_metadata``, DescribeQuorum) or to the
 controller (the rest of :data:`CONTROLLER_APIS`); ApiVersions is answered here.
 
-The :class:`MetadataView` is the node's :class:`~kafka_wire.broker.cluster_view.ClusterView`:
-the image's brokers and partitions, the raft leader as the active controller, requests sent
-through the peer links (a controller's endpoint from ``controller.quorum.voters``, a broker's
-from its registration).
+The :class:`~kafka_wire.broker.metadata_view.MetadataView` is the node's
+:class:`~kafka_wire.broker.cluster_view.ClusterView`; the parts' interfaces are in
+:mod:`kafka_wire.broker.node_contracts`.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from typing import Final
 
-from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, PartitionState
+from kafka_wire import messages
+from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
-from kafka_wire.broker.effects import Effect, EffectSink
+from kafka_wire.broker.controller.controller import CONTROLLER_APIS as QUORUM_CONTROLLER_APIS
+from kafka_wire.broker.controller.records import decode_record
+from kafka_wire.broker.data_dir import partition_dirs
+from kafka_wire.broker.effects import Effect, EffectSink, Rename
 from kafka_wire.broker.lifecycle import BrokerLifecycle
-from kafka_wire.broker.metadata import OFFSETS_TOPIC, TopicInfo
+from kafka_wire.broker.local_link import LocalLink
+from kafka_wire.broker.metadata import OFFSETS_TOPIC, TopicInfo, random_uuid
+from kafka_wire.broker.metadata_view import MetadataView
+from kafka_wire.broker.node_contracts import (
+    CommittedBatchLike,
+    DeltaLike,
+    NodeParts,
+    PartsContext,
+    PartsFactory,
+    SnapshotLoadLike,
+    merged,
+)
+from kafka_wire.broker.node_parts import build_parts
 from kafka_wire.broker.peers import PeerLinks
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
+from kafka_wire.broker.raft.config import METADATA_TOPIC
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import REQUESTS, ApiKey
+from kafka_wire.logformat.names import partition_dir
+from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import api_versions_response
+
+__all__ = ["CONTROLLER_APIS", "RAFT_APIS", "MetadataView", "Node", "NodeParts", "PartsContext"]
 
 #: Requests the raft replica answers on a controller listener.
 RAFT_APIS: Final = frozenset(
@@ -67,22 +89,8 @@ RAFT_APIS: Final = frozenset(
     }
 )
 #: Every request a controller listener accepts (Kafka's controller ``ApiMessageType`` listeners).
-CONTROLLER_APIS: Final = RAFT_APIS | frozenset(
-    {
-        ApiKey.API_VERSIONS,
-        ApiKey.BROKER_REGISTRATION,
-        ApiKey.BROKER_HEARTBEAT,
-        ApiKey.ALTER_PARTITION,
-        ApiKey.CREATE_TOPICS,
-        ApiKey.DELETE_TOPICS,
-        ApiKey.CREATE_PARTITIONS,
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        ApiKey.ELECT_LEADERS,
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-        ApiKey.LIST_PARTITION_REASSIGNMENTS,
-        ApiKey.ALLOCATE_PRODUCER_IDS,
-        ApiKey.DESCRIBE_CLUSTER,
-    }
+CONTROLLER_APIS: Final = (
+    RAFT_APIS | QUORUM_CONTROLLER_APIS | frozenset({ApiKey.API_VERSIONS, ApiKey.DESCRIBE_CLUSTER})
 )
 #: ``ConfigResource.Type.TOPIC``: config keys of the image are (resource type, name).
 _TOPIC_RESOURCE: Final = 2
@@ -96,272 +104,20 @@ def controller_api_versions() -> dict[int, tuple[int, int]]:
     """What a controller listener accepts: every version kafka_wire knows of :data:`CONTROLLER_APIS`."""
     versions: dict[int, tuple[int, int]] = {}
     for key in sorted(CONTROLLER_APIS):
-        cls = REQUESTS.get(key)
-        if cls is not None:
-            versions[key] = (min(cls.VERSIONS), max(cls.VERSIONS))
+        known = messages.VALID_VERSIONS.get(key)
+        if known is not None:
+            versions[key] = (min(known), max(known))
     return versions
-
-
-# -- the parts, as this module uses them -----------------------------------------------------------
-
-
-@runtime_checkable
-class CommittedBatchLike(Protocol):
-    """A committed batch of metadata records (``raft.CommittedBatch``)."""
-
-    @property
-    def last_offset(self) -> int: ...
-
-    @property
-    def records(self) -> tuple[bytes, ...]: ...
-
-
-class SnapshotIdLike(Protocol):
-    @property
-    def end_offset(self) -> int: ...
-
-
-@runtime_checkable
-class SnapshotLoadLike(Protocol):
-    """A snapshot replacing the state built so far (``raft.SnapshotLoad``)."""
-
-    @property
-    def snapshot_id(self) -> SnapshotIdLike: ...
-
-    @property
-    def records(self) -> tuple[bytes, ...]: ...
-
-
-class RaftPart(Protocol):
-    """The node's replica of ``__cluster_metadata`` (``raft.KRaftReplica``)."""
-
-    @property
-    def leader_id(self) -> int: ...
-
-    @property
-    def epoch(self) -> int: ...
-
-    @property
-    def high_watermark(self) -> int: ...
-
-    @property
-    def leader_ready(self) -> bool:
-        """Leader, with everything before its epoch committed."""
-        ...
-
-    @property
-    def caught_up(self) -> bool:
-        """Has what the quorum had committed when the leader last answered (a leader: always)."""
-        ...
-
-    def start(self, now_ms: int) -> None: ...
-
-    def take_committed(self) -> Sequence[object]: ...
-
-    def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting: ...
-
-    def poll_outbound(self, now_ms: int) -> list[Outbound]: ...
-
-    def next_deadline_ms(self) -> int | None: ...
-
-    def tick(self, now_ms: int) -> None: ...
-
-
-class DeltaLike(Protocol):
-    """What one applied batch changed (``controller.image.MetadataDelta``)."""
-
-    @property
-    def partitions(self) -> tuple[PartitionState, ...]: ...
-
-    @property
-    def removed_topics(self) -> tuple[tuple[str, uuid.UUID], ...]: ...
-
-    @property
-    def configs(self) -> Sequence[tuple[int, str]]: ...
-
-
-class ImagePart(Protocol):
-    """The metadata image (``controller.image.MetadataImage``)."""
-
-    @property
-    def offset(self) -> int: ...
-
-    def brokers(self) -> Sequence[BrokerInfo]: ...
-
-    def broker(self, node_id: int) -> BrokerInfo | None: ...
-
-    def partition(self, topic: str, partition: int) -> PartitionState | None: ...
-
-    def partitions_of(self, topic: str) -> Sequence[PartitionState]: ...
-
-    def topic_configs(self, topic: str) -> dict[str, str]: ...
-
-    def apply_batch(self, offset: int, records: Sequence[Message]) -> DeltaLike: ...
-
-    def load_snapshot(self, offset: int, records: Sequence[Message]) -> DeltaLike: ...
-
-
-class ControllerPart(Protocol):
-    """The quorum controller (``controller.QuorumController``): active while the raft replica
-    leads with everything before its epoch committed. Its committed image is the node's image."""
-
-    def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting: ...
-
-    def replay(self, offset: int, records: Sequence[bytes], now_ms: int) -> DeltaLike:
-        """Records the quorum committed (the controller's own proposals included), in order."""
-        ...
-
-    def load_snapshot(self, offset: int, records: Sequence[bytes]) -> DeltaLike: ...
-
-    def next_deadline_ms(self) -> int | None: ...
-
-    def tick(self, now_ms: int) -> None:
-        """Periodic work; also how it learns that the raft leadership changed."""
-        ...
-
-
-class ReplicationPart(Protocol):
-    """The broker's replicas (``replication.ReplicaManager``)."""
-
-    def apply(
-        self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
-    ) -> None: ...
-
-    def next_deadline_ms(self) -> int | None: ...
-
-    def tick(self, now_ms: int) -> None: ...
-
-
-@dataclass(slots=True)
-class NodeParts:
-    raft: RaftPart
-    image: ImagePart
-    #: On a node with the controller role.
-    controller: ControllerPart | None = None
-    #: On a node with the broker role.
-    replication: ReplicationPart | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PartsContext:
-    """What a :data:`PartsFactory` builds the parts from."""
-
-    config: BrokerConfig
-    settings: ClusterSettings
-    state: BrokerState
-    effects: EffectSink
-    view: MetadataView
-    rng: random.Random
-    now_ms: int
-    logger: logging.Logger
-
-
-PartsFactory = Callable[[PartsContext], NodeParts]
 
 
 def default_parts(context: PartsContext) -> NodeParts:
     """The parts of a node of this build (:func:`kafka_wire.broker.node_parts.build_parts`)."""
-    from kafka_wire.broker.node_parts import build_parts  # it builds on this module's types
-
     return build_parts(context)
 
 
 def default_decode_record(data: bytes) -> Message:
     """A metadata record from its framed bytes (``DecodeError`` on anything else)."""
-    from kafka_wire.broker.controller.records import decode_record
-
     return decode_record(data)
-
-
-@dataclass(frozen=True, slots=True)
-class MergedDelta:
-    """Consecutive deltas as one: the last state of each partition, every removal."""
-
-    partitions: tuple[PartitionState, ...]
-    removed_topics: tuple[tuple[str, uuid.UUID], ...]
-    configs: tuple[tuple[int, str], ...]
-
-
-def merged(deltas: Sequence[DeltaLike]) -> DeltaLike:
-    if len(deltas) == 1:
-        return deltas[0]
-    partitions: dict[tuple[str, int], PartitionState] = {}
-    removed: list[tuple[str, uuid.UUID]] = []
-    configs: list[tuple[int, str]] = []
-    for delta in deltas:
-        for name, topic_id in delta.removed_topics:
-            partitions = {k: v for k, v in partitions.items() if (v.topic, v.topic_id) != (name, topic_id)}
-            removed.append((name, topic_id))
-        for state in delta.partitions:
-            partitions.pop((state.topic, state.partition), None)  # keep the order of the last change
-            partitions[state.topic, state.partition] = state
-        configs += [c for c in delta.configs if c not in configs]
-    return MergedDelta(tuple(partitions.values()), tuple(removed), tuple(configs))
-
-
-# -- the view --------------------------------------------------------------------------------------
-
-
-class MetadataView:
-    """The node's :class:`~kafka_wire.broker.cluster_view.ClusterView` (see the module docstring)."""
-
-    def __init__(
-        self, node_id: int, settings: ClusterSettings, links_send: Callable[[Outbound], None]
-    ) -> None:
-        self._node_id = node_id
-        self._settings = settings
-        self._send = links_send
-        self._image: ImagePart | None = None
-        self._raft: RaftPart | None = None
-
-    def attach(self, image: ImagePart, raft: RaftPart) -> None:
-        self._image, self._raft = image, raft
-
-    @property
-    def image(self) -> ImagePart:
-        if self._image is None:
-            raise LocalProtocolError("the node's parts are not built yet")
-        return self._image
-
-    @property
-    def node_id(self) -> int:
-        return self._node_id
-
-    @property
-    def controller_id(self) -> int:
-        return -1 if self._raft is None else self._raft.leader_id
-
-    @property
-    def inter_broker_listener(self) -> str:
-        return self._settings.inter_broker_listener
-
-    @property
-    def controller_listener(self) -> str:
-        return self._settings.controller_listener
-
-    def brokers(self) -> Sequence[BrokerInfo]:
-        return self.image.brokers()
-
-    def broker(self, node_id: int) -> BrokerInfo | None:
-        return self.image.broker(node_id)
-
-    def partition(self, topic: str, partition: int) -> PartitionState | None:
-        return self.image.partition(topic, partition)
-
-    def partitions_of(self, topic: str) -> Sequence[PartitionState]:
-        return self.image.partitions_of(topic)
-
-    def send(self, outbound: Outbound) -> None:
-        self._send(outbound)
-
-    def endpoint_of(self, node_id: int, listener: str) -> Endpoint | None:
-        """Where to reach ``node_id`` on ``listener``: a controller listener from the voters, else
-        the broker's registration."""
-        if listener in self._settings.controller_listener_names:
-            voter = self._settings.voter(node_id)
-            return None if voter is None else Endpoint(listener, voter.host, voter.port)
-        info = None if self._image is None else self._image.broker(node_id)
-        return None if info is None else info.endpoint(listener)
 
 
 # -- the node --------------------------------------------------------------------------------------
@@ -397,8 +153,12 @@ class Node:
             logger=self._log,
         )
         self.view = MetadataView(config.node_id, self.settings, self._send)
+        #: Requests to this node's own controller, answered in-process (the only voter).
+        self.local = LocalLink(self._serve_local)
+        self._sole_voter = self.settings.sole_voter(config.node_id)
         self._parts: NodeParts | None = None
         self._state: BrokerState | None = None
+        self._effects = EffectSink()
         self.lifecycle: BrokerLifecycle | None = None
         self._leadership = (-1, -1, False)
         #: Deltas applied to the image and not yet to the broker's parts (until first caught up).
@@ -415,7 +175,30 @@ class Node:
         return self._parts
 
     def _send(self, outbound: Outbound) -> None:
-        self.links.send(outbound, self._now_ms)
+        if self._is_local(outbound):
+            self.local.send(outbound, self._now_ms)
+        else:
+            self.links.send(outbound, self._now_ms)
+
+    def _is_local(self, outbound: Outbound) -> bool:
+        """A request for this node's own controller when it is the quorum's only voter: served
+        in-process. A node of a larger quorum reaches its own controller over its controller
+        listener, as a Kafka combined node does (its heartbeats then take a network hop, as
+        every other broker's do)."""
+        return (
+            self._sole_voter
+            and outbound.destination == self.config.node_id
+            and outbound.listener in self.settings.controller_listener_names
+            and self._parts is not None
+            and self._parts.controller is not None
+        )
+
+    def _serve_local(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting:
+        parts = self.parts
+        if api_key in RAFT_APIS:
+            return parts.raft.handle(api_key, api_version, body, now_ms)
+        assert parts.controller is not None  # only requests to a controller are local
+        return parts.controller.handle(api_key, api_version, body, now_ms)
 
     def _endpoint_of(self, node_id: int, listener: str) -> Endpoint | None:
         return self.view.endpoint_of(node_id, listener)
@@ -425,6 +208,7 @@ class Node:
     def start(self, state: BrokerState, effects: EffectSink, now_ms: int) -> None:
         self._now_ms = now_ms
         self._state = state
+        self._effects = effects
         parts = self._build_parts(
             PartsContext(
                 config=self.config,
@@ -439,7 +223,6 @@ class Node:
         )
         self._parts = parts
         self.view.attach(parts.image, parts.raft)
-        state.cluster = self.view
         parts.raft.start(now_ms)
         if self.settings.is_broker:
             self.lifecycle = BrokerLifecycle(
@@ -460,6 +243,8 @@ class Node:
             )
             lifecycle = self.lifecycle
             state.producer_ids = ProducerIdBlocks(self.view, lambda: lifecycle.broker_epoch)
+            if parts.controller is not None and self._sole_voter:
+                parts.controller.local_broker(lifecycle.incarnation_id)
             self.lifecycle.start(now_ms)
         self._pump(now_ms)
 
@@ -484,6 +269,16 @@ class Node:
             raise LocalProtocolError("a controller request reached a node without a controller")
         self._pump(now_ms)
         return answer
+
+    def pump(self, now_ms: int) -> bool:
+        """Serve what the broker's handlers asked of this node's own controller in this call
+        (a forwarded request, a topic to create, producer ids), and what that moves; whether
+        there was anything."""
+        if not self.local.busy:
+            return False
+        self._now_ms = now_ms
+        self._pump(now_ms)
+        return True
 
     def owns(self, conn_id: int) -> bool:
         return self.links.owns(conn_id)
@@ -512,6 +307,7 @@ class Node:
             parts.controller.tick(now_ms)
         if parts.replication is not None:
             parts.replication.tick(now_ms)
+            self._follow_applied()
         if self.lifecycle is not None:
             self.lifecycle.tick(now_ms)
         self._pump(now_ms)
@@ -520,7 +316,11 @@ class Node:
         if self._parts is None:
             return None
         parts = self._parts
-        candidates = [self.links.next_deadline_ms(), parts.raft.next_deadline_ms()]
+        candidates = [
+            self.links.next_deadline_ms(),
+            self.local.next_deadline_ms(),
+            parts.raft.next_deadline_ms(),
+        ]
         if parts.controller is not None:
             candidates.append(parts.controller.next_deadline_ms())
         if parts.replication is not None:
@@ -538,9 +338,14 @@ class Node:
         return changes
 
     def begin_shutdown(self, now_ms: int) -> None:
+        """A controlled shutdown; none for a single node (the only voter, and the only broker
+        registered): its leaderships have nowhere to move, and its restart replaces its
+        registration at once."""
         self._now_ms = now_ms
         if self.lifecycle is not None:
-            self.lifecycle.begin_shutdown(now_ms)
+            brokers = [b.node_id for b in self.parts.image.brokers()]
+            alone = self._sole_voter and brokers == [self.config.node_id]
+            self.lifecycle.begin_shutdown(now_ms, controlled=not alone)
             self.lifecycle.tick(now_ms)
         self._pump(now_ms)
 
@@ -550,11 +355,20 @@ class Node:
 
     def shutdown(self) -> None:
         self.links.close_all()
+        self.local.close()
 
     # -- wiring --------------------------------------------------------------------------------
 
     def _pump(self, now_ms: int) -> None:
-        """Move what the last input made ready from part to part (see the module docstring)."""
+        """Move what the last input made ready from part to part (see the module docstring),
+        until nothing moves: an answer of this node's own controller may make more ready."""
+        while True:
+            moved = self._pump_once(now_ms)
+            if not self.local.pump(now_ms) and not moved:
+                return
+
+    def _pump_once(self, now_ms: int) -> bool:
+        """One round of the wiring; whether metadata was committed or leadership changed."""
         parts = self.parts
         deltas = [self._apply_committed(item, now_ms) for item in parts.raft.take_committed()]
         if self.settings.is_broker:
@@ -563,11 +377,15 @@ class Node:
             # Merged and published once caught up with the quorum, as Kafka's metadata loader
             # publishes: a restarted node replaying its log never acts on the stale states
             # along the way.
+            first = not self._published
             self._published = True
             deltas, self._unpublished = self._unpublished, []
             self._apply_delta(merged(deltas), now_ms)
+            if first:
+                self._move_strays()
         leadership = (parts.raft.leader_id, parts.raft.epoch, parts.raft.leader_ready)
-        if leadership != self._leadership:
+        changed = leadership != self._leadership
+        if changed:
             if leadership[:2] != self._leadership[:2]:
                 self._log.info(
                     "node %d: metadata quorum leader %d, epoch %d", self.config.node_id, *leadership[:2]
@@ -584,8 +402,12 @@ class Node:
             if self._published and not self._unpublished:
                 self.lifecycle.caught_up()
             self.lifecycle.tick(now_ms)
+            producer_ids = self._state.producer_ids if self._state is not None else None
+            if self._sole_voter and not self.lifecycle.fenced and producer_ids is not None:
+                producer_ids.prefetch(now_ms)  # answered in-process: ready before any client
         for outbound in parts.raft.poll_outbound(now_ms):
             self.links.send(outbound, now_ms)
+        return bool(deltas) or changed
 
     def _may_publish(self) -> bool:
         """Caught up with the quorum and, on a broker, with its own registration: the image
@@ -640,14 +462,45 @@ class Node:
                 topic.partitions = state.partition + 1
         for kind, name in delta.configs:
             if kind == _TOPIC_RESOURCE and name in topics:
-                topics[name].configs = image.topic_configs(name)
+                self._state.update_topic_configs(topics[name], image.topic_configs(name))
         replication = self.parts.replication
         if replication is not None and (delta.partitions or removed):
             replication.apply(delta.partitions, removed, now_ms)
-        # The group coordinator follows the leadership of __consumer_offsets (after the replicas'
-        # roles changed: it reads the partition it now leads).
-        me = self.config.node_id
         self._coordinator_changes += [(p, False) for name, p in removed if name == OFFSETS_TOPIC]
-        self._coordinator_changes += [
-            (s.partition, s.leader == me) for s in delta.partitions if s.topic == OFFSETS_TOPIC
-        ]
+        self._follow_applied()
+
+    def _move_strays(self) -> None:
+        """Partition directories the metadata does not give this broker (a topic deleted while
+        the node was down, a deletion cut short) are renamed ``<dir>.<id>-stray`` once the first
+        metadata is published, as Kafka's log manager moves them aside; never served, never
+        deleted."""
+        assert self._state is not None
+        storage, me = self._state.storage, self.config.node_id
+        image = self.parts.image
+        for name, partitions in partition_dirs(storage).items():
+            if name == METADATA_TOPIC:
+                continue
+            for index, topic_id in partitions:
+                registration = image.partition(name, index)
+                if (
+                    registration is not None
+                    and me in registration.replicas
+                    and topic_id in (None, registration.topic_id)
+                ):
+                    continue
+                directory = partition_dir(name, index)
+                target = f"{directory}.{random_uuid(self._rng).hex}-stray"
+                self._effects.emit(Rename(directory, target))
+                self._log.warning(
+                    "%s belongs to no partition of this broker: moved aside to %s", directory, target
+                )
+
+    def _follow_applied(self) -> None:
+        """The group coordinator follows the leadership of ``__consumer_offsets`` as the replica
+        manager applies it (after the replica's role changed: it reads the partition it leads)."""
+        replication = self.parts.replication
+        if replication is not None:
+            me = self.config.node_id
+            self._coordinator_changes += [
+                (s.partition, s.leader == me) for s in replication.take_applied() if s.topic == OFFSETS_TOPIC
+            ]

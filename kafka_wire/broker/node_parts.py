@@ -1,6 +1,6 @@
 """The parts of a cluster node of this build, made from its configuration.
 
-:func:`build_parts` is the :data:`~kafka_wire.broker.node.PartsFactory` a
+:func:`build_parts` is the :data:`~kafka_wire.broker.node_contracts.PartsFactory` a
 :class:`~kafka_wire.broker.node.Node` uses by default: the KRaft replica of
 ``__cluster_metadata`` (:mod:`kafka_wire.broker.raft`), on a controller the
 :class:`~kafka_wire.broker.controller.QuorumController` (whose committed image is the node's
@@ -14,7 +14,7 @@ from kafka_wire.broker.controller.controller import QuorumController
 from kafka_wire.broker.controller.image import MetadataImage
 from kafka_wire.broker.controller.records import decode_record
 from kafka_wire.broker.controller.settings import ControllerConfig
-from kafka_wire.broker.node import NodeParts, PartsContext
+from kafka_wire.broker.node_contracts import NodeParts, PartsContext
 from kafka_wire.broker.raft import KRaftReplica, RaftConfig
 from kafka_wire.broker.replication.fetcher import FetcherConfig
 from kafka_wire.broker.replication.manager import ReplicaManager, ReplicationConfig
@@ -73,6 +73,7 @@ def build_parts(context: PartsContext) -> NodeParts:
             ControllerConfig.of(config, context.state.metadata.cluster_id),
             MetadataLogOfRaft(raft),
             context.rng,
+            bootstrap=context.state.bootstrap_records,
         )
     replication = None
     if settings.is_broker:

@@ -1,6 +1,6 @@
-"""``__consumer_offsets`` between the broker and its group coordinator: the replay at start-up (or,
-in a cluster, when this node becomes a partition's leader: :class:`PartitionLoad`), the append of
-each group write, and in a cluster its replication (:func:`replication_outcome`).
+"""``__consumer_offsets`` between the broker and its group coordinator: the replay of a partition
+when this node becomes its leader (:class:`PartitionLoad`), the append of each group write, and
+its replication (:func:`replication_outcome`).
 
 Replay never fails the start: a batch or record that cannot be read (a decode error, a key or
 value of a version Kafka does not define, a record without a key) is logged at WARNING with its
@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group import GroupCoordinator, Persist
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.partition.replica import PartitionReplica
@@ -26,45 +25,19 @@ from kafka_wire.messages import ErrorCode
 from kafka_wire.records import NewRecord, build_batch, read_batches
 from kafka_wire.records.constants import COMPRESSION_NAMES
 
-#: Bytes read per call while replaying a partition (whole batches; a larger batch comes whole).
-REPLAY_READ_BYTES: Final = 1 << 20
 #: Skipped records logged one by one per partition; past that, one line gives the count.
 MAX_SKIPPED_LOGGED: Final = 10
 
 
-def replay(state: BrokerState, coordinator: GroupCoordinator, log: logging.Logger) -> None:
-    """Feed every record of ``__consumer_offsets`` to ``coordinator``, oldest first per partition."""
-    topic = state.topic_named(OFFSETS_TOPIC)
-    if topic is None:
-        return
-    for index in range(topic.partitions):
-        replica = state.replica(OFFSETS_TOPIC, index)
-        if replica is not None:
-            load = PartitionLoad(replica, coordinator, log, up_to_high_watermark=True)
-            while not load.step(REPLAY_READ_BYTES):
-                pass
-
-
 class PartitionLoad:
-    """The replay of one partition, a read of up to ``max_bytes`` per :meth:`step`.
+    """The replay of one partition, a read of up to ``max_bytes`` per :meth:`step`, up to the log
+    end (a coordinator that has just become the partition's leader: the new leader's log defines
+    it)."""
 
-    At start-up a single node reads up to the high watermark (its log end); a coordinator that
-    has just become the partition's leader in a cluster reads to the log end, which the new
-    leader's log defines.
-    """
-
-    def __init__(
-        self,
-        replica: PartitionReplica,
-        coordinator: GroupCoordinator,
-        log: logging.Logger,
-        *,
-        up_to_high_watermark: bool = False,
-    ) -> None:
+    def __init__(self, replica: PartitionReplica, coordinator: GroupCoordinator, log: logging.Logger) -> None:
         self.replica = replica
         self._coordinator = coordinator
         self._log = log
-        self._to_hw = up_to_high_watermark
         self.offset = replica.log_start_offset
         self.skipped = 0
         self.done = False
@@ -75,16 +48,13 @@ class PartitionLoad:
     def partition(self) -> int:
         return self.replica.partition
 
-    def _limit(self) -> int:
-        return self.replica.high_watermark if self._to_hw else self.replica.log_end_offset
-
     def step(self, max_bytes: int) -> bool:
         """Replay the next batches (whole ones, at least one); True once the partition is loaded."""
         self.last_read = 0
         if self.done:
             return True
         replica = self.replica
-        limit = self._limit()
+        limit = replica.log_end_offset
         self.offset = max(self.offset, replica.log_start_offset)
         if self.offset >= limit:
             return self._finish()
@@ -145,26 +115,18 @@ class Appended:
     end_offset: int = -1
 
 
-def append(
-    state: BrokerState, effects: EffectSink, write: Persist, now_ms: int, log: logging.Logger
-) -> Appended:
+def append(state: BrokerState, write: Persist, now_ms: int, log: logging.Logger) -> Appended:
     """Append one group write as one batch (compressed with ``offsets.topic.compression.codec``).
 
-    A single node creates the topic if need be (emitting to ``effects``; the batch itself waits
-    in the log until the end of the call). In a cluster the topic is the controller's to create
-    (UNKNOWN_TOPIC_OR_PARTITION until it is), and the append is Kafka's acks=-1 one: refused with
-    NOT_ENOUGH_REPLICAS while the ISR is smaller than the topic's ``min.insync.replicas``.
+    The topic is the controller's to create (UNKNOWN_TOPIC_OR_PARTITION until it is), and the
+    append is Kafka's acks=-1 one: refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than
+    the topic's ``min.insync.replicas``.
     """
-    clustered = state.cluster is not None
-    if not clustered:
-        state.offsets_topic(now_ms, effects)
     replica = state.replica(OFFSETS_TOPIC, write.partition)
     topic = state.topic_named(OFFSETS_TOPIC)
     if replica is None or topic is None:  # the coordinator places groups by the topic's own partition count
-        if not clustered:
-            return Appended(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return _refused(write, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "no such partition here", log)
-    if clustered and len(replica.isr) < (min_isr := state.log_config(topic).min_insync_replicas):
+    if len(replica.isr) < (min_isr := state.log_config(topic).min_insync_replicas):
         return _refused(
             write,
             ErrorCode.NOT_ENOUGH_REPLICAS,

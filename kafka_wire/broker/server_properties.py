@@ -12,8 +12,9 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
   must be PLAINTEXT or SASL_PLAINTEXT (SASL_PLAINTEXT exactly when ``sasl.users.*`` are set).
   An empty host (``PLAINTEXT://:9092``) binds 127.0.0.1, not every interface as Kafka does:
   kafka_wire listens on loopback unless told an address (``0.0.0.0`` binds all). Its advertised
-  address comes from ``advertised.listeners`` (else the bind address). Controller listeners
-  are not opened: kafka_wire has no KRaft controller (INFO).
+  address comes from ``advertised.listeners`` (else the bind address). Without
+  ``controller.quorum.voters``, controller listeners are not opened (INFO): the node is its own
+  one-voter quorum, reached in-process.
 - ``log.dirs`` (else ``log.dir``): the data directory; kafka_wire keeps one.
 - ``process.roles`` must include ``broker``; ``node.id`` (``broker.id`` is its synonym and must
   agree); ``offsets.topic.replication.factor`` above 1 is clamped to the one node (WARNING).
@@ -22,9 +23,11 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
   as Kafka checks them (:func:`_cluster`): ``process.roles`` and ``node.id`` set; a controller
   is a voter and listens on the first of ``controller.listener.names``; a broker-only node is no
   voter and opens no controller listener; a controller-only node opens controller listeners
-  only; every listener is opened, all PLAINTEXT. Without voters, nothing of this applies: a
-  single node, as before (Kafka's stock combined-mode file, whose quorum is the node itself
-  through ``controller.quorum.bootstrap.servers``, loads that way).
+  only; every listener is opened, all PLAINTEXT. Without voters :attr:`BrokerConfig.cluster` is
+  None: the node is a cluster of its own (``config.standalone``: broker and controller, the only
+  voter, no controller listener), as ``kafka-wire serve`` runs by default (Kafka's stock
+  combined-mode file, whose quorum is the node itself through
+  ``controller.quorum.bootstrap.servers``, loads that way).
 - Every other property Kafka 4.0 defines is accepted and ignored (DEBUG); a property Kafka 4.0
   removed or never had is named in one WARNING each and ignored.
 
@@ -184,7 +187,8 @@ def _listeners(
                 Note(
                     "info",
                     f"listeners: controller listener {endpoint.listener} ({endpoint.host}:{endpoint.port}) "
-                    "is not opened: kafka_wire has no KRaft controller without controller.quorum.voters",
+                    "is not opened: without controller.quorum.voters the node is its own one-voter quorum, "
+                    "reached in-process",
                 )
             )
     name = _broker_listener(props, listeners or advertised, controllers)

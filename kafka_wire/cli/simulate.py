@@ -46,10 +46,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--events", type=int, default=5000, help="events of the faulty phase per seed (default 5000)"
     )
-    parser.add_argument("--nodes", type=int, default=3, help="nodes (broker and controller each; default 3)")
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        default=3,
+        help="nodes (broker and controller each; default 3; 1 runs what `kafka-wire serve` runs by default)",
+    )
     parser.add_argument("--topics", type=int, default=3, help="the workload's topics (default 3)")
     parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (default 3)")
-    parser.add_argument("--rf", type=int, default=3, help="replication factor (default 3)")
+    parser.add_argument("--rf", type=int, help="replication factor (default 3, or the nodes when fewer)")
     parser.add_argument("--bug", action="append", default=[], metavar="NAME", help="plant a bug (repeatable)")
     parser.add_argument("--list-bugs", action="store_true", help="list the planted bugs and exit")
     parser.add_argument(
@@ -139,7 +144,7 @@ def workload() -> tuple[ClientFactory | None, CheckerFactory | None]:
 
 def replay_command(args: argparse.Namespace, seed: int, faults: Sequence[int] | None = None) -> str:
     parts = ["kafka-wire simulate", f"--seed {seed}", f"--events {args.events}", f"--nodes {args.nodes}"]
-    if (args.topics, args.partitions, args.rf) != (3, 3, 3):
+    if (args.topics, args.partitions, args.rf) != (3, 3, min(3, args.nodes)):
         parts.append(f"--topics {args.topics} --partitions {args.partitions} --rf {args.rf}")
     parts += [f"--bug {b}" for b in args.bug]
     if args.no_faults:
@@ -231,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
             raise SimulateArgumentError(f"--bug {', '.join(unknown)}: unknown (see --list-bugs)")
         if args.nodes < 1 or args.events < 0 or args.jobs < 1:
             raise SimulateArgumentError("--nodes and --jobs must be at least 1, --events at least 0")
+        if args.rf is None:
+            args.rf = min(3, args.nodes)
     except SimulateArgumentError as exc:
         print(f"kafka-wire simulate: {exc}", file=sys.stderr)
         return 2

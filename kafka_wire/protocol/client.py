@@ -14,9 +14,9 @@ import struct
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from kafka_wire import __version__
+from kafka_wire import __version__, messages
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import (
     AuthenticationError,
@@ -25,19 +25,7 @@ from kafka_wire.errors import (
     RemoteProtocolError,
     UnsupportedVersionError,
 )
-from kafka_wire.messages import (
-    REQUESTS,
-    ApiKey,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    ErrorCode,
-    RequestHeader,
-    ResponseHeader,
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
+from kafka_wire.messages import REQUESTS, VALID_VERSIONS, ApiKey, ErrorCode
 from kafka_wire.protocol.events import (
     NEED_DATA,
     Authenticated,
@@ -54,6 +42,13 @@ from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, END, Buffer, Fra
 from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        ApiVersionsResponse,
+        ResponseHeader,
+        SaslHandshakeResponse,
+    )
 
 _SIZE: Final = struct.Struct(">i")
 _INT16: Final = struct.Struct(">h")
@@ -128,7 +123,7 @@ DEFAULT_REQUEST_TIMEOUT_MS: Final = 30_000
 REAUTHENTICATE_AT: Final = 0.90
 
 #: The ApiVersions version a client tries first: the newest this library knows.
-DEFAULT_API_VERSIONS_VERSION: Final = max(ApiVersionsRequest.VERSIONS)
+DEFAULT_API_VERSIONS_VERSION: Final = max(VALID_VERSIONS[ApiKey.API_VERSIONS])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,10 +159,12 @@ class ClientConfig:
     max_idle_ms: int | None = None
 
     def __post_init__(self) -> None:
-        if self.api_versions_version not in ApiVersionsRequest.VERSIONS:
-            raise ValueError(f"api_versions_version must be one of {ApiVersionsRequest.VERSIONS}")
-        if self.sasl_handshake_version not in (None, *SaslHandshakeRequest.VERSIONS):
-            raise ValueError(f"sasl_handshake_version must be None or one of {SaslHandshakeRequest.VERSIONS}")
+        if self.api_versions_version not in VALID_VERSIONS[ApiKey.API_VERSIONS]:
+            raise ValueError(f"api_versions_version must be one of {VALID_VERSIONS[ApiKey.API_VERSIONS]}")
+        if self.sasl_handshake_version not in (None, *VALID_VERSIONS[ApiKey.SASL_HANDSHAKE]):
+            raise ValueError(
+                f"sasl_handshake_version must be None or one of {VALID_VERSIONS[ApiKey.SASL_HANDSHAKE]}"
+            )
         if self.max_frame_bytes < 8:
             raise ValueError("max_frame_bytes must be at least 8")
         if not 0 <= self.first_correlation_id <= _MAX_CORRELATION_ID:
@@ -219,8 +216,8 @@ class _Held:
 
 
 def _our_versions(api_key: int) -> tuple[int, int] | None:
-    cls = REQUESTS.get(api_key)
-    return None if cls is None else (min(cls.VERSIONS), max(cls.VERSIONS))
+    versions = VALID_VERSIONS.get(api_key)
+    return None if versions is None else (min(versions), max(versions))
 
 
 #: A SASL mechanism, or a factory making a fresh one per exchange (needed to re-authenticate).
@@ -372,7 +369,9 @@ class ClientConnection(Guarded):
             if self._may_write():
                 self._write_request(_Kind.USER, request, api_version, context, timeout)
             else:
-                frame = encode_request(RequestHeader(client_id=self.config.client_id), request, api_version)
+                frame = encode_request(
+                    messages.RequestHeader(client_id=self.config.client_id), request, api_version
+                )
                 self._held.append(
                     _Held(
                         frame,
@@ -475,7 +474,9 @@ class ClientConnection(Guarded):
         context: object = None,
         timeout_ms: int | None = None,
     ) -> None:
-        header = RequestHeader(correlation_id=self._next_correlation_id, client_id=self.config.client_id)
+        header = messages.RequestHeader(
+            correlation_id=self._next_correlation_id, client_id=self.config.client_id
+        )
         if kind is not _Kind.USER:
             timeout_ms = self.config.request_timeout_ms
         assert request.API_KEY is not None
@@ -520,7 +521,7 @@ class ClientConnection(Guarded):
             self._in_flight.popleft()
 
     def _send_api_versions(self, api_version: int) -> None:
-        request = ApiVersionsRequest(
+        request = messages.ApiVersionsRequest(
             client_software_name=self.config.software_name,
             client_software_version=self.config.software_version,
         )
@@ -533,7 +534,9 @@ class ClientConnection(Guarded):
             has_authenticate = not self._broker_versions or ApiKey.SASL_AUTHENTICATE in self._api_versions
             version = 1 if has_authenticate else 0
         self._sasl_raw = version == 0
-        self._write_request(_Kind.SASL_HANDSHAKE, SaslHandshakeRequest(mechanism=self._sasl.name), version)
+        self._write_request(
+            _Kind.SASL_HANDSHAKE, messages.SaslHandshakeRequest(mechanism=self._sasl.name), version
+        )
 
     def _send_token(self, token: bytes) -> None:
         if self._sasl_raw:
@@ -545,7 +548,7 @@ class ClientConnection(Guarded):
             )
             self._in_flight.append(_InFlight(_Kind.SASL_RAW, -1, -1, -1, None, None, deadline))
         else:
-            request = SaslAuthenticateRequest(auth_bytes=token)
+            request = messages.SaslAuthenticateRequest(auth_bytes=token)
             self._write_request(_Kind.SASL_AUTHENTICATE, request, self.version_for(ApiKey.SASL_AUTHENTICATE))
 
     # -- receiving -----------------------------------------------------------------------------
@@ -745,12 +748,12 @@ class ClientConnection(Guarded):
                 request=pending.request,
                 context=pending.context,
             )
-        if isinstance(body, ApiVersionsResponse):
+        if isinstance(body, messages.ApiVersionsResponse):
             return self._on_api_versions(body, pending.api_version)
-        if isinstance(body, SaslHandshakeResponse):
+        if isinstance(body, messages.SaslHandshakeResponse):
             self._on_sasl_handshake(body)
             return None
-        assert isinstance(body, SaslAuthenticateResponse)
+        assert isinstance(body, messages.SaslAuthenticateResponse)
         if body.error_code != ErrorCode.NONE:
             raise AuthenticationError(
                 body.error_message or f"SASL authentication failed ({ErrorCode.lookup(body.error_code)!r})",

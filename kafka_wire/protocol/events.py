@@ -15,10 +15,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ApiKey, ApiVersionsResponse, RequestHeader, ResponseHeader
+from kafka_wire.messages import ApiKey
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        ApiVersionsResponse,
+        RequestHeader,
+        ResponseHeader,
+    )
 
 
 class _Sentinel(enum.Enum):

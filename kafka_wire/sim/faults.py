@@ -13,7 +13,10 @@ strikes only when every node is up and registered, every partition's ISR is full
 (no leader proposing a smaller one) and every replica holds the committed records
 (:func:`isr_full`) and no partition cuts one node from another, and after it no node crashes
 and no partition cuts nodes apart until that holds again (the node that lost bytes counts as
-failed until it caught up). A drawn fault the rules forbid now is skipped (and not recorded).
+failed until it caught up). A cluster of one node has no other copy: there a disk fault (which
+loses fsynced bytes) never strikes, and a power loss only loses what its node had not
+acknowledged (it fsyncs every write). A drawn fault the rules forbid now is skipped (and not
+recorded).
 """
 
 from __future__ import annotations
@@ -229,7 +232,7 @@ class FaultPlan:
         now = self.scheduler.now_ms
         host = hosts[draw.pick % len(hosts)]
         if kind in ("kill", "power-loss", "disk-fault"):
-            if any(not h.up for h in hosts):
+            if any(not h.up for h in hosts) or (kind == "disk-fault" and len(hosts) == 1):
                 return None
             if kind != "kill" and self._nodes_cut():
                 # Registrations read across a partition are stale: the ISRs may already be
@@ -252,6 +255,8 @@ class FaultPlan:
                 index, now, kind, host.location, f"restart +{restart_ms}ms" + (f" {lost}" if lost else "")
             )
         if kind in ("partition", "partition-one-way"):
+            if len(hosts) < 2:  # no other node to cut it from
+                return None
             if self._lossy:
                 # The node that lost bytes is still named in the ISRs while it has not caught
                 # up, its old incarnation perhaps not fenced yet; a partition now takes the

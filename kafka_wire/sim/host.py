@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.broker import Broker
-from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.config import BrokerConfig, standalone
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import (
     CloseConnection,
@@ -36,7 +36,7 @@ from kafka_wire.broker.effects import (
 )
 from kafka_wire.broker.node import Node
 from kafka_wire.broker.server_properties import load_server_properties
-from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 if TYPE_CHECKING:
     from kafka_wire.sim.network import Connection, Network
@@ -74,9 +74,22 @@ def host_of(node_id: int) -> str:
 
 
 def node_properties(node_id: int, nodes: int, extra: Mapping[str, str] = FAST_SETTINGS) -> dict[str, str]:
-    """The ``server.properties`` of simulated node ``node_id`` (1-based) of ``nodes``."""
-    voters = ",".join(f"{n}@{host_of(n)}:{CONTROLLER_PORT}" for n in range(1, nodes + 1))
+    """The ``server.properties`` of simulated node ``node_id`` (1-based) of ``nodes``. A cluster
+    of one node runs what ``kafka-wire serve`` runs without cluster properties: a node that is
+    its own one-voter cluster, with no controller listener; it fsyncs every write before
+    acknowledging it (``log.flush.interval.messages=1``), the only way one replica keeps what
+    it acknowledged through a power loss (Kafka's default leaves that to other replicas)."""
     host = host_of(node_id)
+    if nodes == 1:
+        return {
+            "node.id": str(node_id),
+            "cluster.id": CLUSTER_ID,
+            "listeners": f"PLAINTEXT://{host}:{BROKER_PORT}",
+            "log.dirs": f"/sim/{host}",
+            **extra,
+            "log.flush.interval.messages": "1",
+        }
+    voters = ",".join(f"{n}@{host_of(n)}:{CONTROLLER_PORT}" for n in range(1, nodes + 1))
     listeners = f"PLAINTEXT://{host}:{BROKER_PORT},CONTROLLER://{host}:{CONTROLLER_PORT}"
     factor = str(min(3, nodes))
     return {
@@ -98,8 +111,8 @@ def node_properties(node_id: int, nodes: int, extra: Mapping[str, str] = FAST_SE
 
 
 def node_config(node_id: int, nodes: int, extra: Mapping[str, str] = FAST_SETTINGS) -> BrokerConfig:
-    config = load_server_properties(node_properties(node_id, nodes, extra)).config
-    return replace(config, zero_copy_fetch=False)
+    loaded = load_server_properties(node_properties(node_id, nodes, extra))
+    return standalone(replace(loaded.config, zero_copy_fetch=False))
 
 
 #: A record batch's header: base offset (8 bytes), length (4), partition leader epoch (4), magic,

@@ -11,7 +11,6 @@ import pytest
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.effects import CloseConnection, FileRegion, Send
 from kafka_wire.broker.partition.replica import PartitionReplica
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     ApiKey,
     ApiVersionsRequest,
@@ -56,12 +55,15 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.records import NewRecord, build_batch, read_records
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def create(client: Client, name: str, partitions: int = 1, **configs: str) -> CreateTopicsResponse:
+    """Create a topic; back once its partitions are open (the replica manager opens them in
+    slices after the controller's answer)."""
     reply = client.request(
         CreateTopicsRequest(
             topics=[
@@ -79,6 +81,7 @@ def create(client: Client, name: str, partitions: int = 1, **configs: str) -> Cr
         )
     )
     assert isinstance(reply.body, CreateTopicsResponse)
+    client.engine.advance(0)
     return reply.body
 
 
@@ -157,9 +160,11 @@ def test_produce_and_fetch_every_codec() -> None:
 
 def test_metadata_auto_creates_and_names_topics_by_id() -> None:
     client = Client(Engine(), 1)
-    reply = client.request(
-        MetadataRequest(topics=[MetadataRequestTopic(name="auto")], allow_auto_topic_creation=True)
-    )
+    asking = MetadataRequest(topics=[MetadataRequestTopic(name="auto")], allow_auto_topic_creation=True)
+    first = client.request(asking)
+    assert isinstance(first.body, MetadataResponse)  # asked of the controller: Kafka's first answer
+    assert first.body.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    reply = client.request(asking)
     assert isinstance(reply.body, MetadataResponse)
     [topic] = reply.body.topics
     assert (topic.error_code, topic.name, len(topic.partitions)) == (ErrorCode.NONE, "auto", 1)

@@ -40,7 +40,7 @@ from kafka_wire.records import NewRecord, build_batch, read_batches
 from kafka_wire.records.constants import COMPRESSION_MASK
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, produce
-from tests.broker.test_engine_groups import commit, committed
+from tests.broker.test_engine_groups import commit, committed, find_coordinator
 
 # -- Produce: record_errors --------------------------------------------------------------------
 
@@ -218,7 +218,7 @@ def test_a_commit_too_large_to_store_is_refused_and_not_applied() -> None:
     """Over 1 MiB (``max.message.bytes``): the old code answered success and lost it at restart."""
     engine = Engine()
     client = Client(engine, 1)
-    create(client, "orders")
+    create(client, "orders", partitions=300)  # every partition committed exists
     assert commit(client, "billing", "orders", {0: 5}) == [ErrorCode.NONE]
     many = {p: 100 + p for p in range(300)}  # 300 x 4000 bytes of metadata: about 1.2 MB
     errors = big_commit(client, "billing", many, 4000)
@@ -232,6 +232,7 @@ def test_a_commit_too_large_to_store_is_refused_and_not_applied() -> None:
 
 
 def join(client: Client, group: str, member_id: str = "") -> JoinGroupResponse:
+    find_coordinator(client, group)
     reply = client.request(
         JoinGroupRequest(
             group_id=group,

@@ -25,7 +25,22 @@ from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create
 
 
+def find_coordinator(client: Client, group: str) -> FindCoordinatorResponse:
+    """FindCoordinator until it names one, as a client does: the first one asks the controller
+    for ``__consumer_offsets`` (COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka answers)."""
+    for _ in range(5):
+        reply = client.request(FindCoordinatorRequest(key=group, key_type=0), 3).body
+        assert isinstance(reply, FindCoordinatorResponse)
+        if reply.error_code == ErrorCode.NONE:
+            client.engine.advance(0)  # its partition opened and loaded (in slices of the budget)
+            return reply
+        assert reply.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        client.engine.advance(100)
+    raise AssertionError(f"no coordinator for {group}")
+
+
 def commit(client: Client, group: str, topic: str, offsets: dict[int, int]) -> list[int]:
+    find_coordinator(client, group)
     reply = client.request(
         OffsetCommitRequest(
             group_id=group,
@@ -48,6 +63,7 @@ def commit(client: Client, group: str, topic: str, offsets: dict[int, int]) -> l
 
 
 def committed(client: Client, group: str, topic: str, partitions: list[int]) -> dict[int, int]:
+    find_coordinator(client, group)
     reply = client.request(
         OffsetFetchRequest(
             group_id=group, topics=[OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)]
@@ -62,9 +78,8 @@ def test_committed_offsets_survive_a_restart_and_go_with_their_topic() -> None:
     engine = Engine()
     client = Client(engine, 1)
     create(client, "orders", 3)
-    found = client.request(FindCoordinatorRequest(key="billing", key_type=0), 3)
-    assert isinstance(found.body, FindCoordinatorResponse)
-    assert (found.body.error_code, found.body.node_id, found.body.port) == (ErrorCode.NONE, 1, 9092)
+    found = find_coordinator(client, "billing")
+    assert (found.error_code, found.node_id, found.port) == (ErrorCode.NONE, 1, 9092)
     assert commit(client, "billing", "orders", {0: 5, 2: 9}) == [ErrorCode.NONE, ErrorCode.NONE]
     assert committed(client, "billing", "orders", [0, 1, 2]) == {0: 5, 1: -1, 2: 9}
     # Internal topic: listed with every topic, flagged internal.
@@ -98,6 +113,7 @@ def test_an_offset_commit_with_an_extreme_retention_is_stored(retention_ms: int)
     engine = Engine()
     client = Client(engine, 1)
     create(client, "orders", 1)
+    find_coordinator(client, "extreme")
     reply = client.request(
         OffsetCommitRequest(
             group_id="extreme",

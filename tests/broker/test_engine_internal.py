@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 
 import pytest
 
 from kafka_wire.broker import BrokerConfig
-from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.broker.group.records import OffsetCommitValue, offset_commit_record
-from kafka_wire.broker.log.files import replace_atomically
-from kafka_wire.broker.metadata import METADATA_FILE, OFFSETS_TOPIC
+from kafka_wire.broker.legacy_import import METADATA_FILE
+from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.offsets_topic import MAX_SKIPPED_LOGGED
+from kafka_wire.logformat.meta_properties import META_PROPERTIES, format_meta_properties
+from kafka_wire.logformat.partition_metadata import format_partition_metadata
 from kafka_wire.messages import (
     AlterConfigsRequest,
     AlterConfigsRequestAlterableConfig,
@@ -45,6 +47,7 @@ from kafka_wire.messages import (
     MetadataResponse,
 )
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, produce
 from tests.broker.test_engine_groups import commit, committed
@@ -162,6 +165,11 @@ def test_clients_cannot_create_delete_write_trim_repartition_or_reconfigure_inte
 def test_metadata_auto_creation_makes_the_offsets_topic_the_brokers_way() -> None:
     engine = Engine(BrokerConfig(offsets_topic_num_partitions=4, offsets_topic_segment_bytes=2_000_000))
     client = Client(engine, 1)
+    [asked] = metadata(client, OFFSETS_TOPIC).topics
+    assert (asked.error_code, asked.is_internal) == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        True,
+    )  # Kafka's answer
     [listed] = metadata(client, OFFSETS_TOPIC).topics
     assert (listed.error_code, listed.is_internal, len(listed.partitions)) == (ErrorCode.NONE, True, 4)
     configs = topic_configs(client, OFFSETS_TOPIC)
@@ -194,17 +202,44 @@ def test_the_poison_produce_is_refused_and_the_broker_restarts() -> None:
     assert committed(again, "billing", "orders", [0]) == {0: 7}
 
 
-def _old_data_dir(partitions: int) -> Engine:
-    """A data directory as an older kafka_wire left it: ``__consumer_offsets`` made by a client
-    (an ordinary topic with its own configs) holding a committed offset and client records."""
-    engine = Engine()
-    client = Client(engine, 1)
-    create(client, "orders")
-    state = engine.broker.state
-    effects = EffectSink()
-    configs = {"cleanup.policy": "delete", "retention.ms": "60000"}
-    state.create_topic(OFFSETS_TOPIC, partitions, configs, engine.now_ms, effects)
-    good = offset_commit_record("billing", "orders", 0, OffsetCommitValue(41, "", engine.now_ms))
+def _old_data_dir(partitions: int) -> MemoryStorage:
+    """A data directory as an older kafka_wire single node left it (``kafka-wire-metadata.json``,
+    no metadata log): ``__consumer_offsets`` made by a client (an ordinary topic with its own
+    configs) holding a committed offset and client records."""
+    storage = MemoryStorage()
+    cluster_id = "b2xkLXNpbmdsZS1ub2RlAA"
+    storage.files[META_PROPERTIES] = bytearray(
+        format_meta_properties(node_id=1, cluster_id=cluster_id, directory_id="ZGlyZWN0b3J5LWlkLTAwMA")
+    )
+    ids = {"orders": uuid.UUID(int=11), OFFSETS_TOPIC: uuid.UUID(int=12)}
+    counts = {"orders": 1, OFFSETS_TOPIC: partitions}
+    configs = {"orders": {}, OFFSETS_TOPIC: {"cleanup.policy": "delete", "retention.ms": "60000"}}
+    # Older kafka_wire versions stored an "internal" flag per topic; a client-made topic had false.
+    document = {
+        "version": 1,
+        "cluster_id": cluster_id,
+        "node_id": 1,
+        "next_producer_id": 0,
+        "topics": [
+            {
+                "name": n,
+                "topic_id": str(ids[n]),
+                "partitions": counts[n],
+                "configs": configs[n],
+                "internal": False,
+            }
+            for n in ids
+        ],
+    }
+    storage.files[METADATA_FILE] = bytearray(json.dumps(document).encode())
+    for name, topic_id in ids.items():
+        for index in range(counts[name]):
+            storage.files[f"{name}-{index}/partition.metadata"] = bytearray(
+                format_partition_metadata(topic_id)
+            )
+            storage.files[f"{name}-{index}/{'0' * 20}.log"] = bytearray()
+    now = 1_700_000_000_000
+    good = offset_commit_record("billing", "orders", 0, OffsetCommitValue(41, "", now))
     records = [
         NewRecord(POISON_KEY, b"x"),  # a null group name: DecodeError
         NewRecord(None, b"no key"),
@@ -212,39 +247,32 @@ def _old_data_dir(partitions: int) -> Engine:
         NewRecord(good[0], b"\x00\x63garbage"),  # an offset commit value of an unknown version
         NewRecord(*good),
     ]
-    replica = state.replica(OFFSETS_TOPIC, partition_for_group("billing", partitions))
-    assert replica is not None
-    replica.append_as_leader(build_batch(records, default_timestamp=engine.now_ms), engine.now_ms)
-    state.touch(replica)
-    state.collect_effects(effects)
-    engine.storage.apply(effects.take())
-    # Older kafka_wire versions stored an "internal" flag per topic; a client-made topic had false.
-    document = json.loads(engine.storage.read(METADATA_FILE, 0, engine.storage.size(METADATA_FILE) or 0))
-    for entry in document["topics"]:
-        entry["internal"] = False
-    engine.storage.apply(replace_atomically(METADATA_FILE, json.dumps(document).encode()))
-    return engine
+    log = f"{OFFSETS_TOPIC}-{partition_for_group('billing', partitions)}/{'0' * 20}.log"
+    storage.files[log] = bytearray(build_batch(records, default_timestamp=now))
+    for path, data in storage.files.items():
+        storage._durable[path] = bytes(data)
+    return storage
 
 
 def test_an_ordinary_offsets_topic_from_an_older_broker_is_taken_over(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    old = _old_data_dir(partitions=1)
+    storage = _old_data_dir(partitions=1)
     logger = logging.getLogger("tests.broker.internal")
     with caplog.at_level(logging.WARNING, logger=logger.name):
-        engine = Engine(storage=old.storage, logger=logger)  # the old code raised here
+        engine = Engine(storage=storage, logger=logger)  # imported; the old code raised here
+        client = Client(engine, 1)
+        assert committed(client, "billing", "orders", [0]) == {0: 41}  # the readable record loaded
     skipped = [r.getMessage() for r in caplog.records if "skipped at load" in r.getMessage()]
     assert len(skipped) == 4, skipped
     assert all(m.startswith(f"{OFFSETS_TOPIC}-0 offset ") for m in skipped)
     assert "a record without a key" in skipped[1] and "unknown key version 32512" in skipped[2]
     assert any("takes it over as an internal topic" in r.getMessage() for r in caplog.records)
 
-    client = Client(engine, 1)
     topic = engine.broker.state.metadata.topics[OFFSETS_TOPIC]
     assert topic.partitions == 1
     assert topic_configs(client, OFFSETS_TOPIC)["cleanup.policy"] == "compact"
     assert "retention.ms" not in topic.configs
-    assert committed(client, "billing", "orders", [0]) == {0: 41}  # the readable record loaded
     # One partition: every group goes to partition 0 (the old code asserted on a 50-partition count).
     assert commit(client, "billing", "orders", {0: 42}) == [ErrorCode.NONE]
     assert commit(client, "audit", "orders", {0: 3}) == [ErrorCode.NONE]
@@ -272,21 +300,16 @@ def test_groups_are_placed_by_the_partition_count_the_topic_has() -> None:
 
 
 def test_many_unreadable_records_are_logged_in_a_summary(caplog: pytest.LogCaptureFixture) -> None:
-    old = _old_data_dir(partitions=1)
-    state = old.broker.state
-    replica = state.replica(OFFSETS_TOPIC, 0)
-    assert replica is not None
-    replica.append_as_leader(
-        build_batch([NewRecord(None, b"junk")] * 25, default_timestamp=old.now_ms), old.now_ms
-    )
-    state.touch(replica)
-    effects = EffectSink()
-    state.collect_effects(effects)
-    old.storage.apply(effects.take())
+    storage = _old_data_dir(partitions=1)
+    log = f"{OFFSETS_TOPIC}-0/{'0' * 20}.log"
+    junk = build_batch([NewRecord(None, b"junk")] * 25, default_timestamp=1_700_000_000_000, base_offset=5)
+    storage.files[log] += junk
+    storage._durable[log] = bytes(storage.files[log])
     logger = logging.getLogger("tests.broker.internal.many")
     with caplog.at_level(logging.WARNING, logger=logger.name):
-        engine = Engine(storage=old.storage, logger=logger)
-    lines = [r.getMessage() for r in caplog.records if OFFSETS_TOPIC + "-0" in r.getMessage()]
+        engine = Engine(storage=storage, logger=logger)
+        client = Client(engine, 1)
+        assert committed(client, "billing", "orders", [0]) == {0: 41}
+    lines = [r.getMessage() for r in caplog.records if "skipped at load" in r.getMessage()]
     assert len(lines) == MAX_SKIPPED_LOGGED + 1
     assert lines[-1] == f"{OFFSETS_TOPIC}-0: 29 records skipped at load in all"
-    assert committed(Client(engine, 1), "billing", "orders", [0]) == {0: 41}

@@ -14,9 +14,10 @@ import pytest
 import zstandard
 
 from kafka_wire.broker import BrokerConfig
-from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE
 from kafka_wire.broker.config import BrokerConfigError
+from kafka_wire.broker.controller.topic_requests import EXCESSIVE_BATCH_MESSAGE
 from kafka_wire.broker.effects import MakeDir
+from kafka_wire.broker.internal_topics import CREATE_RETRY_BACKOFF_MS
 from kafka_wire.messages import (
     CreatePartitionsRequest,
     CreatePartitionsRequestTopic,
@@ -82,7 +83,7 @@ def partition_dirs(engine: Engine, name: str) -> list[str]:
 # -- records per admin request ---------------------------------------------------------------------
 
 
-def test_a_create_topics_of_int32_max_partitions_fails_whole_at_once() -> None:
+def test_a_create_topics_of_int32_max_partitions_is_refused_at_once() -> None:
     engine = Engine()
     client = Client(engine, 1)
     effects = len(engine.log)
@@ -91,10 +92,12 @@ def test_a_create_topics_of_int32_max_partitions_fails_whole_at_once() -> None:
         client, topic("huge", INT32_MAX), topic("small", 1), topic("small", 1), topic("bad name", 1)
     )
     assert time.perf_counter() - start < 0.5
-    # Kafka: the controller refuses the whole batch; every topic named gets the same answer.
+    # Kafka 4.4: more than 10,000 partitions in all refuses every topic, a duplicate is answered once.
+    too_many = "Excessively large number of partitions per request."
     assert [(t.name, t.error_code, t.error_message) for t in reply.topics] == [
-        (name, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
-        for name in ("huge", "small", "small", "bad name")
+        ("huge", ErrorCode.POLICY_VIOLATION, too_many),
+        ("bad name", ErrorCode.POLICY_VIOLATION, too_many),
+        ("small", ErrorCode.INVALID_REQUEST, "Duplicate topic name."),
     ]
     assert engine.broker.state.metadata.topics == {}
     assert not any(isinstance(e, MakeDir) for e in engine.log[effects:])
@@ -142,7 +145,7 @@ def test_create_partitions_past_the_limit_fails_from_that_topic_on() -> None:
     assert (topics["a"].partitions, topics["b"].partitions, topics["c"].partitions) == (7, 1, 1)
     assert len(partition_dirs(engine, "b")) == 1
     huge = create_partitions(client, a=INT32_MAX)
-    assert huge.results[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR and topics["a"].partitions == 7
+    assert huge.results[0].error_code == ErrorCode.POLICY_VIOLATION and topics["a"].partitions == 7
     many = create_partitions(client, **{f"t{i}": 2 for i in range(11)})
     assert {(r.error_code, r.error_message) for r in many.results} == {
         (ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
@@ -273,12 +276,14 @@ def test_metadata_auto_creation_past_the_limit_creates_nothing() -> None:
     wanted = [MetadataRequestTopic(name=n) for n in ("x", "y", "z")]
     reply = client.request(MetadataRequest(topics=wanted, allow_auto_topic_creation=True), 9)  # 3 x 2 records
     assert isinstance(reply.body, MetadataResponse)
-    assert {t.error_code for t in reply.body.topics} == {ErrorCode.LEADER_NOT_AVAILABLE}
-    assert engine.broker.state.metadata.topics == {}
-    two = client.request(MetadataRequest(topics=wanted[:2], allow_auto_topic_creation=True), 9)
-    assert isinstance(two.body, MetadataResponse) and {t.error_code for t in two.body.topics} == {
-        ErrorCode.NONE
-    }
+    assert {t.error_code for t in reply.body.topics} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert engine.broker.state.metadata.topics == {}, "one CreateTopics for all three: refused whole"
+    engine.advance(CREATE_RETRY_BACKOFF_MS)  # a refused creation is asked again no sooner
+    for expected in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NONE):  # asked, then made
+        two = client.request(MetadataRequest(topics=wanted[:2], allow_auto_topic_creation=True), 9)
+        assert isinstance(two.body, MetadataResponse) and {t.error_code for t in two.body.topics} == {
+            expected
+        }
 
 
 def test_the_limits_are_properties() -> None:

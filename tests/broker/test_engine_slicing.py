@@ -4,8 +4,8 @@ other connections answered in between and one connection's requests kept in orde
 from __future__ import annotations
 
 from kafka_wire.broker import BrokerConfig
-from kafka_wire.broker.effects import Fsync, Rename
-from kafka_wire.broker.metadata import METADATA_FILE
+from kafka_wire.broker.effects import Fsync
+from kafka_wire.broker.node import Node
 from kafka_wire.broker.work import PARTITION_WORK_BYTES
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -129,48 +129,42 @@ def test_create_topics_opens_partitions_in_slices() -> None:
     engine = engine_with_budget(3 * PARTITION_WORK_BYTES)
     creator, other = Client(engine, 1), Client(engine, 2)
     creator.send(CreateTopicsRequest(topics=[topic("big", 10)], timeout_ms=1000), 7)
+    # Answered once the controller committed it; the replica manager opens 3 partitions a call.
+    body = only(creator.responses())
+    assert isinstance(body, CreateTopicsResponse) and body.topics[0].error_code == ErrorCode.NONE
     assert leos(engine, "big", 10) == [0, 0, 0] + [-1] * 7
-    # The topic exists at once; partitions not open yet are LEADER_NOT_AVAILABLE.
     described = metadata(other, "big").topics[0]
-    assert [p.error_code for p in described.partitions] == [ErrorCode.NONE] * 3 + [
-        ErrorCode.LEADER_NOT_AVAILABLE
-    ] * 7
+    assert [(p.error_code, p.leader_id) for p in described.partitions] == [(ErrorCode.NONE, 1)] * 10
     other.send(CreateTopicsRequest(topics=[topic("big", 1)], timeout_ms=1000), 7)
     again = only(other.responses())
     assert (
         isinstance(again, CreateTopicsResponse)
         and again.topics[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
     )
-    for opened in (6, 9):
+    for opened in (6, 9, 10):
         tick(engine)
-        assert sum(x >= 0 for x in leos(engine, "big", 10)) == opened and creator.responses() == []
-    tick(engine)
-    body = only(creator.responses())
-    assert isinstance(body, CreateTopicsResponse) and body.topics[0].error_code == ErrorCode.NONE
+        assert sum(x >= 0 for x in leos(engine, "big", 10)) == opened
     assert len(partition_dirs(engine, "big")) == 10
 
 
-def test_delete_topics_in_slices_and_the_name_waits() -> None:
+def test_delete_topics_in_slices_and_the_name_is_free_at_once() -> None:
     engine = engine_with_budget(2 * PARTITION_WORK_BYTES)
     deleter, other = Client(engine, 1), Client(engine, 2)
     create(deleter, "gone", 5)
+    engine.advance(1)
+    old_id = engine.broker.state.topic_named("gone").topic_id  # type: ignore[union-attr]
     deleter.send(DeleteTopicsRequest(topic_names=["gone"], timeout_ms=1000), 5)
-    assert len(partition_dirs(engine, "gone")) == 3 and deleter.responses() == []
-    assert metadata(other, "gone", auto_create=True).topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
-    other.send(CreateTopicsRequest(topics=[topic("gone", 1)], timeout_ms=1000), 7)
-    refused = only(other.responses())
-    assert isinstance(refused, CreateTopicsResponse)
-    assert (refused.topics[0].error_code, refused.topics[0].error_message) == (
-        ErrorCode.TOPIC_ALREADY_EXISTS,
-        "Topic 'gone' is marked for deletion.",
-    )
-    tick(engine)
-    assert len(partition_dirs(engine, "gone")) == 1
-    tick(engine)
     body = only(deleter.responses())
     assert isinstance(body, DeleteTopicsResponse) and body.responses[0].error_code == ErrorCode.NONE
-    assert partition_dirs(engine, "gone") == []
+    assert 0 < len(partition_dirs(engine, "gone")) < 5, "some directories deleted in this call"
+    # As in Kafka's KRaft mode the name is free once the deletion is committed; the new topic's
+    # directories come after the old ones are gone.
     assert create(other, "gone", 2).topics[0].error_code == ErrorCode.NONE
+    engine.advance(1)
+    topic = engine.broker.state.topic_named("gone")
+    assert topic is not None and topic.topic_id != old_id and topic.partitions == 2
+    assert sorted(partition_dirs(engine, "gone")) == ["gone-0", "gone-1"]
+    assert [engine.broker.state.replica("gone", i).topic_id for i in range(2)] == [topic.topic_id] * 2  # type: ignore[union-attr]
 
 
 def test_admin_jobs_finish_without_their_connection_produce_jobs_do_not() -> None:
@@ -204,11 +198,13 @@ def test_a_topic_deleted_while_being_created() -> None:
 def test_a_restart_completes_what_a_shutdown_cut_short() -> None:
     engine = engine_with_budget(PARTITION_WORK_BYTES)
     create(Client(engine, 2), "doomed", 4)
+    engine.advance(1)
     Client(engine, 1).send(CreateTopicsRequest(topics=[topic("late", 6)], timeout_ms=1000), 7)
     Client(engine, 3).send(DeleteTopicsRequest(topic_names=["doomed"], timeout_ms=1000), 5)
-    assert len(partition_dirs(engine, "late")) == 1 and len(partition_dirs(engine, "doomed")) == 3
-    engine._apply(engine.broker.shutdown(engine.now_ms))  # bounded: jobs stop where they are
+    assert len(partition_dirs(engine, "late")) < 6 and partition_dirs(engine, "doomed")
+    engine._apply(engine.broker.shutdown(engine.now_ms))  # bounded: the queue stops where it is
     restarted = Engine(storage=engine.storage)
+    restarted.advance(10)
     assert leos(restarted, "late", 6) == [0] * 6  # the metadata names 6 partitions: all opened
     assert partition_dirs(restarted, "doomed") == []  # what was left is moved aside
     assert any(d.startswith("doomed-") and d.endswith("-stray") for d in restarted.storage.list_dir(""))
@@ -238,50 +234,52 @@ def test_due_log_work_is_done_at_its_deadline_while_jobs_run() -> None:
     assert fsyncs() > synced
 
 
-def metadata_writes(engine: Engine, since: int) -> int:
-    return sum(isinstance(e, Rename) and e.target == METADATA_FILE for e in engine.log[since:])
+def metadata_batches(engine: Engine) -> int:
+    """Batches of records in the metadata log (the controller writes one per request)."""
+    node = engine.broker.node
+    assert isinstance(node, Node)
+    return node.parts.image.offset
 
 
-def test_metadata_auto_creation_runs_in_slices_and_writes_the_metadata_once() -> None:
+def test_metadata_auto_creation_asks_the_controller_once_for_all_the_topics() -> None:
     engine = engine_with_budget(3 * PARTITION_WORK_BYTES)
     asker, other = Client(engine, 1), Client(engine, 2)
-    since = len(engine.log)
     names = [f"auto-{i}" for i in range(10)]
-    asker.send(
-        MetadataRequest(
-            topics=[MetadataRequestTopic(name=n) for n in [*names, "auto-0"]], allow_auto_topic_creation=True
-        ),
-        9,
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name=n) for n in [*names, "auto-0"]], allow_auto_topic_creation=True
     )
-    assert asker.responses() == [] and set(names) <= set(engine.broker.state.metadata.topics)
-    assert metadata(other, "auto-9").topics[0].partitions[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
-    for _ in range(3):
-        tick(engine)
+    asker.send(request, 9)
+    body = only(asker.responses())
+    assert isinstance(body, MetadataResponse)
+    assert {t.error_code for t in body.topics} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}  # as Kafka answers
+    assert set(names) <= set(engine.broker.state.metadata.topics), "one CreateTopics made them all"
+    assert metadata(other, "auto-9").topics[0].partitions[0].error_code == ErrorCode.NONE
+    engine.advance(1)
+    asker.send(request, 9)
     body = only(asker.responses())
     assert isinstance(body, MetadataResponse)
     assert [(t.name, t.error_code, len(t.partitions)) for t in body.topics] == [
         (n, ErrorCode.NONE, 1) for n in [*names, "auto-0"]
     ]
-    assert metadata_writes(engine, since) == 1
 
 
-def test_many_topics_in_one_request_write_the_metadata_once() -> None:
+def test_many_topics_in_one_request_are_one_metadata_batch() -> None:
     engine = Engine()
     client = Client(engine, 1)
-    since = len(engine.log)
+    before = engine.broker.state.cluster.partitions_of("m0")
     reply = client.request(
         CreateTopicsRequest(topics=[topic(f"m{i}", 1) for i in range(50)], timeout_ms=1000), 7
     )
     assert isinstance(reply.body, CreateTopicsResponse) and {t.error_code for t in reply.body.topics} == {
         ErrorCode.NONE
     }
-    assert metadata_writes(engine, since) == 1
-    since = len(engine.log)
+    assert not before and engine.broker.state.cluster.partitions_of("m49")
+    offset = metadata_batches(engine)
     gone = client.request(DeleteTopicsRequest(topic_names=[f"m{i}" for i in range(50)], timeout_ms=1000), 5)
     assert isinstance(gone.body, DeleteTopicsResponse) and {r.error_code for r in gone.body.responses} == {
         ErrorCode.NONE
     }
-    assert metadata_writes(engine, since) == 1
+    assert metadata_batches(engine) == offset + 50, "50 RemoveTopicRecords, one batch"
 
 
 def test_a_failed_acks0_produce_in_slices_closes_its_connection() -> None:

@@ -12,8 +12,6 @@ import errno
 import pytest
 
 from kafka_wire.broker.effects import CloseConnection, StopBroker
-from kafka_wire.broker.storage import MemoryStorage
-from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
@@ -35,8 +33,10 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol import Response
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, fetch, produce, records_of
+from tests.broker.test_engine_groups import find_coordinator
 
 
 def idempotent_batch(engine: Engine, pid: int, seq: int, count: int) -> bytes:
@@ -173,6 +173,7 @@ def test_a_commit_whose_write_fails_is_not_acknowledged() -> None:
     engine = Engine(storage=storage)
     client = Client(engine, 1)
     create(client, "t")
+    find_coordinator(client, "g")
     assert commit(client, 5).topics[0].partitions[0].error_code == ErrorCode.NONE
     storage.fail_writes_with = errno.EIO
     client.send(
@@ -192,14 +193,16 @@ def test_a_commit_whose_write_fails_is_not_acknowledged() -> None:
     assert isinstance(answer.body, OffsetCommitResponse)
     assert answer.body.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
     storage.fail_writes_with = None
-    assert committed(Client(Engine(storage=storage), 1)) == 5
+    again = Client(Engine(storage=storage), 1)
+    find_coordinator(again, "g")
+    assert committed(again) == 5
 
 
 def test_a_topic_whose_write_fails_is_not_created() -> None:
     storage = MemoryStorage()
     engine = Engine(storage=storage)
     client = Client(engine, 1)
-    storage.capacity_bytes = storage.used_bytes() + 150  # not the metadata, written first
+    storage.capacity_bytes = storage.used_bytes() + 50  # not the metadata batch, written first
     client.send(
         CreateTopicsRequest(
             topics=[CreateTopicsRequestCreatableTopic(name="lost", num_partitions=1, replication_factor=1)],
@@ -219,58 +222,23 @@ def test_a_topic_whose_partition_write_fails_is_whole_after_a_restart() -> None:
     storage = MemoryStorage()
     engine = Engine(storage=storage)
     client = Client(engine, 1)
-    storage.capacity_bytes = storage.used_bytes() + 1_000  # the metadata, not every partition directory
     client.send(
         CreateTopicsRequest(
             topics=[CreateTopicsRequestCreatableTopic(name="cut", num_partitions=20, replication_factor=1)],
             timeout_ms=1000,
         )
     )
-    engine.advance(10)  # the partitions are opened in slices
-    (answer,) = client.responses()
-    assert isinstance(answer.body, CreateTopicsResponse)
-    assert answer.body.topics[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    (answer,) = client.responses()  # committed: the partitions are opened in slices after it
+    assert (
+        isinstance(answer.body, CreateTopicsResponse) and answer.body.topics[0].error_code == ErrorCode.NONE
+    )
+    storage.fail_writes_with = errno.ENOSPC
+    engine.advance(10)
+    assert engine.broker.stopped is not None
     made = [i for i in range(20) if storage.size(f"cut-{i}/partition.metadata") is not None]
     assert 0 < len(made) < 20
-    storage.capacity_bytes = None
+    storage.fail_writes_with = None
     restarted = Engine(storage=storage)  # the metadata names 20 partitions: all are opened
+    restarted.advance(10)
     topic = restarted.broker.state.topic_named("cut")
     assert topic is not None and all(restarted.broker.state.replica("cut", i) is not None for i in range(20))
-
-
-def test_the_outcome_of_writes_must_be_reported_before_new_input() -> None:
-    engine = Engine()
-    client = Client(engine, 1)
-    broker = engine.broker
-    create(client, "t")
-    frame = Client(engine, 2).conn.send(OffsetFetchRequest(group_id="g", topics=None), 7)
-    effects = broker.receive_data(
-        1,
-        client.conn.send(
-            ProduceRequest(
-                acks=-1,
-                timeout_ms=1000,
-                topic_data=[
-                    ProduceRequestTopicProduceData(
-                        name="t",
-                        partition_data=[
-                            ProduceRequestPartitionProduceData(
-                                index=0, records=build_batch([NewRecord(b"k", b"v")])
-                            )
-                        ],
-                    )
-                ],
-            ),
-            9,
-        ),
-        engine.now_ms,
-    )
-    assert broker.awaiting_storage and effects
-    with pytest.raises(LocalProtocolError):
-        broker.receive_data(2, frame, engine.now_ms)
-    with pytest.raises(LocalProtocolError):
-        broker.tick(engine.now_ms)
-    engine.storage.apply(effects)
-    assert broker.storage_applied(engine.now_ms)
-    with pytest.raises(LocalProtocolError):
-        broker.storage_applied(engine.now_ms)

@@ -9,11 +9,10 @@ import pytest
 
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.effects import Fsync
+from kafka_wire.broker.legacy_import import METADATA_FILE
 from kafka_wire.broker.log import PartitionLog
 from kafka_wire.broker.log.config import REMOVED_CONFIGS
-from kafka_wire.broker.metadata import METADATA_FILE
 from kafka_wire.broker.server_properties import load_server_properties
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG
 from kafka_wire.messages import (
     DescribeConfigsRequest,
@@ -26,8 +25,9 @@ from kafka_wire.messages import (
     ProduceResponse,
 )
 from kafka_wire.records import build_batch
-from tests.broker.engine import Client, Engine
+from tests.broker.engine import Client, Engine, legacy_storage
 from tests.broker.test_engine import create, produce
+from tests.broker.test_engine_groups import find_coordinator
 
 HOUR = 3_600_000
 
@@ -54,21 +54,19 @@ def test_future_timestamps_are_refused_after_an_hour_by_default() -> None:
     assert old.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
 
-def test_stored_overrides_that_kafka_4_removed_are_dropped_at_start() -> None:
-    storage = MemoryStorage()
-    engine = Engine(storage=storage)
-    client = Client(engine, 1)
-    assert create(client, "old", retention_ms="1000").topics[0].error_code == ErrorCode.NONE
-    # a data directory written before 4.0's removals, with overrides of the removed keys
+def test_stored_overrides_that_kafka_4_removed_are_dropped_when_an_old_directory_is_imported() -> None:
+    storage = legacy_storage()
+    # an old single node's directory written before 4.0's removals, with overrides of the removed keys
     document = json.loads(storage.read(METADATA_FILE, 0, storage.size(METADATA_FILE) or 0))
-    [topic] = [t for t in document["topics"] if t["name"] == "old"]
+    [topic] = [t for t in document["topics"] if t["name"] == "events"]
     topic["configs"].update({"message.format.version": "2.8", "message.downconversion.enable": "false"})
     storage.files[METADATA_FILE] = bytearray(json.dumps(document).encode())
     restarted = Engine(BrokerConfig(), storage=storage)
-    info = restarted.broker.state.topic_named("old")
-    assert info is not None and info.configs == {"retention.ms": "1000"}
+    restarted.advance(1)
+    info = restarted.broker.state.topic_named("events")
+    assert info is not None and info.configs == {"cleanup.policy": "compact"}
     again = Client(restarted, 1)
-    reply = produce(again, "old", build_batch([(b"k", b"v", (), restarted.now_ms)]))
+    reply = produce(again, "events", build_batch([(b"k", b"v", (), restarted.now_ms)]))
     assert reply is not None and reply.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
 
@@ -169,16 +167,19 @@ def test_message_max_bytes_limits_batches() -> None:
     assert _error(produce(client, "t", big)) == ErrorCode.MESSAGE_TOO_LARGE
 
 
-def test_min_insync_replicas_refuses_acks_all() -> None:
+def test_min_insync_replicas_is_capped_by_the_replication_factor() -> None:
+    """Kafka's ``effectiveMinIsr``: min(min.insync.replicas, replicas). A single node's topics have
+    one replica, so acks=all is accepted whatever the setting."""
     engine = engine_with(**{"min.insync.replicas": "2"})
     client = Client(engine, 1)
     create(client, "t")
     batch = build_batch([(b"k", b"v", (), engine.now_ms)])
-    assert _error(produce(client, "t", batch, acks=-1)) == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert _error(produce(client, "t", batch, acks=-1)) == ErrorCode.NONE
     assert _error(produce(client, "t", batch, acks=1)) == ErrorCode.NONE
 
 
 def _join(client: Client, member_id: str = "") -> JoinGroupResponse:
+    find_coordinator(client, "g")
     reply = client.request(
         JoinGroupRequest(
             group_id="g",

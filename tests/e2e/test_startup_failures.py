@@ -5,6 +5,7 @@ Each case runs ``kafka-wire serve`` on a data directory a previous run wrote, da
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
+from tests.broker.engine import LEGACY_DATA_DIR
 from tests.e2e.brokers import KafkaWireBroker, kafka_wire, kafka_wire_cli
 
 
@@ -48,10 +50,18 @@ def one_line(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-def test_a_truncated_metadata_file(written: KafkaWireBroker) -> None:
-    path = written.data_dir / "kafka-wire-metadata.json"
+@pytest.fixture
+def legacy(tmp_path: Path) -> KafkaWireBroker:
+    """A copy of a previous release's data directory (topics in kafka-wire-metadata.json)."""
+    broker = kafka_wire(tmp_path)
+    shutil.copytree(LEGACY_DATA_DIR, broker.data_dir)
+    return broker
+
+
+def test_a_truncated_metadata_file_of_a_previous_release(legacy: KafkaWireBroker) -> None:
+    path = legacy.data_dir / "kafka-wire-metadata.json"
     path.write_bytes(path.read_bytes()[:40])
-    line = one_line(serve(written.data_dir))
+    line = one_line(serve(legacy.data_dir))
     assert "kafka-wire-metadata.json is damaged" in line and "restore it from a backup" in line
 
 
@@ -73,12 +83,15 @@ def test_a_read_only_directory(tmp_path: Path, written: KafkaWireBroker) -> None
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def test_a_deleted_metadata_file_is_rebuilt(written: KafkaWireBroker) -> None:
-    (written.data_dir / "kafka-wire-metadata.json").unlink()
-    written.restart()
+def test_a_previous_releases_deleted_metadata_file_is_rebuilt(legacy: KafkaWireBroker) -> None:
+    (legacy.data_dir / "kafka-wire-metadata.json").unlink()
+    legacy.start()
     try:
-        topics = AdminClient({"bootstrap.servers": written.bootstrap}).list_topics(timeout=30).topics
-        assert "kept" in topics and len(topics["kept"].partitions) == 2
+        topics = AdminClient({"bootstrap.servers": legacy.bootstrap}).list_topics(timeout=30).topics
+        assert "orders" in topics and len(topics["orders"].partitions) == 3
     finally:
-        assert written.stop() == 0
-    assert "rebuilt 1 topic(s) from their partition directories (kept)" in written.log()
+        assert legacy.stop() == 0
+    assert (
+        "rebuilt 3 topic(s) from their partition directories (__consumer_offsets, events, orders)"
+        in legacy.log()
+    )

@@ -13,7 +13,7 @@ import pytest
 from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import LeaderRecoveryState
 from kafka_wire.broker.controller.elections import Election, build_partition_change
-from kafka_wire.broker.controller.image import NO_LEADER, merge_partition_change
+from kafka_wire.broker.controller.topics_image import NO_LEADER, merge_partition_change
 from kafka_wire.broker.group import GroupCoordinator
 from kafka_wire.messages import ErrorCode, PartitionChangeRecord, ProduceResponse
 from kafka_wire.records import read_records

@@ -1,7 +1,8 @@
 """Each planted bug is caught by the simulator: one seed per bug (the first that catches it,
 found by ``bench/sim_bench.py``), run with the workload and checker of ``kafka-wire simulate``,
-must report the anomaly that names the bug's class. Without the bug the same seed passes
-(``tests/sim/test_seeds.py`` runs seeds 1 to 30)."""
+must report the anomaly that names the bug's class (among the violations: a write acknowledged
+too early shows as two records at one offset as well as a lost write). Without the bug the same
+seed passes (``tests/sim/test_seeds.py`` runs seeds 1 to 30)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from kafka_wire.sim.run import SimOptions, simulate
 #: bug -> (seed, the anomaly the checker reports)
 CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
-    "skip-truncation": (3, "inconsistent-offsets"),
-    "unclean-election": (33, "unclean-election"),
-    "ack-before-isr": (3, "lost-write"),
+    "skip-truncation": (2, "committed-truncated"),
+    "unclean-election": (12, "unclean-election"),
+    "ack-before-isr": (2, "lost-write"),
     "forget-producer-state": (1, "producer-state-lost"),
     "serve-above-hw": (10, "inconsistent-offsets"),
-    "offsets-not-loaded": (2, "committed-offset-lost"),
+    "offsets-not-loaded": (5, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
 }
 
@@ -33,7 +34,7 @@ def test_the_simulator_catches_the_planted_bug(bug: str) -> None:
     seed, anomaly = CAUGHT[bug]
     clients, checker = workload()
     result = simulate(SimOptions(seed=seed, events=5000, bugs=(bug,), clients=clients, checker=checker))
-    assert result.anomaly == anomaly, (
+    assert anomaly in {violation.anomaly for violation in result.violations}, (
         f"kafka-wire simulate --seed {seed} --bug {bug} --trace: {result.violations}"
     )
 

@@ -17,6 +17,7 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     from kafka_wire.broker.partition.roles import REPLICA_TRANSITIONS
     from kafka_wire.broker.peers import LINK_TRANSITIONS
     from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS
+    from kafka_wire.broker.storage_pipeline import DRIVER_TRANSITIONS
     from kafka_wire.protocol import sasl
     from kafka_wire.protocol.client import CLIENT_TRANSITIONS
     from kafka_wire.protocol.server import SERVER_TRANSITIONS
@@ -91,6 +92,12 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
             "Broker lifecycle in a cluster",
             "kafka_wire.broker.lifecycle.LIFECYCLE_TRANSITIONS",
             LIFECYCLE_TRANSITIONS,
+        ),
+        (
+            "Broker",
+            "Driver contract (storage batches in flight)",
+            "kafka_wire.broker.storage_pipeline.DRIVER_TRANSITIONS",
+            DRIVER_TRANSITIONS,
         ),
     ]
 

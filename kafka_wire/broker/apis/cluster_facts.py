@@ -1,10 +1,10 @@
 """What the client-facing handlers tell about the cluster: brokers, leaders and offline replicas.
 
-With a :class:`~kafka_wire.broker.cluster_view.ClusterView` the answers come from the metadata
-image, as Kafka's broker metadata cache gives them: the live brokers are the registered unfenced
-ones that have an endpoint on the listener the client connected to; a replica is offline when its
-broker is not registered, fenced, or has no such endpoint; a leader is reported when its broker is
-registered with that endpoint (-1 otherwise). Without a view this broker is the whole cluster.
+The answers come from the metadata image (the node's
+:class:`~kafka_wire.broker.cluster_view.ClusterView`), as Kafka's broker metadata cache gives them:
+the live brokers are the registered unfenced ones that have an endpoint on the listener the client
+connected to; a replica is offline when its broker is not registered, fenced, or has no such
+endpoint; a leader is reported when its broker is registered with that endpoint (-1 otherwise).
 
 The "controller" told to clients is, as in Kafka since KIP-590, a random live broker (clients send
 their admin requests to it, and brokers forward them to the active controller); the choice uses
@@ -48,16 +48,13 @@ def client_listener(ctx: Context, view: ClusterView) -> str:
 
 def live_brokers(ctx: Context, *, include_fenced: bool = False) -> list[LiveBroker]:
     """The brokers a client may connect to, by node id (fenced ones too when asked)."""
-    return brokers_on(ctx.state, ctx.listener, include_fenced=include_fenced)
+    return brokers_on(ctx.state, client_listener(ctx, ctx.state.cluster), include_fenced=include_fenced)
 
 
 def brokers_on(state: BrokerState, listener: str, *, include_fenced: bool = False) -> list[LiveBroker]:
-    """:func:`live_brokers` for a request that came in on ``listener`` (empty: the broker's only
+    """:func:`live_brokers` for a request that came in on ``listener`` (empty: the inter-broker
     listener)."""
     view = state.cluster
-    if view is None:
-        config = state.config
-        return [LiveBroker(config.node_id, config.host, config.port, config.rack)]
     listener = listener or view.inter_broker_listener
     found = []
     for broker in sorted(view.brokers(), key=lambda b: b.node_id):
@@ -74,7 +71,7 @@ def current_leader(state: BrokerState, listener: str, topic: str, partition: int
     registration in the metadata image (-1 and -1 when neither exists), with the leader's endpoint
     on ``listener`` when it is a live (registered, unfenced) broker there."""
     replica = state.replica(topic, partition)
-    registration = state.cluster.partition(topic, partition) if state.cluster is not None else None
+    registration = state.cluster.partition(topic, partition)
     if replica is not None:
         leader_id, leader_epoch = replica.leadership.leader_id, replica.leader_epoch
     elif registration is not None:
@@ -89,7 +86,7 @@ def missing_replica_error(state: BrokerState, topic: str, partition: int) -> int
     """The error for a partition this node holds no replica of (Kafka's ``getPartitionOrError``):
     NOT_LEADER_OR_FOLLOWER when the cluster's metadata has it elsewhere (the client's metadata is
     stale), UNKNOWN_TOPIC_OR_PARTITION otherwise."""
-    if state.cluster is not None and state.cluster.partition(topic, partition) is not None:
+    if state.cluster.partition(topic, partition) is not None:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
@@ -110,9 +107,7 @@ def offline_replicas(view: ClusterView, replicas: Sequence[int], listener: str) 
 
 
 def advertised_controller(ctx: Context) -> int:
-    """The controller id clients are told: this node alone, or a random live broker (-1: none)."""
+    """The controller id clients are told: a random live broker (-1: none)."""
     view = ctx.state.cluster
-    if view is None:
-        return ctx.state.config.node_id
     alive = sorted(b.node_id for b in view.brokers() if not b.fenced)
     return ctx.state.rng.choice(alive) if alive else -1

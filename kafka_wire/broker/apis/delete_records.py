@@ -4,7 +4,7 @@ Behaviour: moves a partition's log start offset up to the given offset (-1 means
 watermark); an offset above the high watermark is OFFSET_OUT_OF_RANGE; internal topics get
 INVALID_TOPIC_EXCEPTION, as in Kafka. Segments wholly below the
 new start are deleted. The answer's low watermark is the new log start offset.
-In a cluster only the leader moves the start (NOT_LEADER_OR_FOLLOWER elsewhere, also on a node
+Only the leader moves the start (NOT_LEADER_OR_FOLLOWER elsewhere, also on a node
 without a replica of the partition); followers
 follow it on their next fetch, and the answer waits (``partition/purgatory.py``) until the low
 watermark, the smallest log start offset over the ISR, reaches the new start, or
@@ -46,12 +46,12 @@ def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif is_internal(topic.name):
                 result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
-            elif replica is None or (state.cluster is not None and not replica.is_leader):
+            elif replica is None or not replica.is_leader:
                 result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 result.error_code, result.low_watermark = replica.delete_records_before(wanted.offset)
                 state.touch(replica)
-                if state.cluster is not None and result.error_code == ErrorCode.NONE:
+                if result.error_code == ErrorCode.NONE:
                     pending.append(PendingDelete(replica, result.low_watermark, result))
             results.append(result)
         topics.append(DeleteRecordsResponseTopicResult(name=entry.name, partitions=results))

@@ -2,8 +2,8 @@
 
 Behaviour: a broker listener serves ``endpoint_type`` 1 (brokers): the live brokers with their
 endpoint on the client's listener (fenced ones too, marked ``is_fenced``, when v2's
-``include_fenced_brokers`` asks), the cluster id, and as controller id what Metadata tells (this
-node alone; in a cluster a random live broker, as Kafka since KIP-590). ``endpoint_type`` 2
+``include_fenced_brokers`` asks), the cluster id, and as controller id what Metadata tells (a
+random live broker, as Kafka since KIP-590). ``endpoint_type`` 2
 (controllers, v1+) is Kafka's MISMATCHED_ENDPOINT_TYPE on a broker listener: clients ask a
 controller listener for it, where the controller answers with :func:`controllers_answer`. Any
 other type is UNSUPPORTED_ENDPOINT_TYPE.

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import Final
 
-from kafka_wire.broker.apis.configs import (
+from kafka_wire.broker.metadata import topic_name_problem
+from kafka_wire.broker.state import Context
+from kafka_wire.broker.topic_configs import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
     RESOURCE_TOPIC,
-    STATIC_BROKER_CONFIG,
     describe_topic_configs,
 )
-from kafka_wire.broker.metadata import topic_name_problem
-from kafka_wire.broker.state import Context
+from kafka_wire.broker.topic_synonyms import STATIC_BROKER_CONFIG
 from kafka_wire.messages import (
     DescribeConfigsRequest,
     DescribeConfigsRequestResource,
@@ -72,7 +72,8 @@ def _describe(
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
             result.configs = describe_topic_configs(
-                state,
+                state.defaults,
+                state.config.topic_default_properties,
                 topic.configs,
                 keys,
                 synonyms=request.include_synonyms,

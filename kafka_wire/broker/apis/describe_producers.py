@@ -6,8 +6,7 @@ last sequence and the timestamp of the last batch retained (-1 when none is), co
 -1 and current transaction start offset -1 (no transaction coordinator writes markers here). An
 illegal topic name is INVALID_TOPIC_EXCEPTION and an unknown topic UNKNOWN_TOPIC_OR_PARTITION for
 each partition named; a partition the topic does not have is UNKNOWN_TOPIC_OR_PARTITION, and one
-this broker holds no replica of (in a cluster; on a single node, one not open yet)
-NOT_LEADER_OR_FOLLOWER, so that the client looks for the leader again.
+this broker holds no replica of (or not open yet) NOT_LEADER_OR_FOLLOWER, so that the client looks for the leader again.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ among the named ones, or with a negative partition, is INVALID_REQUEST for every
 
 Partitions carry Kafka's fields with no error code of their own: leader (-1 when its broker is
 not reachable on the client's listener), leader epoch, replicas, ISR, eligible leader replicas,
-last known ELR and offline replicas (see ``cluster_facts``). A single node leads every partition;
-a partition not open yet (a creation in progress) is LEADER_NOT_AVAILABLE. Topic authorized
+last known ELR and offline replicas (see ``cluster_facts``); a partition not in the metadata image
+yet is left out, as Kafka leaves it out. Topic authorized
 operations are always filled (every operation: there are no ACLs), as Kafka always computes them.
 """
 
@@ -105,24 +105,6 @@ def _partitions(
     ctx: Context, topic: TopicInfo, indexes: Iterable[int]
 ) -> Iterable[DescribeTopicPartitionsResponsePartition]:
     view = ctx.state.cluster
-    if view is None:
-        for index in indexes:
-            replica = ctx.state.replica(topic.name, index)
-            if replica is None:
-                yield DescribeTopicPartitionsResponsePartition(
-                    error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index, leader_id=-1
-                )
-                continue
-            yield DescribeTopicPartitionsResponsePartition(
-                partition_index=index,
-                leader_id=replica.leadership.leader_id,
-                leader_epoch=replica.leader_epoch,
-                replica_nodes=replica.replicas,
-                isr_nodes=replica.isr,
-                eligible_leader_replicas=[],
-                last_known_elr=[],
-            )
-        return
     listener = client_listener(ctx, view)
     for index in indexes:
         registration = view.partition(topic.name, index)

@@ -10,7 +10,7 @@ incremental. An offset outside the log is OFFSET_OUT_OF_RANGE; a ``current_leade
 than ours is fenced; unknown topics get UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID
 (v13+, by id).
 Every partition of an answer carries records, empty when there are none (never null, as from
-Kafka). In a cluster (``BrokerState.cluster`` set) clients read only from the leader:
+Kafka). Clients read only from the leader:
 NOT_LEADER_OR_FOLLOWER elsewhere, also on a broker that holds no replica of the partition; from
 v16 (KIP-951) that error and FENCED_LEADER_EPOCH name the leader this broker knows of in
 ``current_leader`` and its endpoint in ``node_endpoints``, as Kafka's do. A fetch with a replica id
@@ -153,7 +153,7 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
         session_id=session.session_id if session is not None else 0,
         incremental=incremental,
         deadline_ms=ctx.now_ms + max(request.max_wait_ms, 0),
-        replica_id=replica_id if state.cluster is not None else -1,
+        replica_id=replica_id,
         replica_epoch=replica_epoch,
         listener=ctx.listener,
     )
@@ -252,7 +252,7 @@ class FetchWait:
             elif error := epoch_error(item.current_leader_epoch, replica.leader_epoch):
                 data.error_code = error
                 data.aborted_transactions = None
-            elif state.cluster is not None and not replica.is_leader:
+            elif not replica.is_leader:
                 data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 data.aborted_transactions = None
             elif self.replica_id >= 0 and self.replica_id not in replica.replicas:

@@ -1,8 +1,6 @@
 """FindCoordinator.
 
-Behaviour: on a single node this broker coordinates every group (it creates ``__consumer_offsets``
-on first use, as Kafka does). In a replicated cluster the coordinator of a group is the leader of
-its ``__consumer_offsets`` partition (``abs(hash(group id)) % partitions``, Kafka's
+Behaviour: the coordinator of a group is the leader of its ``__consumer_offsets`` partition (``abs(hash(group id)) % partitions``, Kafka's
 ``partitionFor``), answered with that broker's endpoint on the listener the request came on (the
 inter-broker listener when the request names none); COORDINATOR_NOT_AVAILABLE while the partition
 has no leader, the leader has no such endpoint, or the topic does not exist yet (the broker then
@@ -34,20 +32,14 @@ NO_ERROR_MESSAGE: Final = "NONE"
 
 
 def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    config = ctx.state.config
     cluster = ctx.state.cluster
     keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
     coordinators = []
     for key in keys:
         if request.key_type != _GROUP:
             entry = _unavailable(key, "this broker has no transaction coordinator")
-        elif cluster is not None:
-            entry = _group_coordinator(ctx, cluster, key)
         else:
-            entry = FindCoordinatorResponseCoordinator(
-                key=key, node_id=config.node_id, host=config.host, port=config.port
-            )
-            ctx.state.offsets_topic(ctx.now_ms, ctx.effects)
+            entry = _group_coordinator(ctx, cluster, key)
         coordinators.append(entry)
     if ctx.api_version >= 4:
         for entry in coordinators:

@@ -1,10 +1,12 @@
-"""Forwarding admin requests to the active controller (a broker in a cluster).
+"""Forwarding admin requests to the active controller.
 
-In a cluster the metadata belongs to the controller quorum: a broker sends CreateTopics,
-DeleteTopics, CreatePartitions, IncrementalAlterConfigs / AlterConfigs on topics, ElectLeaders,
-Alter/ListPartitionReassignments and DescribeQuorum to the active controller as the same request,
-at the client's version (Kafka wraps them in an Envelope; what is relayed is the same), and
-answers with the controller's reply. The request is held as a :class:`Forwarded` until then:
+The metadata belongs to the controller quorum (on a single node too: its own one-voter quorum,
+reached in-process): a broker sends CreateTopics, DeleteTopics, CreatePartitions,
+IncrementalAlterConfigs, AlterConfigs, ElectLeaders, Alter/ListPartitionReassignments and
+DescribeQuorum to the active controller as the same request
+(Kafka wraps them in an Envelope; what is relayed is the same) and answers with the controller's
+reply, at the version the client sent it (as Kafka's Envelope carries the client's request). The
+request is held as a :class:`Forwarded` until then:
 
 - no active controller known: NOT_CONTROLLER at once (clients retry it after a metadata refresh);
 - the request failed (connection lost, node gone, ``timeout_ms`` passed, reply None):
@@ -18,7 +20,7 @@ from Kafka's ``getErrorResponse`` of that request.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.broker.error_answers import ERROR_ANSWERS
@@ -28,8 +30,6 @@ from kafka_wire.messages import ErrorCode
 
 #: Kafka's broker-to-controller channel gives a forwarded request ``request.timeout.ms`` (30 s).
 FORWARD_TIMEOUT_MS: Final = 30_000
-#: ``ConfigResource.Type.TOPIC``
-TOPIC_RESOURCE: Final = 2
 
 NOT_CONTROLLER_MESSAGE: Final = "No active controller is known to this broker."
 TIMED_OUT_MESSAGE: Final = "The controller did not answer the forwarded request in time."
@@ -75,6 +75,6 @@ def forward(ctx: Context, view: ClusterView, request: Message) -> Message | Forw
     return held
 
 
-def names_topics(resources: list[Any]) -> bool:
-    """Whether an (Incremental)AlterConfigs request touches a topic (those go to the controller)."""
-    return any(r.resource_type == TOPIC_RESOURCE for r in resources)
+def handle(ctx: Context, request: Message) -> Message | Forwarded:
+    """The handler of every API the broker forwards whole (``apis.FORWARDED``)."""
+    return forward(ctx, ctx.state.cluster, request)

@@ -1,16 +1,16 @@
 """InitProducerId.
 
-Behaviour: without a transactional id, every request gets a new producer id at epoch 0 (ids are
-persisted so they are never reused), including an idempotent producer that names its current id
+Behaviour: without a transactional id, every request gets a new producer id at epoch 0, including an idempotent producer that names its current id
 and epoch (KIP-360, v3+): Kafka's transaction coordinator "blindly accepts" requests without a
 transactional id and hands out a fresh id. A producer id without an epoch, or an epoch without a
 producer id, is INVALID_REQUEST (Kafka checks this before anything else). An empty transactional
 id is INVALID_REQUEST, as in Kafka; other transactional ids are refused with INVALID_REQUEST too:
 this broker has no transaction coordinator yet.
 
-In a replicated cluster the ids come from blocks the controller allocates
-(:mod:`kafka_wire.broker.producer_ids`); while this broker has no block with ids left it answers
-COORDINATOR_LOAD_IN_PROGRESS, as Kafka does, and clients retry.
+The ids come from blocks the controller allocates (:mod:`kafka_wire.broker.producer_ids`; each
+block is a metadata record, so no id is handed out twice, across brokers and restarts); while this
+broker has no block with ids left it answers COORDINATOR_LOAD_IN_PROGRESS, as Kafka does, and
+clients retry.
 """
 
 from __future__ import annotations
@@ -30,17 +30,10 @@ def handle(ctx: Context, request: InitProducerIdRequest) -> InitProducerIdRespon
     if request.transactional_id is not None:
         return _error(ErrorCode.INVALID_REQUEST)
     blocks = ctx.state.producer_ids
-    if ctx.state.cluster is not None:
-        # A cluster's ids come from the controller only: a node not wired for them yet hands none out.
-        allocated = None if blocks is None else blocks.next_id(ctx.now_ms)
-        if allocated is None:
-            return _error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        return InitProducerIdResponse(producer_id=allocated, producer_epoch=0)
-    metadata = ctx.state.metadata
-    producer_id = metadata.next_producer_id
-    metadata.next_producer_id += 1
-    ctx.effects.extend(metadata.persist())
-    return InitProducerIdResponse(producer_id=producer_id, producer_epoch=0)
+    allocated = None if blocks is None else blocks.next_id(ctx.now_ms)
+    if allocated is None:
+        return _error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    return InitProducerIdResponse(producer_id=allocated, producer_epoch=0)
 
 
 def _error(code: int) -> InitProducerIdResponse:

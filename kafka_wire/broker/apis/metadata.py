@@ -1,26 +1,22 @@
 """Metadata.
 
-Behaviour: a null topic list (or an empty one at v0) lists every topic, internal ones included; a
-named topic that does not exist is created when both the broker (``auto.create.topics.enable``) and
-the request (v4+ ``allow_auto_topic_creation``) allow it, with ``num.partitions`` partitions opened
-in slices of the work budget (see ``open_partitions``), and reported once they are open. Like a
-CreateTopics, one request may create at most ``max_records_per_user_op`` records (Kafka's 10,000:
-one per topic and per partition): past that, and while a topic of that name is still being
-deleted, the topics are LEADER_NOT_AVAILABLE and not created. An internal topic is created the
-broker's way (``__consumer_offsets`` with ``offsets.topic.*``, as Kafka's auto-creation does); one
-this broker does not make, and ``__cluster_metadata``, is UNKNOWN_TOPIC_OR_PARTITION. Partitions
-not open yet (a CreateTopics in progress) are LEADER_NOT_AVAILABLE. Topics may be named by id
-(v10+). On a single node this broker leads every partition; replicas and ISR are this node.
+Behaviour: a null topic list (or an empty one at v0) lists every topic, internal ones included.
+The answer is the metadata image's, as Kafka's broker gives it (see ``cluster_facts``): the
+brokers are the unfenced ones with an endpoint on the client's listener; a partition whose leader
+is not a registered broker with that endpoint has leader -1 and LEADER_NOT_AVAILABLE
+(LISTENER_NOT_FOUND from v6 when the leader is registered without that listener);
+``offline_replicas`` names replicas on unregistered or fenced brokers; v0 lists only live
+replicas and ISR members, with REPLICA_NOT_AVAILABLE when some are left out. The controller id is
+a random live broker (KIP-590). Topics may be named by id (v10+).
 
-In a cluster (a ``ClusterView``) the answer is the metadata image's, as Kafka's broker gives it
-(see ``cluster_facts``): the brokers are the unfenced ones with an endpoint on the client's
-listener; a partition whose leader is not a registered broker with that endpoint has leader -1
-and LEADER_NOT_AVAILABLE (LISTENER_NOT_FOUND from v6 when the leader is registered without that
-listener); ``offline_replicas`` names replicas on unregistered or fenced brokers; v0 lists only
-live replicas and ISR members, with REPLICA_NOT_AVAILABLE when some are left out. The controller
-id is a random live broker (KIP-590). Auto-creation sends a CreateTopics to the active
-controller (once per topic at a time) and answers UNKNOWN_TOPIC_OR_PARTITION until the topic is in
-the image, as Kafka's ``AutoTopicCreationManager`` does in KRaft mode.
+A named topic that does not exist is auto-created when both the broker
+(``auto.create.topics.enable``) and the request (v4+ ``allow_auto_topic_creation``) allow it, as
+Kafka's ``AutoTopicCreationManager`` does: the broker asks the active controller for all of them
+in one CreateTopics (``num.partitions``, ``default.replication.factor``; one request at a time per
+topic; Kafka's limits per request apply to them together) and answers UNKNOWN_TOPIC_OR_PARTITION
+until the topic is in the image, as Kafka's broker does in KRaft mode. An internal topic is asked
+for the broker's way (``__consumer_offsets`` with ``offsets.topic.*``); one this broker does not
+make, and ``__cluster_metadata``, is UNKNOWN_TOPIC_OR_PARTITION.
 Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster),
 ``offline_replicas`` from v5.
 """
@@ -38,13 +34,10 @@ from kafka_wire.broker.apis.cluster_facts import (
     offline_replicas,
     reachable,
 )
-from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
-from kafka_wire.broker.apis.record_limit import new_topic_records
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.internal_topics import RESERVED_TOPICS, internal_topic_specs, is_internal
 from kafka_wire.broker.metadata import TopicInfo, topic_name_problem
 from kafka_wire.broker.state import Context
-from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.messages import (
     ErrorCode,
@@ -75,11 +68,7 @@ def brokers(ctx: Context) -> list[MetadataResponseBroker]:
 
 def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) -> MetadataResponseTopic:
     view = ctx.state.cluster
-    partitions = (
-        _local_partitions(ctx, topic)
-        if view is None
-        else [_registered_partition(ctx, view, topic.name, index) for index in range(topic.partitions)]
-    )
+    partitions = [_registered_partition(ctx, view, topic.name, index) for index in range(topic.partitions)]
     return MetadataResponseTopic(
         name=topic.name,
         topic_id=topic.topic_id,
@@ -127,32 +116,7 @@ def _registered_partition(
     )
 
 
-def _local_partitions(ctx: Context, topic: TopicInfo) -> list[MetadataResponsePartition]:
-    partitions = []
-    for index in range(topic.partitions):
-        replica = ctx.state.replica(topic.name, index)
-        if replica is None:
-            partitions.append(
-                MetadataResponsePartition(
-                    error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index, leader_id=-1
-                )
-            )
-            continue
-        leader = replica.leadership.leader_id
-        partitions.append(
-            MetadataResponsePartition(
-                error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-                partition_index=index,
-                leader_id=leader,
-                leader_epoch=replica.leader_epoch,
-                replica_nodes=replica.replicas,
-                isr_nodes=replica.isr,
-            )
-        )
-    return partitions
-
-
-def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[MetadataResponse]:
+def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse:
     state = ctx.state
     wanted = request.topics
     if wanted is None or (ctx.api_version == 0 and not wanted):
@@ -160,37 +124,24 @@ def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[Met
     auto_create = state.config.auto_create_topics and (
         ctx.api_version < 4 or request.allow_auto_topic_creation
     )
-    creatable: dict[str, None] = {}
     if auto_create:
-        for entry in wanted:
-            name = entry.name
-            if name is not None and state.topic_named(name) is None and topic_name_problem(name) is None:
-                if name not in state.deleting and name not in RESERVED_TOPICS:  # internal: created below
-                    creatable[name] = None
-    if state.cluster is not None:
-        for name in creatable:
-            state.topic_creation.create(
-                state.cluster,
-                name,
-                state.config.num_partitions,
-                state.config.default_replication_factor,
-                {},
-                ctx.now_ms,
-            )
-        return _response(ctx, request, auto_create=auto_create)
-    partitions = state.config.num_partitions
-    if (
-        not creatable
-        or len(creatable) * new_topic_records(partitions, 0) > state.config.max_records_per_user_op
-    ):
-        # Over the limit Kafka's CreateTopics for them fails whole: they stay LEADER_NOT_AVAILABLE.
-        return _response(ctx, request, auto_create=auto_create)
-    ranges = [(state.register_topic(name, partitions, {}), 0, partitions) for name in creatable]
-    state.persist_metadata(ctx.effects)
-    job = OpenPartitionsJob(
-        state, ctx.effects, ranges, lambda: _response(ctx, request, auto_create=auto_create), ctx.now_ms
-    )
-    return job.start(ctx.now_ms)
+        creatable = [
+            e.name
+            for e in wanted
+            if e.name is not None
+            and state.topic_named(e.name) is None
+            and topic_name_problem(e.name) is None
+            and e.name not in RESERVED_TOPICS  # internal: asked for below, the broker's way
+        ]
+        state.topic_creation.create(
+            state.cluster,
+            creatable,
+            state.config.num_partitions,
+            state.config.default_replication_factor,
+            {},
+            ctx.now_ms,
+        )
+    return _response(ctx, request, auto_create=auto_create)
 
 
 def _response(ctx: Context, request: MetadataRequest, *, auto_create: bool) -> MetadataResponse:
@@ -240,7 +191,7 @@ def _one_topic(
         return MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
     if not auto_create:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
-    if name in RESERVED_TOPICS and state.cluster is not None:
+    if name in RESERVED_TOPICS:
         spec = internal_topic_specs(state.config).get(name)
         if spec is None:
             return MetadataResponseTopic(
@@ -250,14 +201,5 @@ def _one_topic(
         return MetadataResponseTopic(
             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name)
         )
-    if name in RESERVED_TOPICS:
-        topic = state.internal_topic(name, ctx.now_ms, ctx.effects)
-        if topic is None:
-            return MetadataResponseTopic(
-                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name)
-            )
-        return topic_metadata(ctx, topic, operations=operations)
-    if state.cluster is not None:  # asked of the controller (or already asked): not known yet
-        return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
-    # Being deleted, deleted while its creation ran, or more than one request may create: retry.
-    return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
+    # Asked of the controller (or already asked): not known until the image has it.
+    return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)

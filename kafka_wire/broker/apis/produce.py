@@ -7,10 +7,11 @@ producer id, epoch and sequence (the last five per producer). Internal topics re
 writes (INVALID_TOPIC_EXCEPTION, as Kafka). A batch refused for some of its records (a record
 without a key on a compacted topic, a timestamp out of range) names them in ``record_errors``. A
 topic's ``compression.type`` other than ``producer`` stores the batch recompressed, and
-``max.message.bytes`` also bounds what a batch inflates to (see ``log/validation.py``). With one
-broker the ISR is this node, so acks=all completes as soon as the batch is appended, unless the
-topic's ``min.insync.replicas`` exceeds the ISR (NOT_ENOUGH_REPLICAS, before anything is
-appended). An acks=0 request gets no response (the connection drops the answer; a failed one
+``max.message.bytes`` also bounds what a batch inflates to (see ``log/validation.py``). Only the
+partition's leader appends (NOT_LEADER_OR_FOLLOWER elsewhere). acks=all is refused while the ISR
+is smaller than the topic's ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS, before anything is
+appended) and completes once the high watermark passes the batch (the purgatory,
+``partition/purgatory.py``): with one broker, at once. An acks=0 request gets no response (the connection drops the answer; a failed one
 closes the connection).
 The partitions are appended in request order, in slices of the work budget (see
 ``kafka_wire.broker.work``): a request of many large or compressed batches yields to other
@@ -66,7 +67,7 @@ NO_LOG_START: Final = frozenset(
 
 def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce:
     job = ProduceJob(ctx, request)
-    if ctx.state.cluster is None or request.acks != -1:
+    if request.acks != -1:
         return job.start(ctx.now_ms)
     wait = DelayedProduce(
         job.start(ctx.now_ms), job.pending, ctx.now_ms, request.timeout_ms, finish=job.hint_leaders
@@ -117,7 +118,7 @@ class ProduceJob(Job[ProduceResponse]):
         result, work, next_offset = _append(self._state, self._acks, self._by_id, topic, data, now_ms)
         self._response.responses[i].partition_responses.append(result)
         replica = self._state.replica(topic.name, data.index) if topic is not None else None
-        if next_offset >= 0 and replica is not None and self._acks == -1 and self._state.cluster is not None:
+        if next_offset >= 0 and replica is not None and self._acks == -1:
             self.pending.append(PendingProduce(replica, replica.leader_epoch, next_offset, result))
         self.budget.spend(len(data.records or b"") + work)
 
@@ -172,7 +173,6 @@ def _append(
         index=data.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1
     )
     replica = state.replica(topic.name, data.index) if topic is not None else None
-    clustered = state.cluster is not None
     # Kafka's ReplicaManager reports these errors without a message (only a record-level
     # refusal, RecordValidationException, carries one).
     if acks not in VALID_ACKS:
@@ -187,11 +187,9 @@ def _append(
         result.error_code = ErrorCode.INVALID_RECORD
     elif is_internal(topic.name):
         result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
-    elif replica is None or (clustered and not replica.is_leader):
+    elif replica is None or not replica.is_leader:
         result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    elif clustered and acks == -1 and replica.under_min_isr:
-        result.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
-    elif acks == -1 and len(replica.isr) < state.log_config(topic).min_insync_replicas:
+    elif acks == -1 and replica.under_min_isr:
         result.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
     else:
         outcome = replica.append_as_leader(bytes(data.records), now_ms)

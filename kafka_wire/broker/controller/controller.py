@@ -1,16 +1,26 @@
 """The active controller of a KRaft cluster (Kafka's ``QuorumController``), as a pure state machine.
 
-The controller is active only while the local raft replica leads the metadata quorum. It answers
-the controller APIs by proposing metadata records (``MetadataLog.append``) and holds each answer
-(a :class:`~kafka_wire.broker.state.Waiting`) until the records it proposed are committed; a
-request that changes nothing is answered at once. Committed batches come back through
-:meth:`QuorumController.replay` on every controller, active or not, and build the committed
-:class:`~kafka_wire.broker.controller.image.MetadataImage`. The active controller also applies
-its own proposals at once to a working image (so the next request sees them), which it rebuilds
-from the committed image whenever it becomes active.
+The controller is composed of parts, each owning its share of the metadata and its ``replay``, as
+Kafka splits its controller: the cluster part (:class:`.cluster_control.ClusterControl`: broker
+registrations, heartbeats, fencing), the replication part
+(:class:`.replication_control.ReplicationControl`: topics, partitions, elections,
+reassignments), the configuration part (:class:`.configuration_control.ConfigurationControl`), the
+feature part (:class:`.feature_control.FeatureControl`) and the producer-id part
+(:class:`.producer_id_control.ProducerIdControl`). Each API goes to the part that owns it
+(:meth:`QuorumController.handle`); a part decides the records to write and the answer
+(:class:`.result.ControllerResult`), and the controller does the rest:
+
+The controller is active only while the local raft replica leads the metadata quorum. It proposes
+the records a request decided (``MetadataLog.append``), applies them to its parts at once (so the
+next request sees them) and holds the answer (a :class:`~kafka_wire.broker.state.Waiting`) until
+they are committed; a request that changes nothing is answered at once. Committed batches come
+back through :meth:`QuorumController.replay` on every controller, active or not: they build the
+committed :class:`~kafka_wire.broker.controller.image.MetadataImage` (the node's image) and,
+unless this controller proposed them, go to the parts. On a new leadership the parts are rebuilt
+from the committed image.
 
 APIs (Kafka's error codes): BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics,
-DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ElectLeaders,
+DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
 AlterPartitionReassignments, ListPartitionReassignments, AllocateProducerIds. A request reaching a
 controller that is not active is answered NOT_CONTROLLER, as is a held request whose controller
 lost its leadership before its records were committed; a held request that is not committed by
@@ -28,41 +38,27 @@ written as a snapshot (``MetadataLog.write_snapshot``).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from kafka_wire import messages
 from kafka_wire.broker import buggify
-from kafka_wire.broker.cluster_view import PartitionState
-from kafka_wire.broker.controller import brokers, configs, partitions, topics
-from kafka_wire.broker.controller.elections import Election, build_partition_change
-from kafka_wire.broker.controller.image import (
-    NO_LEADER,
-    ConfigResourceType,
-    MetadataDelta,
-    MetadataImage,
-)
+from kafka_wire.broker.controller.cluster_control import ClusterControl
+from kafka_wire.broker.controller.configuration_control import ConfigurationControl
+from kafka_wire.broker.controller.delta import DeltaBuilder, MetadataDelta
+from kafka_wire.broker.controller.feature_control import FeatureControl
+from kafka_wire.broker.controller.image import MetadataImage, route
+from kafka_wire.broker.controller.producer_id_control import ProducerIdControl
 from kafka_wire.broker.controller.records import decode_record, encode_record
-from kafka_wire.broker.controller.settings import (
-    DEFAULT_COMMIT_TIMEOUT_MS,
-    MAX_ELECTIONS_PER_IMBALANCE,
-    METADATA_VERSION_FEATURE,
-    METADATA_VERSION_LEVEL,
-    ControllerConfig,
-)
+from kafka_wire.broker.controller.replication_control import ReplicationControl
+from kafka_wire.broker.controller.result import ControllerResult, Decision
+from kafka_wire.broker.controller.settings import DEFAULT_COMMIT_TIMEOUT_MS, ControllerConfig
 from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AllocateProducerIdsResponse,
-    AlterPartitionResponse,
-    ApiKey,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationResponse,
-    ErrorCode,
-    FeatureLevelRecord,
-    PartitionChangeRecord,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 
 
 class MetadataLog(Protocol):
@@ -113,25 +109,78 @@ class _Held:
 class QuorumController:
     """Answers the controller APIs while the local raft replica leads."""
 
-    def __init__(self, config: ControllerConfig, raft: MetadataLog, rng: random.Random) -> None:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        raft: MetadataLog,
+        rng: random.Random,
+        *,
+        bootstrap: Sequence[Message] = (),
+    ) -> None:
         self.config = config
         self.raft = raft
         self.rng = rng
-        #: The committed image (replayed batches only).
+        #: Records a new metadata log starts with, after ``metadata.version`` (an imported old
+        #: single node's topics, ``kafka_wire.broker.legacy_import``).
+        self._bootstrap = list(bootstrap)
+        #: The committed image (replayed batches only): the node's image.
         self.committed = MetadataImage()
-        #: The committed image plus this controller's uncommitted proposals.
-        self.image = MetadataImage()
         self.committed_offset = -1
+        #: The offset of the last record applied to the parts (proposed, or replayed).
+        self.applied_offset = -1
+        self.features = FeatureControl()
+        self.cluster = ClusterControl(config, self, self.features)
+        self.configuration = ConfigurationControl(config, lambda name: self.replication.topic_exists(name))
+        self.replication = ReplicationControl(config, self.cluster, self.configuration, rng)
+        self.cluster.moves = self.replication
+        self.producer_ids = ProducerIdControl(self.cluster.epoch_ok)
+        self._handlers: dict[int, Callable[[int, Message, int], Decision]] = {
+            ApiKey.BROKER_REGISTRATION: self.cluster.broker_registration,  # type: ignore[dict-item]
+            ApiKey.BROKER_HEARTBEAT: self.cluster.broker_heartbeat,  # type: ignore[dict-item]
+            ApiKey.ALTER_PARTITION: self.replication.alter_partition,  # type: ignore[dict-item]
+            ApiKey.CREATE_TOPICS: self.replication.create_topics,  # type: ignore[dict-item]
+            ApiKey.DELETE_TOPICS: self.replication.delete_topics,  # type: ignore[dict-item]
+            ApiKey.CREATE_PARTITIONS: self.replication.create_partitions,  # type: ignore[dict-item]
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.configuration.incremental_alter_configs,  # type: ignore[dict-item]
+            ApiKey.ALTER_CONFIGS: self.configuration.alter_configs,  # type: ignore[dict-item]
+            ApiKey.ELECT_LEADERS: self.replication.elect_leaders,  # type: ignore[dict-item]
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.replication.alter_partition_reassignments,  # type: ignore[dict-item]
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self.replication.list_partition_reassignments,  # type: ignore[dict-item]
+            ApiKey.ALLOCATE_PRODUCER_IDS: self.producer_ids.allocate_producer_ids,  # type: ignore[dict-item]
+        }
         self._active_epoch: int | None = None
         self._last_proposed = -1
-        #: Last offsets of the batches proposed in this leadership and not yet replayed.
-        self._proposed: set[int] = set()
-        self.contact_ms: dict[int, int] = {}
-        self.reported_offset: dict[int, int] = {}
-        self.shutdown_offset: dict[int, int] = {}
+        #: The batches proposed in this leadership and not yet replayed, by last offset, with
+        #: their bytes: a replay of the same bytes needs no decoding.
+        self._proposed: dict[int, tuple[list[Message], list[bytes]]] = {}
         self._next_rebalance_ms: int | None = None
         self._bytes_since_snapshot = 0
-        self._last_snapshot_offset = -1
+
+    # -- the parts -------------------------------------------------------------------------------
+
+    @property
+    def next_write_offset(self) -> int:
+        return self.raft.log_end_offset
+
+    def _apply_to_parts(self, records: Sequence[Message]) -> None:
+        delta = DeltaBuilder()
+        for record in records:
+            route(
+                record,
+                delta,
+                cluster=self.cluster,
+                topics=self.replication,
+                configs=self.configuration,
+                features=self.features,
+                producer_ids=self.producer_ids,
+            )
+
+    def _rebuild_parts(self) -> None:
+        """The parts hold the committed image (a new leadership drops what was not committed)."""
+        for part in (self.cluster, self.replication, self.configuration, self.features, self.producer_ids):
+            part.reset()
+        self._apply_to_parts(self.committed.snapshot_records())
+        self.applied_offset = self.committed.offset
 
     # -- leadership ------------------------------------------------------------------------------
 
@@ -140,30 +189,25 @@ class QuorumController:
         return self.raft.is_leader and self._active_epoch == self.raft.epoch
 
     def _refresh(self, now_ms: int) -> bool:
-        """Become active on a new raft leadership (rebuilding the working image from the
-        committed one, giving every broker a fresh session), or inactive; True if active."""
+        """Become active on a new raft leadership (rebuilding the parts from the committed image,
+        giving every broker a fresh session), or inactive; True if active."""
         if not self.raft.is_leader:
             self._active_epoch = None
             return False
         if self._active_epoch == self.raft.epoch:
             return True
         self._active_epoch = self.raft.epoch
-        self.image = MetadataImage()
-        self.image.load_snapshot(self.committed.offset, self.committed.snapshot_records())
+        self._rebuild_parts()
         self._last_proposed = -1
         self._proposed.clear()
-        self.contact_ms = {b.node_id: now_ms for b in self.image.brokers()}
-        self.shutdown_offset.clear()
+        self.cluster.activate(now_ms)
         self._next_rebalance_ms = (
             now_ms + self.config.leader_imbalance_check_interval_ms
             if self.config.auto_leader_rebalance_enable
             else None
         )
-        if METADATA_VERSION_FEATURE not in self.image.features:
-            self.propose(
-                [FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=METADATA_VERSION_LEVEL)],
-                now_ms,
-            )
+        first = self.features.bootstrap_records()
+        self.propose(first + self._bootstrap if first else first, now_ms)
         return True
 
     # -- the committed log -----------------------------------------------------------------------
@@ -171,17 +215,18 @@ class QuorumController:
     def replay(self, offset: int, records: Sequence[bytes], now_ms: int = 0) -> MetadataDelta:
         """Apply a committed batch (its last record at ``offset``); ``DecodeError`` on bytes that
         are no metadata record."""
-        decoded = [decode_record(r) for r in records]
+        proposed = self._proposed.pop(offset, None)
+        if proposed is not None and proposed[1] != list(records):
+            proposed = None  # another leader's batch at that offset: ours was truncated
+        decoded = proposed[0] if proposed is not None else [decode_record(r) for r in records]
         delta = self.committed.apply_batch(offset, decoded)
-        if offset in self._proposed:
-            self._proposed.discard(offset)  # applied to the working image when proposed
-        else:
-            self.image.apply_batch(offset, decoded)
+        if proposed is None:
+            self._apply_to_parts(decoded)
+            self.applied_offset = max(self.applied_offset, offset)
         self.committed_offset = max(self.committed_offset, offset)
         self._bytes_since_snapshot += sum(len(r) for r in records)
         if self._bytes_since_snapshot >= self.config.snapshot_max_bytes:
             self._bytes_since_snapshot = 0
-            self._last_snapshot_offset = offset
             self.raft.write_snapshot(
                 offset, [encode_record(r) for r in self.committed.snapshot_records()], now_ms
             )
@@ -191,7 +236,7 @@ class QuorumController:
         """Replace the committed image by a snapshot taken at ``offset``."""
         decoded = [decode_record(r) for r in records]
         delta = self.committed.load_snapshot(offset, decoded)
-        self.image.load_snapshot(offset, decoded)
+        self._rebuild_parts()
         self.committed_offset = offset
         self._bytes_since_snapshot = 0
         return delta
@@ -199,195 +244,91 @@ class QuorumController:
     def propose(self, records: list[Message], now_ms: int) -> int | None:
         if not records:
             return self._last_proposed
-        last = self.raft.append([encode_record(r) for r in records], now_ms)
+        encoded = [encode_record(r) for r in records]
+        last = self.raft.append(encoded, now_ms)
         if last is None:
             return None
-        self.image.apply_batch(last, records)
+        self._apply_to_parts(records)
+        self.applied_offset = max(self.applied_offset, last)
         self._last_proposed = last
-        self._proposed.add(last)
+        self._proposed[last] = (records, encoded)
         return last
 
-    def answer_when_committed(
-        self,
-        records: list[Message],
-        answer: Callable[[], Message],
-        fail: Callable[[int], Message],
-        now_ms: int,
-        timeout_ms: int = DEFAULT_COMMIT_TIMEOUT_MS,
-    ) -> Message | Waiting:
-        """Propose ``records`` and answer once they (and everything before them) are committed."""
-        if not records and self._last_proposed <= self.committed_offset:
-            return answer()
-        last = self.propose(records, now_ms)
+    def _answer_when_committed(self, result: ControllerResult, now_ms: int) -> Message | Waiting:
+        """Propose the result's records and answer once they (and everything before them) are
+        committed."""
+        if not result.records and self._last_proposed <= self.committed_offset:
+            return result.answer()
+        last = self.propose(result.records, now_ms)
         if last is None:
-            return fail(ErrorCode.NOT_CONTROLLER)
+            return result.fail(ErrorCode.NOT_CONTROLLER)
+        if result.proposed is not None:
+            result.proposed(last)
         assert self._active_epoch is not None
-        deadline = now_ms + (timeout_ms if timeout_ms > 0 else DEFAULT_COMMIT_TIMEOUT_MS)
-        return _Held(self, self._active_epoch, last, deadline, answer, fail)
+        timeout_ms = result.timeout_ms if result.timeout_ms > 0 else DEFAULT_COMMIT_TIMEOUT_MS
+        return _Held(self, self._active_epoch, last, now_ms + timeout_ms, result.answer, result.fail)
 
     # -- requests --------------------------------------------------------------------------------
 
     def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting:
         """Answer one controller request (NOT_CONTROLLER unless this controller is active)."""
-        handler = _HANDLERS.get(api_key)
+        handler = self._handlers.get(api_key)
         if handler is None:
             raise ValueError(f"api {api_key} is not a controller API")
         if not self._refresh(now_ms):
             return error_response(api_key, api_version, body, ErrorCode.NOT_CONTROLLER)
-        return handler(self, api_version, body, now_ms)
+        decision = handler(api_version, body, now_ms)
+        if isinstance(decision, ControllerResult):
+            return self._answer_when_committed(decision, now_ms)
+        return decision
 
-    def acceptable(self, broker: int) -> bool:
-        info = self.image.broker(broker)
-        return info is not None and not info.fenced and not info.in_controlled_shutdown
+    def local_broker(self, incarnation_id: uuid.UUID) -> None:
+        """The incarnation of the broker in this controller's own process, when it is the
+        quorum's only voter (a single node): its broker is then alive while the controller runs."""
+        self.cluster.local_incarnation = incarnation_id
 
-    def _topic_setting(self, topic: str, key: str) -> str | None:
-        """A topic config: the topic's, else the cluster-wide dynamic default (broker "")."""
-        value = self.image.topic_configs(topic).get(key)
-        if value is None:
-            value = self.image.configs.get((ConfigResourceType.BROKER, ""), {}).get(key)
-        return value
-
-    def min_isr(self, topic: str) -> int:
-        value = self._topic_setting(topic, "min.insync.replicas")
-        return int(value) if value is not None and value.isdigit() else self.config.min_insync_replicas
-
-    def unclean(self, topic: str) -> bool:
-        value = self._topic_setting(topic, "unclean.leader.election.enable")
-        return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
-
-    def change(
-        self,
-        p: PartitionState,
-        records: list[Message],
-        acceptable: Callable[[int], bool] | None = None,
-        **kw: object,
-    ) -> PartitionChangeRecord | None:
-        """Build one partition change by Kafka's rules, add it to ``records``, apply it to a copy."""
-        election = kw.pop("election", Election.UNCLEAN if self.unclean(p.topic) else Election.ONLINE)
-        record = build_partition_change(
-            p,
-            acceptable or self.acceptable,
-            election=election,  # type: ignore[arg-type]
-            min_isr=self.min_isr(p.topic),
-            elr_enabled=self.config.elr_enabled,
-            **kw,  # type: ignore[arg-type]
-        )
-        if record is not None:
-            records.append(record)
-        return record
-
-    def leader_and_isr_updates(
-        self,
-        records: list[Message],
-        remove: int = NO_LEADER,
-        add: int = NO_LEADER,
-        unclean_shutdown: int = NO_LEADER,
-    ) -> None:
-        """Kafka's ``generateLeaderAndIsrUpdates``: ``remove`` leaves every ISR it is in and every
-        leadership; ``add`` (just unfenced) may take leaderless partitions."""
-
-        def acceptable(r: int) -> bool:
-            return r not in (remove, unclean_shutdown) and (r == add or self.acceptable(r))
-
-        gone = {remove, unclean_shutdown} - {NO_LEADER}
-        for p in list(self.image.all_partitions()):
-            if add != NO_LEADER:
-                if p.leader != NO_LEADER:
-                    continue
-            elif not (gone & set(p.isr) or gone & set(p.elr) or p.leader in gone):
-                continue
-            target = tuple(r for r in p.isr if r not in gone)
-            self.change(
-                p,
-                records,
-                acceptable,
-                target_isr=target,
-                unclean_shutdown_replicas=tuple(gone) if unclean_shutdown != NO_LEADER else (),
-            )
-
-    def has_session(self, broker: int, now_ms: int) -> bool:
-        contact = self.contact_ms.get(broker)
-        return contact is not None and now_ms - contact < self.config.session_timeout_ms
-
-    # periodic work ----------------------------------------------------------------------------------
+    # -- periodic work ---------------------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:
         if self._active_epoch is None:
             return None
         deadlines = [
-            contact + self.config.session_timeout_ms
-            for broker, contact in self.contact_ms.items()
-            if (info := self.image.broker(broker)) is not None and not info.fenced
+            d for d in (self.cluster.next_session_deadline_ms(), self._next_rebalance_ms) if d is not None
         ]
-        if self._next_rebalance_ms is not None:
-            deadlines.append(self._next_rebalance_ms)
         return min(deadlines, default=None)
 
     def tick(self, now_ms: int) -> None:
         """Fence brokers whose sessions expired; rebalance leaders when it is time."""
         if not self._refresh(now_ms):
             return
-        records: list[Message] = []
-        for broker in self._stale_brokers(now_ms):
-            self._fence_now(broker, now_ms)
+        for broker in self.cluster.stale_brokers(now_ms):
+            records: list[Message] = []
+            self.cluster.fence(broker, records)
+            self.propose(records, now_ms)
         if self._next_rebalance_ms is not None and (
             now_ms >= self._next_rebalance_ms or buggify.hooks.fire("controller.early_rebalance")
         ):
             self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
-            for p in self._imbalanced():
-                if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
-                    break
-                self.change(p, records, election=Election.PREFERRED)
-            self.propose(records, now_ms)
+            self.propose(self.replication.preferred_elections(), now_ms)
 
-    def _stale_brokers(self, now_ms: int) -> list[int]:
-        """The unfenced brokers whose sessions expired, the longest silent first (Kafka's
-        ``BrokerHeartbeatManager`` keeps its unfenced brokers sorted by last contact and fences
-        them one at a time from the oldest). The order matters when several expire at once (the
-        controller's clock jumped, or it stalled): a fenced broker leaves every ISR but the last
-        member standing, so the broker that has been silent longest (a dead incarnation still
-        registered) must go first, never be the one left."""
-        stale = [
-            (self.contact_ms.get(info.node_id, -1), info.node_id)
-            for info in self.image.brokers()
-            if not info.fenced and not self.has_session(info.node_id, now_ms)
-        ]
-        return [broker for _, broker in sorted(stale)]
-
-    def _fence_now(self, broker: int, now_ms: int) -> None:
-        records: list[Message] = []
-        brokers.fence(self, broker, records)
-        self.propose(records, now_ms)
-
-    def _imbalanced(self) -> Iterable[PartitionState]:
-        for p in self.image.all_partitions():
-            if (
-                p.replicas
-                and p.leader != p.replicas[0]
-                and p.replicas[0] in p.isr
-                and self.acceptable(p.replicas[0])
-            ):
-                yield p
-
-
-Handler = Callable[[QuorumController, int, Message, int], Message | Waiting]
-
-_HANDLERS: Final[dict[int, Handler]] = {
-    ApiKey.BROKER_REGISTRATION: brokers.broker_registration,  # type: ignore[dict-item]
-    ApiKey.BROKER_HEARTBEAT: brokers.broker_heartbeat,  # type: ignore[dict-item]
-    ApiKey.ALTER_PARTITION: partitions.alter_partition,  # type: ignore[dict-item]
-    ApiKey.CREATE_TOPICS: topics.create_topics,  # type: ignore[dict-item]
-    ApiKey.DELETE_TOPICS: topics.delete_topics,  # type: ignore[dict-item]
-    ApiKey.CREATE_PARTITIONS: topics.create_partitions,  # type: ignore[dict-item]
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,  # type: ignore[dict-item]
-    ApiKey.ELECT_LEADERS: partitions.elect_leaders,  # type: ignore[dict-item]
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: partitions.alter_partition_reassignments,  # type: ignore[dict-item]
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: partitions.list_partition_reassignments,  # type: ignore[dict-item]
-    ApiKey.ALLOCATE_PRODUCER_IDS: brokers.allocate_producer_ids,  # type: ignore[dict-item]
-}
 
 #: The API keys :meth:`QuorumController.handle` answers.
-CONTROLLER_APIS: Final = frozenset(_HANDLERS)
+CONTROLLER_APIS: Final = frozenset(
+    {
+        ApiKey.BROKER_REGISTRATION,
+        ApiKey.BROKER_HEARTBEAT,
+        ApiKey.ALTER_PARTITION,
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
+        ApiKey.ELECT_LEADERS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        ApiKey.ALLOCATE_PRODUCER_IDS,
+    }
+)
 
 
 def error_response(api_key: int, api_version: int, body: Message, code: int) -> Message:
@@ -395,10 +336,12 @@ def error_response(api_key: int, api_version: int, body: Message, code: int) -> 
     if api_key in ERROR_ANSWERS:  # the request's shape with a message, as Kafka's getErrorResponse
         return failure_answer(api_key, body, code)
     simple: dict[int, Callable[[], Message]] = {
-        ApiKey.BROKER_REGISTRATION: lambda: BrokerRegistrationResponse(error_code=code, broker_epoch=-1),
-        ApiKey.BROKER_HEARTBEAT: lambda: BrokerHeartbeatResponse(error_code=code, is_fenced=True),
-        ApiKey.ALTER_PARTITION: lambda: AlterPartitionResponse(error_code=code),
-        ApiKey.ALLOCATE_PRODUCER_IDS: lambda: AllocateProducerIdsResponse(
+        ApiKey.BROKER_REGISTRATION: lambda: messages.BrokerRegistrationResponse(
+            error_code=code, broker_epoch=-1
+        ),
+        ApiKey.BROKER_HEARTBEAT: lambda: messages.BrokerHeartbeatResponse(error_code=code, is_fenced=True),
+        ApiKey.ALTER_PARTITION: lambda: messages.AlterPartitionResponse(error_code=code),
+        ApiKey.ALLOCATE_PRODUCER_IDS: lambda: messages.AllocateProducerIdsResponse(
             error_code=code, producer_id_start=-1, producer_id_len=0
         ),
     }

@@ -24,11 +24,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from kafka_wire import messages
 from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
-from kafka_wire.broker.controller.image import NO_LEADER, NO_LEADER_CHANGE, NO_RECOVERY_CHANGE
-from kafka_wire.messages import PartitionChangeRecord
+from kafka_wire.broker.controller.topics_image import NO_LEADER, NO_LEADER_CHANGE, NO_RECOVERY_CHANGE
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        PartitionChangeRecord,
+    )
 
 
 class Election(enum.Enum):
@@ -126,7 +132,7 @@ class _Builder:
 
     def build(self) -> PartitionChangeRecord | None:
         p = self.partition
-        record = PartitionChangeRecord(
+        record = messages.PartitionChangeRecord(
             topic_id=p.topic_id,
             partition_id=p.partition,
             isr=None,

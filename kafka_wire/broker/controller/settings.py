@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from kafka_wire.broker.config import BrokerConfig, BrokerConfigError
+from kafka_wire.broker.config import DEFAULT_MAX_RECORDS_PER_USER_OP, BrokerConfig, BrokerConfigError
+from kafka_wire.broker.log.config import LogConfig
 
 #: The ``metadata.version`` feature and the level this controller finalizes: 3.9-IV0.
 METADATA_VERSION_FEATURE: Final = "metadata.version"
@@ -55,10 +56,16 @@ class ControllerConfig:
     #: default is off: the last member of an ISR stays in it when its broker goes down, and leads
     #: again when it comes back.
     elr_enabled: bool = False
-    #: The node's broker properties that set topic defaults (``log.retention.hours`` ...), and the
-    #: topic defaults they give, for the configs a CreateTopics answer lists (v5+).
-    topic_default_properties: Mapping[str, str] = field(default_factory=dict)
-    topic_defaults: Mapping[str, str] = field(default_factory=dict)
+    #: ``delete.topic.enable``.
+    delete_topic_enable: bool = True
+    #: Kafka's ``MAX_RECORDS_PER_USER_OP`` (``kafka.wire.max.records.per.user.op``): the most
+    #: metadata records one admin request may write.
+    max_records_per_user_op: int = DEFAULT_MAX_RECORDS_PER_USER_OP
+    #: The broker properties that set topic defaults, as given (``log.retention.hours`` …), and
+    #: the defaults they make: a new topic's effective configs (CreateTopics v5+) are described
+    #: with them, and its overrides are checked on them.
+    static_topic_properties: Mapping[str, str] = field(default_factory=dict)
+    topic_defaults: LogConfig = field(default_factory=LogConfig)
 
     def __post_init__(self) -> None:
         for name in ("session_timeout_ms", "leader_imbalance_check_interval_ms", "snapshot_max_bytes"):
@@ -83,8 +90,10 @@ class ControllerConfig:
             auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
             leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_ms,
             snapshot_max_bytes=config.metadata_snapshot_bytes,
-            topic_default_properties=dict(config.topic_default_properties),
-            topic_defaults=config.topic_defaults,
+            delete_topic_enable=config.delete_topic_enable,
+            max_records_per_user_op=config.max_records_per_user_op,
+            static_topic_properties=dict(config.topic_default_properties),
+            topic_defaults=LogConfig.from_properties(config.topic_defaults),
         )
 
 

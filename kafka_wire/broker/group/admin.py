@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from kafka_wire import messages
 from kafka_wire.broker.group.model import CLASSIC_GROUP_TYPE, NO_OPERATIONS, Group, Waiter
 from kafka_wire.broker.group.persistence import DeleteGroupsAnswer, GroupDeleted, GroupPersistence
 from kafka_wire.broker.group.rebalance import Rebalance
@@ -10,19 +11,7 @@ from kafka_wire.broker.group.records import group_metadata_record, offset_commit
 from kafka_wire.broker.group.runtime import JOIN, SYNC, GroupRuntime, timer_key
 from kafka_wire.broker.group.states import GroupInput, GroupState
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DeleteGroupsResponseDeletableGroupResult,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    DescribeGroupsResponseDescribedGroup,
-    DescribeGroupsResponseDescribedGroupMember,
-    ErrorCode,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    ListGroupsResponseListedGroup,
-)
+from kafka_wire.messages import ErrorCode
 
 E = ErrorCode
 
@@ -54,46 +43,46 @@ class GroupAdmin:
         answer.results[write.index].error_code = error
         answer.outstanding -= 1
         if answer.outstanding == 0:
-            self._rt.respond(answer.waiter, DeleteGroupsResponse(results=answer.results))
+            self._rt.respond(answer.waiter, messages.DeleteGroupsResponse(results=answer.results))
 
     def list_groups(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, ListGroupsRequest)
+        assert isinstance(request, messages.ListGroupsRequest)
         v = waiter.api_version
         states = {s.strip().lower() for s in request.states_filter} if v >= 4 else set()
         types = {t.strip().lower() for t in request.types_filter} if v >= 5 else set()
         listed = []
         if self._rt.loading:  # Kafka lists nothing while a partition of its groups is loading
-            self._rt.respond(waiter, ListGroupsResponse(error_code=E.COORDINATOR_LOAD_IN_PROGRESS))
+            self._rt.respond(waiter, messages.ListGroupsResponse(error_code=E.COORDINATOR_LOAD_IN_PROGRESS))
             return
         if not types or CLASSIC_GROUP_TYPE in types:
             for group in self._rt.groups.values():
                 if states and group.state.value.lower() not in states:
                     continue
                 listed.append(
-                    ListGroupsResponseListedGroup(
+                    messages.ListGroupsResponseListedGroup(
                         group_id=group.group_id,
                         protocol_type=group.protocol_type or "",
                         group_state=group.state.value if v >= 4 else "",
                         group_type=CLASSIC_GROUP_TYPE if v >= 5 else "",
                     )
                 )
-        self._rt.respond(waiter, ListGroupsResponse(groups=listed))
+        self._rt.respond(waiter, messages.ListGroupsResponse(groups=listed))
 
     def describe_groups(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, DescribeGroupsRequest)
+        assert isinstance(request, messages.DescribeGroupsRequest)
         v = waiter.api_version
         described = []
         for group_id in request.groups:
             group = self._rt.groups.get(group_id)
             if not group_id:
                 described.append(
-                    DescribeGroupsResponseDescribedGroup(
+                    messages.DescribeGroupsResponseDescribedGroup(
                         group_id=group_id, error_code=E.INVALID_GROUP_ID, group_state=GroupState.DEAD.value
                     )
                 )
             elif (refused := self._rt.refusal(group_id)) is not None:
                 described.append(
-                    DescribeGroupsResponseDescribedGroup(
+                    messages.DescribeGroupsResponseDescribedGroup(
                         group_id=group_id,
                         error_code=refused,
                         group_state="",
@@ -103,7 +92,7 @@ class GroupAdmin:
             elif group is None:
                 not_found = v >= 6
                 described.append(
-                    DescribeGroupsResponseDescribedGroup(
+                    messages.DescribeGroupsResponseDescribedGroup(
                         group_id=group_id,
                         group_state=GroupState.DEAD.value,
                         error_code=E.GROUP_ID_NOT_FOUND if not_found else E.NONE,
@@ -113,13 +102,13 @@ class GroupAdmin:
             else:
                 stable = group.state is GroupState.STABLE
                 described.append(
-                    DescribeGroupsResponseDescribedGroup(
+                    messages.DescribeGroupsResponseDescribedGroup(
                         group_id=group_id,
                         group_state=group.state.value,
                         protocol_type=group.protocol_type or "",
                         protocol_data=(group.protocol_name or "") if stable else "",
                         members=[
-                            DescribeGroupsResponseDescribedGroupMember(
+                            messages.DescribeGroupsResponseDescribedGroupMember(
                                 member_id=m.member_id,
                                 group_instance_id=m.group_instance_id,
                                 client_id=m.client_id,
@@ -132,10 +121,10 @@ class GroupAdmin:
                         authorized_operations=NO_OPERATIONS,
                     )
                 )
-        self._rt.respond(waiter, DescribeGroupsResponse(groups=described))
+        self._rt.respond(waiter, messages.DescribeGroupsResponse(groups=described))
 
     def delete_groups(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, DeleteGroupsRequest)
+        assert isinstance(request, messages.DeleteGroupsRequest)
         answer = DeleteGroupsAnswer(waiter, [])
         for group_id in request.groups_names:
             group = self._rt.groups.get(group_id)
@@ -152,10 +141,10 @@ class GroupAdmin:
                 answer.outstanding += 1
                 self.delete_group(group, answer, len(answer.results))
             answer.results.append(
-                DeleteGroupsResponseDeletableGroupResult(group_id=group_id, error_code=error)
+                messages.DeleteGroupsResponseDeletableGroupResult(group_id=group_id, error_code=error)
             )
         if answer.outstanding == 0:
-            self._rt.respond(waiter, DeleteGroupsResponse(results=answer.results))
+            self._rt.respond(waiter, messages.DeleteGroupsResponse(results=answer.results))
 
     def delete_group(self, group: Group, answer: DeleteGroupsAnswer | None = None, index: int = -1) -> None:
         """Tombstone every offset and the metadata of an empty group; drop it once stored."""

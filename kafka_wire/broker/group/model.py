@@ -10,23 +10,23 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.group.records import GroupMetadataValue, MemberMetadata, OffsetCommitValue
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError, LocalProtocolError
-from kafka_wire.messages import (
-    ConsumerProtocolSubscription,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    JoinGroupResponseMember,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-    OffsetDeleteResponse,
-)
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        JoinGroupRequest,
+        JoinGroupResponse,
+        JoinGroupResponseMember,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+        OffsetCommitResponseTopic,
+    )
 
 #: Given a prefix (the group instance id of a static member, else the client id), a new member id.
 MemberIdFactory = Callable[[str], str]
@@ -192,7 +192,7 @@ def subscribed_topics(group: Group) -> frozenset[str] | None:
             return None
         try:
             # Every version of the subscription starts with the v0 fields (topics first).
-            subscription = ConsumerProtocolSubscription.decode(data[2:], 0)
+            subscription = messages.ConsumerProtocolSubscription.decode(data[2:], 0)
         except DecodeError:
             return None
         topics.update(subscription.topics)
@@ -211,7 +211,7 @@ def join_response(
     members: list[JoinGroupResponseMember] | None = None,
     skip: bool = False,
 ) -> JoinGroupResponse:
-    return JoinGroupResponse(
+    return messages.JoinGroupResponse(
         error_code=error,
         generation_id=generation,
         protocol_type=protocol_type,
@@ -266,13 +266,15 @@ def offset_commit_error(
 ) -> OffsetCommitResponse:
     """An OffsetCommit answer with ``error`` for every partition of ``topics`` (those of the
     request, or of an answer being replaced)."""
-    return OffsetCommitResponse(
+    return messages.OffsetCommitResponse(
         topics=[
-            OffsetCommitResponseTopic(
+            messages.OffsetCommitResponseTopic(
                 name=t.name,
                 topic_id=t.topic_id,
                 partitions=[
-                    OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                    messages.OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=error
+                    )
                     for p in t.partitions
                 ],
             )
@@ -284,10 +286,10 @@ def offset_commit_error(
 def failed_answer(answer: Message, error: int) -> Message:
     """``answer`` (of a request whose write was refused) with ``error`` instead: every partition of
     an OffsetCommit (Kafka's ``OffsetCommitRequest.getErrorResponse``), an OffsetDelete as a whole."""
-    if isinstance(answer, OffsetCommitResponse):
+    if isinstance(answer, messages.OffsetCommitResponse):
         return offset_commit_error(answer.topics, error)
-    if isinstance(answer, OffsetDeleteResponse):
-        return OffsetDeleteResponse(error_code=error)
+    if isinstance(answer, messages.OffsetDeleteResponse):
+        return messages.OffsetDeleteResponse(error_code=error)
     raise LocalProtocolError(f"no failure answer for {type(answer).__name__}")
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.group.model import (
     CONSUMER_PROTOCOL_TYPE,
     ZERO_UUID,
@@ -24,24 +25,12 @@ from kafka_wire.broker.group.records import OffsetCommitValue
 from kafka_wire.broker.group.runtime import GroupRuntime
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ErrorCode,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetDeleteResponsePartition,
-    OffsetDeleteResponseTopic,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopic,
-    OffsetFetchResponseTopics,
-)
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        OffsetCommitResponseTopic,
+    )
 
 E = ErrorCode
 
@@ -93,7 +82,7 @@ class Offsets:
             self._rt.respond(write.waiter, write.answer if not error else failed_answer(write.answer, error))
 
     def offset_commit(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, OffsetCommitRequest)
+        assert isinstance(request, messages.OffsetCommitRequest)
         v = waiter.api_version
         now = self._rt.clock
         generation = request.generation_id_or_member_epoch if v >= 1 else -1
@@ -150,17 +139,17 @@ class Offsets:
                     )
                     offsets.append((name, p.partition_index, value))
                 answers.append(
-                    OffsetCommitResponsePartition(
+                    messages.OffsetCommitResponsePartition(
                         partition_index=p.partition_index, error_code=p_error or E.NONE
                     )
                 )
             topics.append(
-                OffsetCommitResponseTopic(topic_id=topic.topic_id, partitions=answers)
+                messages.OffsetCommitResponseTopic(topic_id=topic.topic_id, partitions=answers)
                 if v >= 10
-                else OffsetCommitResponseTopic(name=topic.name, partitions=answers)
+                else messages.OffsetCommitResponseTopic(name=topic.name, partitions=answers)
             )
         self._persistence.persist_offsets(
-            OffsetWrite(request.group_id, offsets, waiter, OffsetCommitResponse(topics=topics))
+            OffsetWrite(request.group_id, offsets, waiter, messages.OffsetCommitResponse(topics=topics))
         )
 
     def validate_offset_commit(
@@ -209,7 +198,7 @@ class Offsets:
 
     def offset_fetch(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
         # require_stable (v7+) needs no work: transactional offset commits are not handled here.
-        assert isinstance(request, OffsetFetchRequest)
+        assert isinstance(request, messages.OffsetFetchRequest)
         v = waiter.api_version
         if v >= 8:
             groups = []
@@ -226,15 +215,15 @@ class Offsets:
                     ]
                 error, found = self.fetch_group(g.group_id, wanted)
                 groups.append(
-                    OffsetFetchResponseGroup(
+                    messages.OffsetFetchResponseGroup(
                         group_id=g.group_id,
                         error_code=error,
                         topics=[
-                            OffsetFetchResponseTopics(
+                            messages.OffsetFetchResponseTopics(
                                 topic_id=topic_id if v >= 10 else ZERO_UUID,
                                 name=name if v < 10 else "",
                                 partitions=[
-                                    OffsetFetchResponsePartitions(
+                                    messages.OffsetFetchResponsePartitions(
                                         partition_index=p,
                                         committed_offset=-1 if value is None else value.offset,
                                         committed_leader_epoch=-1 if value is None else value.leader_epoch,
@@ -248,7 +237,7 @@ class Offsets:
                         ],
                     )
                 )
-            self._rt.respond(waiter, OffsetFetchResponse(groups=groups))
+            self._rt.respond(waiter, messages.OffsetFetchResponse(groups=groups))
             return
         wanted = None
         if request.topics is not None:
@@ -262,13 +251,13 @@ class Offsets:
             ]
         self._rt.respond(
             waiter,
-            OffsetFetchResponse(
+            messages.OffsetFetchResponse(
                 error_code=error if v >= 2 else E.NONE,
                 topics=[
-                    OffsetFetchResponseTopic(
+                    messages.OffsetFetchResponseTopic(
                         name=name,
                         partitions=[
-                            OffsetFetchResponsePartition(
+                            messages.OffsetFetchResponsePartition(
                                 partition_index=p,
                                 committed_offset=-1 if value is None else value.offset,
                                 committed_leader_epoch=-1 if value is None or v < 5 else value.leader_epoch,
@@ -287,16 +276,16 @@ class Offsets:
         return None if self._rt.topic_name_of is None else self._rt.topic_name_of(topic_id)
 
     def offset_delete(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, OffsetDeleteRequest)
+        assert isinstance(request, messages.OffsetDeleteRequest)
         group = self._rt.groups.get(request.group_id)
         if not request.group_id:
-            self._rt.respond(waiter, OffsetDeleteResponse(error_code=E.INVALID_GROUP_ID))
+            self._rt.respond(waiter, messages.OffsetDeleteResponse(error_code=E.INVALID_GROUP_ID))
             return
         if group is None:
-            self._rt.respond(waiter, OffsetDeleteResponse(error_code=E.GROUP_ID_NOT_FOUND))
+            self._rt.respond(waiter, messages.OffsetDeleteResponse(error_code=E.GROUP_ID_NOT_FOUND))
             return
         if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-            self._rt.respond(waiter, OffsetDeleteResponse(error_code=E.NON_EMPTY_GROUP))
+            self._rt.respond(waiter, messages.OffsetDeleteResponse(error_code=E.NON_EMPTY_GROUP))
             return
         offsets: list[OffsetEntry] = []
         topics = []
@@ -307,17 +296,17 @@ class Offsets:
             for p in topic.partitions:
                 if subscribed:
                     answers.append(
-                        OffsetDeleteResponsePartition(
+                        messages.OffsetDeleteResponsePartition(
                             partition_index=p.partition_index, error_code=E.GROUP_SUBSCRIBED_TO_TOPIC
                         )
                     )
                     continue
-                answers.append(OffsetDeleteResponsePartition(partition_index=p.partition_index))
+                answers.append(messages.OffsetDeleteResponsePartition(partition_index=p.partition_index))
                 if p.partition_index in committed:
                     offsets.append((topic.name, p.partition_index, None))
-            topics.append(OffsetDeleteResponseTopic(name=topic.name, partitions=answers))
+            topics.append(messages.OffsetDeleteResponseTopic(name=topic.name, partitions=answers))
         self._persistence.persist_offsets(
-            OffsetWrite(group.group_id, offsets, waiter, OffsetDeleteResponse(topics=topics))
+            OffsetWrite(group.group_id, offsets, waiter, messages.OffsetDeleteResponse(topics=topics))
         )
 
     def expire(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafka_wire.broker import buggify
 from kafka_wire.broker.group.effects import KeyValue, Persist
@@ -32,7 +33,11 @@ from kafka_wire.broker.group.runtime import GroupRuntime
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import InvalidValueError, LocalProtocolError
-from kafka_wire.messages import DeleteGroupsResponseDeletableGroupResult
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        DeleteGroupsResponseDeletableGroupResult,
+    )
 
 #: One committed offset to write: ``(topic, partition, value)``; ``None`` is a tombstone.
 OffsetEntry = tuple[str, int, OffsetCommitValue | None]

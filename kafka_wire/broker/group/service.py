@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.group.admin import GroupAdmin
 from kafka_wire.broker.group.config import GroupConfig
 from kafka_wire.broker.group.effects import GroupEffect, KeyValue, client_error
@@ -85,21 +86,7 @@ from kafka_wire.broker.group.states import GroupState, can_rebalance
 from kafka_wire.broker.timers import DueTimer, TimerQueue
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import (
-    ApiKey,
-    DeleteGroupsRequest,
-    DescribeGroupsRequest,
-    ErrorCode,
-    HeartbeatRequest,
-    JoinGroupRequest,
-    LeaveGroupRequest,
-    ListGroupsRequest,
-    OffsetCommitRequest,
-    OffsetDeleteRequest,
-    OffsetFetchRequest,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 
 #: The APIs :meth:`GroupCoordinator.handle` answers.
 GROUP_API_KEYS: Final = (
@@ -161,17 +148,17 @@ class GroupCoordinator:
         self._membership = Membership(rt, self._persistence, self._rebalance)
         self._admin = GroupAdmin(rt, self._persistence, self._rebalance)
         self._offsets = Offsets(rt, self._persistence, self._rebalance, self._admin.delete_group)
-        self._handlers: dict[type[Message], _Handler] = {
-            JoinGroupRequest: self._membership.join,
-            SyncGroupRequest: self._membership.sync,
-            HeartbeatRequest: self._membership.heartbeat,
-            LeaveGroupRequest: self._membership.leave,
-            OffsetCommitRequest: self._offsets.offset_commit,
-            OffsetFetchRequest: self._offsets.offset_fetch,
-            OffsetDeleteRequest: self._offsets.offset_delete,
-            ListGroupsRequest: self._admin.list_groups,
-            DescribeGroupsRequest: self._admin.describe_groups,
-            DeleteGroupsRequest: self._admin.delete_groups,
+        self._handlers: dict[int, _Handler] = {
+            ApiKey.JOIN_GROUP: self._membership.join,
+            ApiKey.SYNC_GROUP: self._membership.sync,
+            ApiKey.HEARTBEAT: self._membership.heartbeat,
+            ApiKey.LEAVE_GROUP: self._membership.leave,
+            ApiKey.OFFSET_COMMIT: self._offsets.offset_commit,
+            ApiKey.OFFSET_FETCH: self._offsets.offset_fetch,
+            ApiKey.OFFSET_DELETE: self._offsets.offset_delete,
+            ApiKey.LIST_GROUPS: self._admin.list_groups,
+            ApiKey.DESCRIBE_GROUPS: self._admin.describe_groups,
+            ApiKey.DELETE_GROUPS: self._admin.delete_groups,
         }
 
     # -- public API -----------------------------------------------------------------------------
@@ -192,7 +179,8 @@ class GroupCoordinator:
         DescribeGroups should show it (Kafka shows ``"/127.0.0.1"``). A request of another API,
         or a version its class does not define, raises :class:`LocalProtocolError`.
         """
-        handler = self._handlers.get(type(request))
+        key = request.API_KEY
+        handler = self._handlers.get(key) if key is not None and request.KIND == "request" else None
         if handler is None:
             raise LocalProtocolError(f"the group coordinator does not handle {type(request).__name__}")
         if api_version not in type(request).VERSIONS:
@@ -357,7 +345,7 @@ class GroupCoordinator:
                     rt.respond(member.join, join_error(member.join.api_version, answer, member.member_id))
                     member.join = None
                 if member.sync is not None:
-                    rt.respond(member.sync, SyncGroupResponse(error_code=answer))
+                    rt.respond(member.sync, messages.SyncGroupResponse(error_code=answer))
                     member.sync = None
 
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> list[GroupEffect]:

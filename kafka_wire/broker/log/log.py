@@ -1,13 +1,12 @@
 """A partition's log: segments in Kafka's on-disk format, pure (storage effects out, reads in).
 
 Every method returns values; what must change on disk is queued as storage effects and handed
-out by :meth:`PartitionLog.take_effects`. The driver applies the effects it took before it calls
-the log again; until then the log serves reads of its own appends from memory (see
-:mod:`kafka_wire.broker.log.files`). Errors the client should see are Kafka error codes in the
+out by :meth:`PartitionLog.take_effects`. Until the driver has applied them the log serves reads
+of its own appends from memory (see :mod:`kafka_wire.broker.log.files`). Errors the client should see are Kafka error codes in the
 results; exceptions mean a bug or caller misuse.
 
-Memory: per segment a few integers (and the active segment's appends until they are taken); index
-lookups and batch scans read storage. Nothing else grows with the log.
+Memory: per segment a few integers (and the appends storage may not hold yet: those not taken, or
+in a batch not yet applied); index lookups and batch scans read storage. Nothing else grows with the log.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
-from kafka_wire.broker.effects import FileRegion, StorageEffect
+from kafka_wire.broker.effects import FileRegion, StorageEffect, WriteProgress
 from kafka_wire.broker.log.batches import BatchScanner
 from kafka_wire.broker.log.checkpoints import read_offset, write_offset
 from kafka_wire.broker.log.cleaner import (
@@ -94,11 +93,13 @@ class _PendingDelete:
 class PartitionLog:
     """One partition's log. Open with :meth:`open`."""
 
-    def __init__(self, directory: str, config: LogConfig, storage: StorageReader) -> None:
+    def __init__(
+        self, directory: str, config: LogConfig, storage: StorageReader, progress: WriteProgress | None = None
+    ) -> None:
         self.directory = directory
         self.config = config
         self.storage = storage
-        self._queue = EffectQueue()
+        self._queue = EffectQueue(progress)
         self._segments: list[Segment] = []
         self._bases: list[int] = []
         self.log_start_offset = 0
@@ -116,14 +117,24 @@ class PartitionLog:
 
     # -- opening ----------------------------------------------------------------------------------
     @classmethod
-    def open(cls, directory: str, config: LogConfig, storage: StorageReader, now_ms: int) -> PartitionLog:
+    def open(
+        cls,
+        directory: str,
+        config: LogConfig,
+        storage: StorageReader,
+        now_ms: int,
+        *,
+        progress: WriteProgress | None = None,
+    ) -> PartitionLog:
         """Load (and recover) the log in ``directory``; create the directory when it is missing.
+        With the engine's ``progress``, appended bytes stay in memory until their batch is applied
+        (see :mod:`kafka_wire.broker.log.files`); without, until they are taken.
 
         Leftover ``.cleaned`` / ``.deleted`` files are deleted, a ``.log.swap`` replaces the
         segments it covers, missing or implausible indexes are rebuilt, every closed segment's
         tail is checked and the last segment is fully recovered (CRC per batch, torn tail cut).
         """
-        log = cls(directory, config, storage)
+        log = cls(directory, config, storage, progress)
         log._now_ms = now_ms
         log._load(now_ms)
         return log
@@ -253,7 +264,8 @@ class PartitionLog:
 
     # -- effects ----------------------------------------------------------------------------------
     def take_effects(self) -> list[StorageEffect]:
-        """The storage effects queued since the last take, in order. Apply them before the next call."""
+        """The storage effects queued since the last take, in order (see ``open`` for when they
+        must be applied)."""
         return self._queue.take()
 
     def close(self) -> list[StorageEffect]:
@@ -600,5 +612,6 @@ class PartitionLog:
 
     # -- inspection -------------------------------------------------------------------------------
     def memory_held_bytes(self) -> int:
-        """File content held in memory: the appends not yet taken (0 right after a take)."""
+        """File content held in memory: the appends storage may not hold yet (0 once what was taken
+        is applied)."""
         return sum(s.holds_memory() for s in self._segments)

@@ -22,7 +22,8 @@ The rules are Kafka's KRaft (``KafkaRaftClient``, ``QuorumState``, ``LeaderState
   once that is past the start of the leader's epoch. A fetch with nothing to return waits (long
   poll) up to its max wait, until data arrives or the high watermark moves.
 - A leader that stops hearing from a majority for 1.5 fetch timeouts resigns (check quorum; a
-  lone voter is its own majority and never does); :meth:`resign` steps down gracefully with EndQuorumEpoch naming the preferred successors.
+  lone voter is its own majority and never does);
+  :meth:`resign` steps down gracefully with EndQuorumEpoch naming the preferred successors.
 
 The class is built in layers (see :mod:`.replica_state`); this module holds the top one:
 starting, stopping, appending, handing out what is committed, snapshots and timers.
@@ -67,7 +68,9 @@ class KRaftReplica(OutboundRequests):
         self._started = True
         self._now_ms = now_ms
         config = self.config
-        self._log = PartitionLog.open(config.directory, config.log_config, self._storage, now_ms)
+        self._log = PartitionLog.open(
+            config.directory, config.log_config, self._storage, now_ms, progress=self._effects.progress
+        )
         self._load_snapshot()
         self._rebuild_epochs()
         stored = read_quorum_state(self._storage, config.directory)
@@ -150,13 +153,16 @@ class KRaftReplica(OutboundRequests):
         self._now_ms = now_ms
         if self.role is not QuorumRole.LEADER or not records:
             return None
+        values = tuple(bytes(value) for value in records)
         batch = build_batch(
-            [(None, bytes(value), (), now_ms) for value in records], partition_leader_epoch=self.epoch
+            [(None, value, (), now_ms) for value in values], partition_leader_epoch=self.epoch
         )
+        base = self._log.log_end_offset
         result = self._log.append(batch, now_ms, leader_epoch=self.epoch, origin="coordinator")
         if result.error_code:
             self._flush()
             return None
+        self._remember(base, CommittedBatch(base, result.last_offset, self.epoch, now_ms, values))
         self._update_leader_progress(now_ms)
         self._flush()
         return result.last_offset
@@ -171,7 +177,17 @@ class KRaftReplica(OutboundRequests):
         log = self._log
         # below the log start is a snapshot the caller made from what it had taken already
         self._taken = max(self._taken, log.log_start_offset)
+        appended = self._appended
         while self._taken < self._hw:
+            while appended and appended[0][0] < self._taken:
+                appended.popleft()
+            if appended and appended[0][0] == self._taken:
+                if appended[0][1] > self._hw:
+                    break
+                _, self._taken, mine = appended.popleft()
+                if mine is not None:
+                    out.append(mine)
+                continue
             result = log.read(self._taken, _READ_CHUNK_BYTES, max_offset=self._hw)
             data = log.read_bytes(result)
             if result.error_code or not data:

@@ -10,12 +10,13 @@ request answer shares.
 from __future__ import annotations
 
 import random
+from collections import deque
 from dataclasses import dataclass, field
 
 from kafka_wire.broker.config import Voter
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.log.log import PartitionLog
-from kafka_wire.broker.raft.committed import SnapshotLoad
+from kafka_wire.broker.raft.committed import CommittedBatch, SnapshotLoad
 from kafka_wire.broker.raft.config import RaftConfig
 from kafka_wire.broker.raft.quorum_state import NO_NODE
 from kafka_wire.broker.raft.snapshots import SnapshotId
@@ -83,6 +84,11 @@ class ReplicaState:
         self._leader_hw = -1
         self._taken = 0
         self._pending_load: SnapshotLoad | None = None
+        #: Batches this replica appended as leader and has not handed out yet, oldest first:
+        #: (base offset, next offset, the batch; None for a control batch). What a call appends
+        #: cannot be read back from the log until the driver has written it, and a lone voter
+        #: commits it at once: :meth:`take_committed` hands these out from memory.
+        self._appended: deque[tuple[int, int, CommittedBatch | None]] = deque()
         # timers
         self._election_deadline: int | None = None
         self._fetch_deadline: int | None = None
@@ -175,6 +181,10 @@ class ReplicaState:
             return -1, self._log.log_start_offset
         end = self._epochs[found + 1][1] if found + 1 < len(self._epochs) else self._log.log_end_offset
         return self._epochs[found][0], end
+
+    def _remember(self, base_offset: int, batch: CommittedBatch | None) -> None:
+        """A batch this leader just appended (None: a control batch), up to the log end."""
+        self._appended.append((base_offset, self._log.log_end_offset, batch))
 
     def _note_epoch(self, epoch: int, start_offset: int) -> None:
         if not self._epochs or epoch > self._epochs[-1][0]:

@@ -3,12 +3,12 @@ each persisting the epoch, leader and vote to ``quorum-state`` and arming its ro
 
 from __future__ import annotations
 
+from kafka_wire import messages
 from kafka_wire.broker.raft.leader_fetch import LeaderFetch
 from kafka_wire.broker.raft.quorum_state import NO_NODE, ElectionState, write_quorum_state
 from kafka_wire.broker.raft.replica_state import ReplicaProgress
 from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS, QuorumInput, QuorumRole
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import LeaderChangeMessage, LeaderChangeMessageVoter
 from kafka_wire.protocol.machine import step
 from kafka_wire.records.control import ControlRecordType, build_control_batch
 
@@ -26,6 +26,7 @@ class QuorumTransitions(LeaderFetch):
             QUORUM_TRANSITIONS, self.role, move, machine=f"raft node {self.node_id}", logger=self._logger
         )
         self._generation += 1
+        self._appended.clear()  # a new role reads what it hands out from the log
         self._inflight.clear()
         self._retry_at.clear()
         self._election_deadline = self._fetch_deadline = self._check_quorum_deadline = None
@@ -75,11 +76,11 @@ class QuorumTransitions(LeaderFetch):
         self._persist()
         log = self._log
         self._epoch_start_offset = log.log_end_offset
-        message = LeaderChangeMessage(
+        message = messages.LeaderChangeMessage(
             version=0,
             leader_id=self.node_id,
-            voters=[LeaderChangeMessageVoter(voter_id=v) for v in self._voters],
-            granting_voters=[LeaderChangeMessageVoter(voter_id=v) for v in sorted(self._granted)],
+            voters=[messages.LeaderChangeMessageVoter(voter_id=v) for v in self._voters],
+            granting_voters=[messages.LeaderChangeMessageVoter(voter_id=v) for v in sorted(self._granted)],
         )
         control = build_control_batch(
             ControlRecordType.LEADER_CHANGE,
@@ -92,6 +93,7 @@ class QuorumTransitions(LeaderFetch):
             raise LocalProtocolError(
                 f"the metadata log refused the LeaderChangeMessage ({result.error_code})"
             )
+        self._remember(self._epoch_start_offset, None)
         self._note_epoch(self.epoch, self._epoch_start_offset)
         self._progress = {v: ReplicaProgress() for v in self._voters}
         self._acked = {self.node_id}

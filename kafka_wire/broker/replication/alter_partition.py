@@ -19,18 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, Outbound
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AlterPartitionRequest,
-    AlterPartitionRequestBrokerState,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionRequestTopicData,
-    AlterPartitionResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ErrorCode
 
 DEFAULT_RETRY_BACKOFF_MS: Final = 100
 #: How many retry backoffs the BUGGIFY point ``replica.delay_alter_partition`` holds a proposal.
@@ -111,18 +105,20 @@ class AlterPartitionSender:
             broker = self.cluster.broker(node)
             return broker.epoch if broker is not None else -1
 
-        body = AlterPartitionRequest(
+        body = messages.AlterPartitionRequest(
             broker_id=self.cluster.node_id,
             broker_epoch=me.epoch if me is not None else -1,
             topics=[
-                AlterPartitionRequestTopicData(
+                messages.AlterPartitionRequestTopicData(
                     topic_id=replica.topic_id,
                     partitions=[
-                        AlterPartitionRequestPartitionData(
+                        messages.AlterPartitionRequestPartitionData(
                             partition_index=replica.partition,
                             leader_epoch=proposal.leader_epoch,
                             new_isr_with_epochs=[
-                                AlterPartitionRequestBrokerState(broker_id=r, broker_epoch=epoch_of(r))
+                                messages.AlterPartitionRequestBrokerState(
+                                    broker_id=r, broker_epoch=epoch_of(r)
+                                )
                                 for r in proposal.isr
                             ],
                             leader_recovery_state=int(proposal.recovery_state),
@@ -146,7 +142,7 @@ class AlterPartitionSender:
         key = (replica.topic, replica.partition)
         if self.proposals.get(key) is not proposal:
             return  # forgotten meanwhile
-        if not isinstance(reply, AlterPartitionResponse) or reply.error_code:
+        if not isinstance(reply, messages.AlterPartitionResponse) or reply.error_code:
             proposal.retry_at_ms = now_ms + self.retry_backoff_ms
             return
         for topic in reply.topics:

@@ -1,7 +1,14 @@
 """The replica manager: turns the metadata's partition registrations into local replica roles.
 
 ``apply`` takes the registrations that changed (a metadata delta) and the partitions removed:
-it opens missing logs (loading the epoch cache and the checkpointed high watermark), moves each
+a removed partition leaves service at once; a registration of a partition this broker has no
+replica of yet waits in a queue, in order with the removed partitions' directory deletions, and
+the queue is worked through as far as each engine call's work budget allows
+(:data:`~kafka_wire.broker.work.PARTITION_WORK_BYTES` a partition, at least one per call; the
+rest at the next ``tick``, due at once): a metadata delta of thousands of partitions does not
+stall the broker. ``take_applied`` hands out the registrations applied since (the group
+coordinator follows the leadership of ``__consumer_offsets`` by them). Applying a registration
+opens a missing log (loading the epoch cache and the checkpointed high watermark), moves each
 local replica to leader (a new epoch is recorded at the log end offset, followers' fetch state
 starts afresh, and a RECOVERING leader asks the controller to mark it RECOVERED), follower (it
 stops serving clients and fetches from the leader, one :class:`ReplicaFetcher` per leader node)
@@ -15,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
 from kafka_wire.broker.effects import EffectSink
@@ -31,6 +38,10 @@ from kafka_wire.broker.replication.checkpoints import (
 )
 from kafka_wire.broker.replication.fetcher import FetcherConfig, ReplicaFetcher
 from kafka_wire.broker.state import BrokerState
+from kafka_wire.broker.work import PARTITION_WORK_BYTES
+
+#: Queued work: a replica to open (its latest registration), or a removed one's directory to delete.
+_Key = tuple[Literal["open", "delete"], str, int]
 
 NO_LEADER: Final = -1
 
@@ -64,9 +75,13 @@ class ReplicaManager:
         )
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.checkpoints = OffsetCheckpoints.load(state.storage)
-        state.cluster = cluster
         self._next_isr_check_ms = now_ms + self._isr_check_interval
         self._next_checkpoint_ms = now_ms + self.config.replica_high_watermark_checkpoint_interval_ms
+        #: Partitions to open and directories to delete, in the order the metadata asked.
+        self._queue: dict[_Key, PartitionState | PartitionReplica | None] = {}
+        #: Registrations applied since the last ``take_applied``.
+        self._applied: list[PartitionState] = []
+        self._now_ms = now_ms
 
     @property
     def _isr_check_interval(self) -> int:
@@ -77,47 +92,83 @@ class ReplicaManager:
         self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
     ) -> None:
         """Follow a metadata delta: registrations that changed and partitions that are gone."""
+        self._now_ms = now_ms
         me = self.cluster.node_id
         for topic, index in removed:
             self._drop(topic, index)
         for registration in states:
             key = (registration.topic, registration.partition)
             if me not in registration.replicas:
+                self._queue.pop(("open", *key), None)
                 if key in self.state.partitions:
                     self._drop(*key)
-                continue
-            replica = self._replica(registration, now_ms)
-            if registration.leader_epoch < max(replica.leader_epoch, replica.epoch_cache.latest_epoch):
-                # Older than what this replica has seen (its log holds batches of a later epoch):
-                # a stale registration, as Kafka's ReplicaManager ignores one; a newer one follows.
-                continue
-            current = replica.registration
-            if current is not None and registration.partition_epoch < current.partition_epoch:
-                # An older state within what this replica knows (AlterPartition's answer tells a
-                # leader its new partition epoch before the metadata does): Kafka's
-                # Partition.makeLeader and makeFollower skip it too.
-                continue
-            if registration.leader == me:
-                self._stop_fetching(*key)
-                if replica.make_leader(registration, now_ms) or replica.pending_isr is None:
-                    # A new epoch, or a state that settled the change in flight: a proposal made
-                    # on an older state is not sent again.
-                    self.alter.forget(*key)
-                if registration.leader_recovery_state == LeaderRecoveryState.RECOVERING:
-                    # Nothing to recover in this broker's logs (no transaction state to rebuild):
-                    # Kafka's leader ends the state the same way, by AlterPartition.
-                    self.alter.propose(replica, tuple(registration.isr), LeaderRecoveryState.RECOVERED)
-            elif registration.leader == NO_LEADER:
-                self._stop_fetching(*key)
-                self.alter.forget(*key)
-                replica.make_offline(registration)
+            elif key in self.state.partitions:
+                self._apply_one(registration, now_ms)
             else:
-                self.alter.forget(*key)
-                if replica.make_follower(registration) or not self._fetching(key, registration.leader):
-                    self._stop_fetching(*key)
-                    self._fetcher(registration.leader).add(replica)
-            self.state.touch(replica)
+                self._queue[("open", *key)] = registration
+        self._work(now_ms)
         self._send_fetches(now_ms)
+
+    def take_applied(self) -> list[PartitionState]:
+        """The registrations applied since the last call, in order."""
+        applied, self._applied = self._applied, []
+        return applied
+
+    def _work(self, now_ms: int) -> None:
+        """Open and delete queued partitions while the call's budget lasts (at least one), unless
+        the writes of the last slices are still in flight (a report of them wakes the queue)."""
+        if not self.state.may_slice():
+            return
+        budget = self.state.budget
+        stepped = False
+        while self._queue and (not stepped or not budget.exhausted):
+            stepped = True
+            key = next(iter(self._queue))
+            item = self._queue.pop(key)
+            kind, topic, index = key
+            if kind == "delete":
+                assert not isinstance(item, PartitionState)
+                self.state.delete_partition(topic, index, item, self.effects)
+            else:
+                assert isinstance(item, PartitionState)
+                self._apply_one(item, now_ms)
+            budget.spend(PARTITION_WORK_BYTES)
+
+    def _apply_one(self, registration: PartitionState, now_ms: int) -> None:
+        me = self.cluster.node_id
+        key = (registration.topic, registration.partition)
+        replica = self._replica(registration, now_ms)
+        if registration.leader_epoch < max(replica.leader_epoch, replica.epoch_cache.latest_epoch):
+            # Older than what this replica has seen (its log holds batches of a later epoch):
+            # a stale registration, as Kafka's ReplicaManager ignores one; a newer one follows.
+            return
+        current = replica.registration
+        if current is not None and registration.partition_epoch < current.partition_epoch:
+            # An older state within what this replica knows (AlterPartition's answer tells a
+            # leader its new partition epoch before the metadata does): Kafka's
+            # Partition.makeLeader and makeFollower skip it too.
+            return
+        if registration.leader == me:
+            self._stop_fetching(*key)
+            if replica.make_leader(registration, now_ms) or replica.pending_isr is None:
+                # A new epoch, or a state that settled the change in flight: a proposal made
+                # on an older state is not sent again.
+                self.alter.forget(*key)
+            if registration.leader_recovery_state == LeaderRecoveryState.RECOVERING:
+                # Nothing to recover in this broker's logs (no transaction state to rebuild):
+                # Kafka's leader ends the state the same way, by AlterPartition.
+                self.alter.propose(replica, tuple(registration.isr), LeaderRecoveryState.RECOVERED)
+        elif registration.leader == NO_LEADER:
+            self._stop_fetching(*key)
+            self.alter.forget(*key)
+            replica.make_offline(registration)
+        else:
+            self.alter.forget(*key)
+            if replica.make_follower(registration) or not self._fetching(key, registration.leader):
+                self._stop_fetching(*key)
+                self._fetcher(registration.leader).add(replica)
+        self.state.touch(replica)
+        self._applied.append(registration)
 
     def _replica(self, registration: PartitionState, now_ms: int) -> PartitionReplica:
         key = (registration.topic, registration.partition)
@@ -132,13 +183,12 @@ class ReplicaManager:
                 topic = TopicInfo(registration.topic, registration.topic_id, count)
                 self.state.metadata.topics[topic.name] = topic
             replica = self.state.open_partition(topic, registration.partition, now_ms, self.effects)
-        if replica.cluster is None:
             self._adopt(replica)
         return replica
 
     def _adopt(self, replica: PartitionReplica) -> None:
-        """A replica opened the single-node way becomes a cluster member: its persisted epoch
-        cache, its checkpointed high watermark, offline until the registration says otherwise."""
+        """A replica just opened joins the cluster: its persisted epoch cache, its checkpointed
+        high watermark, offline until the registration says otherwise."""
         key = (replica.topic, replica.partition)
         log = replica.log
         replica.cluster = self.cluster
@@ -154,12 +204,15 @@ class ReplicaManager:
         self.alter.propose(replica, isr)
 
     def _drop(self, topic: str, index: int) -> None:
+        """The partition leaves service now; its directory is deleted in queue order."""
         self._stop_fetching(topic, index)
         self.alter.forget(topic, index)
+        self._queue.pop(("open", topic, index), None)
         replica = self.state.partitions.pop((topic, index), None)
         self.state.touched.pop((topic, index), None)
         if replica is not None:
-            self.state.delete_partition(topic, index, replica, self.effects)
+            self._queue.pop(("delete", topic, index), None)  # the same directory, once
+            self._queue[("delete", topic, index)] = replica
 
     # -- fetchers ---------------------------------------------------------------------------------
     def _fetcher(self, leader: int) -> ReplicaFetcher:
@@ -186,6 +239,8 @@ class ReplicaManager:
 
     # -- time -------------------------------------------------------------------------------------
     def tick(self, now_ms: int) -> None:
+        self._now_ms = now_ms
+        self._work(now_ms)
         if now_ms >= self._next_isr_check_ms:
             self._next_isr_check_ms = now_ms + self._isr_check_interval
             for replica in self.state.partitions.values():
@@ -207,6 +262,8 @@ class ReplicaManager:
         )
 
     def next_deadline_ms(self) -> int | None:
+        if self._queue and self.state.may_slice():
+            return self._now_ms  # the queue goes on at once
         deadlines = [self._next_isr_check_ms, self._next_checkpoint_ms]
         if (alter := self.alter.next_deadline_ms()) is not None:
             deadlines.append(alter)

@@ -250,20 +250,22 @@ def test_an_unanswered_forward_times_out() -> None:
     assert client.responses() == []
 
 
-def test_broker_configs_are_not_forwarded() -> None:
+def test_broker_configs_are_forwarded_too() -> None:
+    """As Kafka's broker forwards every IncrementalAlterConfigs: the controller keeps the dynamic
+    broker configs (a broker id, or "" for the cluster-wide defaults)."""
     engine, view = cluster_engine()
     request = IncrementalAlterConfigsRequest(
         resources=[
             IncrementalAlterConfigsRequestAlterConfigsResource(resource_type=BROKER, resource_name="1")
         ]
     )
-    body = answer(send(engine, request, 1))
-    assert view.sent == []
-    assert isinstance(body, IncrementalAlterConfigsResponse)
-    assert body.responses[0].error_code != ErrorCode.NONE  # the broker's own answer
+    client = send(engine, request, 1)
+    (sent,) = view.sent
+    assert sent.body == request and sent.version == 1
+    assert client.responses() == []
 
 
-def test_without_a_view_nothing_is_forwarded() -> None:
+def test_a_single_nodes_own_controller_answers_in_process() -> None:
     engine = Engine()
     body = answer(
         send(engine, CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="x", count=2)]), 3)

@@ -1,5 +1,5 @@
-"""The replication admin APIs on a single node (no ClusterView): the broker is the only broker,
-the leader of every partition and its own controller."""
+"""The replication admin APIs on a single node: the broker is the only broker, the leader of every
+partition, and its own one-voter controller quorum (reached in-process)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.apis import SUPPORTED
+from kafka_wire.broker.node import Node
 from kafka_wire.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsRequestReassignablePartition,
@@ -256,11 +257,18 @@ def test_a_single_node_is_its_own_one_voter_quorum() -> None:
     assert reply.error_code == ErrorCode.NONE
     (partition,) = reply.topics[0].partitions
     assert (partition.error_code, partition.leader_id, partition.leader_epoch) == (ErrorCode.NONE, 1, 1)
+    # Its raft replica's figures: the metadata log holds the topics' records, all committed.
+    node = engine.broker.node
+    assert isinstance(node, Node)
+    raft = node.parts.raft
+    assert partition.high_watermark == raft.high_watermark > 0
     (voter,) = partition.current_voters
-    assert voter.replica_id == 1 and voter.last_caught_up_timestamp == engine.now_ms
+    assert (voter.replica_id, voter.log_end_offset) == (1, raft.high_watermark)
+    assert voter.last_caught_up_timestamp == engine.now_ms
     assert partition.observers == []
-    (node,) = reply.nodes
-    assert (node.node_id, node.listeners[0].host, node.listeners[0].port) == (1, "127.0.0.1", 9092)
+    (described,) = reply.nodes
+    assert (described.node_id, described.listeners) == (1, []), "its controller has no listener"
+    assert "__cluster_metadata-0" in engine.storage.list_dir("")
 
 
 @pytest.mark.parametrize(("topic", "partition"), [("orders", 0), ("__cluster_metadata", 1)])
@@ -293,3 +301,20 @@ def test_describe_cluster_on_a_broker_listener_serves_brokers_only(endpoint_type
     reply = client.request(DescribeClusterRequest(endpoint_type=endpoint_type), 1).body
     assert isinstance(reply, DescribeClusterResponse)
     assert reply.error_code == error
+
+
+def test_a_single_node_keeps_its_quorum_and_its_broker_through_a_long_silence() -> None:
+    """A lone voter is its own majority (its check-quorum timer never runs out), and its
+    controller does not fence the broker of its own process when the process stalled past the
+    session timeout."""
+    engine, client = engine_with_topics()
+    node = engine.broker.node
+    assert isinstance(node, Node)
+    epoch = node.parts.raft.epoch
+    engine.advance(60_000)  # no input at all
+    engine.now_ms += 30_000  # then a stall: the next tick comes 30 s late
+    engine.advance(0)
+    assert (node.parts.raft.leader_id, node.parts.raft.epoch) == (1, epoch)
+    reply = client.request(MetadataRequest(topics=None), 12).body
+    assert isinstance(reply, MetadataResponse)
+    assert (reply.controller_id, [b.node_id for b in reply.brokers]) == (1, [1])

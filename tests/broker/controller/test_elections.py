@@ -9,7 +9,7 @@ import pytest
 
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.elections import Election, build_partition_change
-from kafka_wire.broker.controller.image import merge_partition_change
+from kafka_wire.broker.controller.topics_image import merge_partition_change
 from kafka_wire.messages import PartitionChangeRecord
 
 TOPIC_ID = uuid.UUID(int=7)

@@ -1,13 +1,12 @@
-"""FindCoordinator in a replicated cluster: the leader of the group's __consumer_offsets partition."""
+"""FindCoordinator: the leader of the group's __consumer_offsets partition."""
 
 from __future__ import annotations
 
-from kafka_wire.broker.apis import find_coordinator
+from kafka_wire.broker.apis import find_coordinator, metadata
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.state import BrokerState, Context
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -15,9 +14,13 @@ from kafka_wire.messages import (
     ErrorCode,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataRequestTopic,
     RequestHeader,
 )
 from kafka_wire.protocol.events import Request
+from kafka_wire.testing.memory_storage import MemoryStorage
+from tests.broker.engine import Client, Engine
 
 from .fakes import NOW, PARTITIONS, FakeCluster, node_state
 
@@ -131,17 +134,29 @@ def test_no_controller_known_sends_nothing() -> None:
     assert not cluster.sent
 
 
-def test_a_single_node_still_coordinates_every_group() -> None:
-    state = node_state(None, MemoryStorage())
-    answer = find(state, "g")
-    assert (answer.error_code, answer.node_id, answer.port) == (E.NONE, 1, state.config.port)
+def test_a_single_node_coordinates_every_group_once_its_controller_made_the_topic() -> None:
+    engine = Engine()
+    client = Client(engine, 1)
+    request = FindCoordinatorRequest(key="g", key_type=0)
+    first = client.request(request, 3).body
+    assert isinstance(first, FindCoordinatorResponse)
+    assert first.error_code == E.COORDINATOR_NOT_AVAILABLE, "the topic is asked of the controller first"
+    answer = client.request(request, 3).body
+    assert isinstance(answer, FindCoordinatorResponse)
+    assert (answer.error_code, answer.node_id, answer.port) == (E.NONE, 1, engine.config.port)
+    topic = engine.broker.state.topic_named(OFFSETS_TOPIC)
+    assert topic is not None and topic.partitions == engine.config.offsets_topic_num_partitions
 
 
 def test_metadata_auto_creation_of_the_offsets_topic_goes_to_the_controller() -> None:
     cluster = FakeCluster()
     state = node_state(cluster, MemoryStorage())
     del state.metadata.topics[OFFSETS_TOPIC]
-    assert state.internal_topic(OFFSETS_TOPIC, NOW, EffectSink()) is None
+    body = MetadataRequest(topics=[MetadataRequestTopic(name=OFFSETS_TOPIC)], allow_auto_topic_creation=True)
+    header = RequestHeader(request_api_key=3, request_api_version=12, correlation_id=1, client_id="c")
+    ctx = Context(state=state, effects=EffectSink(), conn_id=1, request=Request(header, body), now_ms=NOW)
+    answer = metadata.handle(ctx, body)
+    assert answer.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION  # until the image has it
     assert OFFSETS_TOPIC not in state.metadata.topics
     [outbound] = cluster.sent
     assert isinstance(outbound.body, CreateTopicsRequest) and outbound.body.topics[0].name == OFFSETS_TOPIC

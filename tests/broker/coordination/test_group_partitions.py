@@ -7,7 +7,6 @@ import pytest
 
 from kafka_wire.broker import group_link
 from kafka_wire.broker.group import partition_for_group
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     ConsumerProtocolSubscription,
     DeleteGroupsRequest,
@@ -35,6 +34,7 @@ from kafka_wire.messages import (
     SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 from .fakes import DATA_TOPIC, PARTITIONS, FakeCluster, Node, follower_fetched, node_state
 
@@ -278,7 +278,7 @@ def test_min_insync_replicas_refuses_group_writes_before_the_append() -> None:
     node = cluster_node()
     node.take(node.link.partition_led(MINE, node.now))
     topic = node.state.metadata.topics["__consumer_offsets"]
-    node.state.update_topic_configs(topic, {**topic.configs, "min.insync.replicas": "2"}, node.sink)
+    node.state.update_topic_configs(topic, {**topic.configs, "min.insync.replicas": "2"})
     end = node.replica(MINE).log_end_offset
     assert commit_errors(node.call(commit_request(G, 1), 8)) == [E.COORDINATOR_NOT_AVAILABLE] * 2
     assert node.replica(MINE).log_end_offset == end  # nothing appended

@@ -8,7 +8,6 @@ from kafka_wire.broker.apis import init_producer_id
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.producer_ids import BLOCK_SIZE, RETRY_BACKOFF_MS, IdBlock, ProducerIdBlocks
 from kafka_wire.broker.state import BrokerState, Context
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -18,6 +17,8 @@ from kafka_wire.messages import (
     RequestHeader,
 )
 from kafka_wire.protocol.events import Request
+from kafka_wire.testing.memory_storage import MemoryStorage
+from tests.broker.engine import Client, Engine
 
 from .fakes import NOW, FakeCluster, node_state
 
@@ -121,7 +122,6 @@ def init(state: BrokerState, now_ms: int = NOW) -> InitProducerIdResponse:
 def test_init_producer_id_answers_from_the_blocks_in_a_cluster() -> None:
     cluster = FakeCluster()
     state = node_state(cluster, MemoryStorage())
-    before = state.metadata.next_producer_id
     assert init(state).error_code == E.COORDINATOR_LOAD_IN_PROGRESS  # no blocks wired: no id
     state.producer_ids = ProducerIdBlocks(cluster, lambda: 12)
     first = init(state)
@@ -133,11 +133,18 @@ def test_init_producer_id_answers_from_the_blocks_in_a_cluster() -> None:
     FakeController(next_start=3000).answer(cluster)
     second = init(state)
     assert (second.error_code, second.producer_id, second.producer_epoch) == (E.NONE, 3000, 0)
-    assert state.metadata.next_producer_id == before  # the single node's counter is not used
 
 
-def test_init_producer_id_on_a_single_node_counts_in_the_metadata() -> None:
-    state = node_state(None, MemoryStorage())
-    before = state.metadata.next_producer_id
-    assert init(state).producer_id == before
-    assert state.metadata.next_producer_id == before + 1
+def test_a_single_node_hands_out_ids_from_its_own_controllers_blocks_never_twice() -> None:
+    engine = Engine()
+    client = Client(engine, 1)
+    request = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
+    ids = []
+    for _ in range(3):
+        answer = client.request(request, 4).body
+        assert isinstance(answer, InitProducerIdResponse) and answer.error_code == E.NONE
+        ids.append(answer.producer_id)
+    assert ids == [0, 1, 2], "the first block was fetched when the node started"
+    again = Engine(storage=engine.storage)
+    answer = Client(again, 1).request(request, 4).body
+    assert isinstance(answer, InitProducerIdResponse) and answer.producer_id >= 1000  # the next block

@@ -8,8 +8,8 @@ import pytest
 
 from kafka_wire.broker.data_dir import DataDir, DataDirError, read_properties
 from kafka_wire.broker.effects import Rename, WriteAt
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.logformat.meta_properties import META_PROPERTIES, format_meta_properties
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 
 def formatted(node_id: int = 1, cluster_id: str = "AAAAAAAAAAAAAAAAAAAAAA") -> MemoryStorage:
@@ -24,9 +24,9 @@ def test_a_new_cluster_directory_needs_the_cluster_id() -> None:
     with pytest.raises(
         DataDirError, match=r"cluster\.id is not set: a node of a cluster needs the cluster's id"
     ):
-        DataDir.open(MemoryStorage(), node_id=1, cluster_id=None, rng=random.Random(0), clustered=True)
+        DataDir.open(MemoryStorage(), node_id=1, cluster_id=None, rng=random.Random(0))
     opened = DataDir.open(
-        MemoryStorage(), node_id=3, cluster_id="CCCCCCCCCCCCCCCCCCCCCC", rng=random.Random(0), clustered=True
+        MemoryStorage(), node_id=3, cluster_id="CCCCCCCCCCCCCCCCCCCCCC", rng=random.Random(0)
     )
     assert opened.metadata.cluster_id == "CCCCCCCCCCCCCCCCCCCCCC" and opened.metadata.topics == {}
     written = MemoryStorage()
@@ -46,10 +46,10 @@ def test_a_new_cluster_directory_needs_the_cluster_id() -> None:
 
 def test_a_directory_of_another_node_or_cluster_is_refused() -> None:
     with pytest.raises(DataDirError, match=r"belongs to node\.id=1, but this broker is node\.id=2"):
-        DataDir.open(formatted(), node_id=2, cluster_id=None, rng=random.Random(0), clustered=True)
+        DataDir.open(formatted(), node_id=2, cluster_id=None, rng=random.Random(0))
     with pytest.raises(DataDirError, match=r"belongs to cluster\.id=AAAAAAAAAAAAAAAAAAAAAA"):
-        DataDir.open(formatted(), node_id=1, cluster_id="other", rng=random.Random(0), clustered=True)
-    kept = DataDir.open(formatted(), node_id=1, cluster_id=None, rng=random.Random(0), clustered=True)
+        DataDir.open(formatted(), node_id=1, cluster_id="other", rng=random.Random(0))
+    kept = DataDir.open(formatted(), node_id=1, cluster_id=None, rng=random.Random(0))
     assert kept.metadata.cluster_id == "AAAAAAAAAAAAAAAAAAAAAA" and kept.effects == []
 
 
@@ -57,5 +57,5 @@ def test_partition_directories_are_not_strays_in_a_cluster() -> None:
     storage = formatted()
     storage.files["orders-0/00000000000000000000.log"] = bytearray()
     storage.files["__cluster_metadata-0/00000000000000000000.log"] = bytearray()
-    opened = DataDir.open(storage, node_id=1, cluster_id=None, rng=random.Random(0), clustered=True)
+    opened = DataDir.open(storage, node_id=1, cluster_id=None, rng=random.Random(0))
     assert opened.effects == [] and opened.warnings == []

@@ -15,7 +15,6 @@ from kafka_wire.broker.effects import Effect, OpenConnection, Send
 from kafka_wire.broker.node import MetadataView, Node, NodeParts, PartsContext
 from kafka_wire.broker.server_properties import load_server_properties
 from kafka_wire.broker.state import Waiting
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ApiKey,
@@ -30,6 +29,7 @@ from kafka_wire.messages import (
     VoteResponse,
 )
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 CLUSTER_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 TOPIC_ID = uuid.UUID(int=7)
@@ -164,17 +164,26 @@ class FakeController:
     def tick(self, now_ms: int) -> None:
         self.ticks.append(now_ms)
 
+    def local_broker(self, incarnation_id: uuid.UUID) -> None:
+        self.local_incarnation = incarnation_id
+
 
 @dataclass
 class FakeReplication:
     applied: list[tuple[tuple[str, ...], list[tuple[str, int]]]] = field(default_factory=list)
     states: list[PartitionState] = field(default_factory=list)
+    untaken: list[PartitionState] = field(default_factory=list)
 
     def apply(
         self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
     ) -> None:
         self.applied.append((tuple(f"{s.topic}-{s.partition}" for s in states), list(removed)))
         self.states += states
+        self.untaken += states
+
+    def take_applied(self) -> list[PartitionState]:
+        taken, self.untaken = self.untaken, []
+        return taken
 
     def next_deadline_ms(self) -> int | None:
         return None

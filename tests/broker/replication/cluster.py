@@ -18,7 +18,6 @@ from kafka_wire.broker.metadata import ClusterMetadata
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.replication.manager import ReplicaManager, ReplicationConfig
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     REQUESTS,
@@ -35,6 +34,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol.events import Request
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 CONTROLLER = 100
 TOPIC_ID = uuid.UUID(int=0xABC)
@@ -105,6 +105,7 @@ class Node:
             topic_default_properties={"min.insync.replicas": str(min_isr)},
         )
         rng = random.Random(node_id)
+        self.view = View(node_id, net)
         self.state = BrokerState(
             config=config,
             storage=self.storage,
@@ -112,8 +113,8 @@ class Node:
             metadata=ClusterMetadata(cluster_id="test-cluster", node_id=node_id),
             defaults=LogConfig.from_properties(config.topic_default_properties),
             fetch_sessions=FetchSessionCache(100, rng),
+            cluster=self.view,
         )
-        self.view = View(node_id, net)
         self.manager = ReplicaManager(self.state, self.view, self.effects, net.config, now_ms=net.now_ms)
         #: Requests held here: (waiting, source node, outbound) or (waiting, None, None) for tests.
         self.held: list[tuple[Waiting, int | None, Outbound | None]] = []
