@@ -124,8 +124,12 @@ def client_ceiling(records: int, value: bytes) -> float:
     return elapsed
 
 
-def produce(bootstrap: str, topic: str, records: int, value: bytes) -> float:
-    producer = Producer(producer_config(bootstrap, records))
+def produce(
+    bootstrap: str, topic: str, records: int, value: bytes, config: dict[str, object] | None = None
+) -> float:
+    """Seconds to produce ``records`` copies of ``value`` until every delivery report is in;
+    ``config`` adds to or overrides :func:`producer_config`."""
+    producer = Producer({**producer_config(bootstrap, records), **(config or {})})
     failures: list[str] = []
 
     def on_delivery(err: KafkaError | None, _msg: object) -> None:

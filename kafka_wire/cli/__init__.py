@@ -5,6 +5,7 @@
 - ``fuzz`` (:mod:`~kafka_wire.cli.fuzz`): the network fuzzer for Kafka-speaking servers.
 - ``dump-log`` (:mod:`~kafka_wire.cli.dump_log`): the batches of a segment file or records
   payload, or the entries of an index file.
+- ``proxy`` (:mod:`~kafka_wire.cli.proxy`): a Kafka-aware proxy with a filter chain.
 - ``serve`` (:mod:`~kafka_wire.cli.serve`): run the broker.
 - ``simulate`` (:mod:`~kafka_wire.cli.simulate`): seeded simulations of a cluster with faults.
 - ``spark-load`` (:mod:`~kafka_wire.cli.spark_load`): topics into Parquet with Spark.
@@ -30,6 +31,7 @@ COMMANDS: Final = {
     "decode": "kafka_wire.cli.decode",
     "dump-log": "kafka_wire.cli.dump_log",
     "fuzz": "kafka_wire.cli.fuzz",
+    "proxy": "kafka_wire.cli.proxy",
     "serve": "kafka_wire.cli.serve",
     "simulate": "kafka_wire.cli.simulate",
     "spark-load": "kafka_wire.cli.spark_load",

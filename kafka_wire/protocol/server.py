@@ -35,13 +35,20 @@ from kafka_wire.protocol.events import (
     ConnectionClosed,
     NeedData,
     Paused,
+    RawRequest,
     Request,
     Response,
     ServerEvent,
     UnsupportedRequest,
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, END, Buffer, FrameReader
-from kafka_wire.protocol.framing import decode_request_frame, encode_response, encode_response_spliced
+from kafka_wire.protocol.framing import (
+    decode_request_frame,
+    encode_response,
+    encode_response_spliced,
+    produce_acks,
+    request_header_version,
+)
 from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
 
@@ -53,6 +60,7 @@ if TYPE_CHECKING:
     )
 
 _SIZE: Final = struct.Struct(">i")
+_KEY_VERSION: Final = struct.Struct(">hh")
 
 #: Kafka's ``sasl.server.max.receive.size``: the largest frame accepted before authentication.
 DEFAULT_MAX_PREAUTH_FRAME_BYTES: Final = 512 * 1024
@@ -169,6 +177,11 @@ class ServerConfig:
     #: lasts this long; SaslAuthenticate v1+ tells the client, which re-authenticates in time, and
     #: a connection whose session expired is closed. 0 (Kafka's default): sessions never expire.
     max_reauth_ms: int = 0
+    #: Api keys whose requests are not decoded (a proxy forwarding frames): they come out of
+    #: ``next_event`` as :class:`RawRequest` (header decoded, body left as bytes) and are answered
+    #: with ``send_raw``. ApiVersions is always decoded, and so are the SASL requests before
+    #: authentication.
+    passthrough: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         if self.max_frame_bytes < 12 or self.max_preauth_frame_bytes < 12:
@@ -179,6 +192,8 @@ class ServerConfig:
             raise ValueError("max_idle_ms must be None or >= 0")
         if self.max_reauth_ms < 0:
             raise ValueError("max_reauth_ms must be >= 0")
+        if ApiKey.API_VERSIONS in self.passthrough:
+            raise ValueError("ApiVersions cannot be passed through: the connection answers it")
         for key, (lo, hi) in (self.api_versions or {}).items():
             versions = VALID_VERSIONS.get(key)
             if versions is None or lo > hi or lo not in versions or hi not in versions:
@@ -207,6 +222,8 @@ class _Slot:
     #: The encoded response: bytes, and opaque parts standing for bytes (file regions) when it
     #: was built with :meth:`ServerConnection.send_spliced`.
     data: tuple[object, ...] | None = None
+    #: A request passed through undecoded (``request`` is None, yet it is supported).
+    raw: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -384,6 +401,31 @@ class ServerConnection(Guarded):
             self._fail(exc)
             raise
 
+    def send_raw(self, correlation_id: int, frame: Buffer, *, now_ms: int | None = None) -> bytes:
+        """Queue a whole response frame (size prefix included) for the request with
+        ``correlation_id``, whose correlation id field is set to it (a proxy relays the upstream's
+        frame untouched otherwise), and return the bytes now ready to write, as :meth:`send`.
+
+        The caller vouches that the frame answers that request at its version."""
+        self._live()
+        try:
+            self._tick(now_ms)
+            self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
+            slot = next(
+                (s for s in self._slots if s.correlation_id == correlation_id and s.data is None), None
+            )
+            if slot is None or (slot.request is None and not slot.raw):
+                raise LocalProtocolError(f"no request with correlation id {correlation_id} awaits a response")
+            if len(frame) < 8 or _SIZE.unpack_from(frame, 0)[0] != len(frame) - 4:
+                raise LocalProtocolError("send_raw takes one whole size-prefixed response frame")
+            with memoryview(frame) as view:  # one copy of the frame, its correlation id replaced
+                slot.data = (b"".join((view[:4], _SIZE.pack(correlation_id), view[8:])),)
+            self._owed -= 1
+            return self.data_to_send()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+
     def send_spliced(
         self, response: Response, splices: Sequence[Splice], *, now_ms: int | None = None
     ) -> list[object]:
@@ -418,7 +460,7 @@ class ServerConnection(Guarded):
             slot = next(
                 (s for s in self._slots if s.correlation_id == event.correlation_id and s.data is None), None
             )
-            if slot is None or slot.request is not None:
+            if slot is None or slot.request is not None or slot.raw:
                 raise LocalProtocolError(
                     f"no unsupported request with correlation id {event.correlation_id} is pending"
                 )
@@ -559,6 +601,10 @@ class ServerConnection(Guarded):
     def _on_frame(self, frame: bytes) -> ServerEvent | None:
         state = self._machine.state
         allowed = _PREAUTH.get(state)
+        if allowed is None and self.config.passthrough and len(frame) >= 12:
+            raw = self._raw(frame)
+            if raw is not None:
+                return raw
         try:
             decoded = decode_request_frame(frame, strict=self.config.strict)
         except UnsupportedApiError as exc:
@@ -603,6 +649,23 @@ class ServerConnection(Guarded):
             )
             self._owed += 1
         return request
+
+    def _raw(self, frame: bytes) -> RawRequest | None:
+        """A passthrough request as a :class:`RawRequest`, or None to decode it as usual."""
+        api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
+        if api_key not in self.config.passthrough:
+            return None
+        lo, hi = self._versions.get(api_key, (0, -1))
+        if not lo <= api_version <= hi:
+            return None  # decoded, to be refused as unsupported
+        header, pos = messages.RequestHeader.decode_from(
+            frame, 4, request_header_version(api_key, api_version)
+        )
+        expects = api_key != ApiKey.PRODUCE or produce_acks(frame, pos, api_version) != 0
+        if expects:
+            self._slots.append(_Slot(header.correlation_id, api_key, api_version, None, raw=True))
+            self._owed += 1
+        return RawRequest(header, frame, expects)
 
     def _not_allowed(self, api_key: int) -> RemoteProtocolError:
         name = REQUESTS[api_key].__name__ if api_key in REQUESTS else f"api key {api_key}"

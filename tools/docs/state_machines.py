@@ -22,6 +22,7 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     from kafka_wire.protocol import sasl
     from kafka_wire.protocol.client import CLIENT_TRANSITIONS
     from kafka_wire.protocol.server import SERVER_TRANSITIONS
+    from kafka_wire.proxy.pair import PAIR_TRANSITIONS
 
     return [
         (
@@ -72,6 +73,7 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
             "kafka_wire.protocol.sasl.OAUTHBEARER_SERVER_TRANSITIONS",
             sasl.OAUTHBEARER_SERVER_TRANSITIONS,
         ),
+        ("Proxy", "ProxyPair", "kafka_wire.proxy.pair.PAIR_TRANSITIONS", PAIR_TRANSITIONS),
         ("Broker", "Classic group", "kafka_wire.broker.group.states.GROUP_TRANSITIONS", GROUP_TRANSITIONS),
         (
             "Broker",
@@ -120,6 +122,11 @@ _SECTION_NOTES: Mapping[str, str] = {
         "table lacks raises `LocalProtocolError` and moves the machine to `ERROR`; every failure moves it\n"
         "to `ERROR` too. OAUTHBEARER's `server accepted` / `server refused` and `token accepted` /\n"
         "`token refused` are moves that `step` makes after reading the token."
+    ),
+    "Proxy": (
+        "How it is used: [guide/proxy.md](../guide/proxy.md). A pair is one client connection and its\n"
+        "upstream connection; an input the table lacks, or any failure inside (a filter's included),\n"
+        "moves it to `ERROR`, and its sockets close."
     ),
     "Broker": (
         "The classic group's states are reported to clients with Kafka's names (`Empty`,\n"
