@@ -219,22 +219,29 @@ class BrokerServer:
                     asyncio.create_task(self._accept(sock, endpoint.listener)) for sock in sockets
                 ]
         except BaseException:
-            for sock in self._listeners:
-                sock.close()
-            for acceptor in self._acceptors:
-                acceptor.cancel()
+            self._close_listeners()
             raise
         self._timer = asyncio.create_task(self._run_timer())
         return bound
+
+    def _close_listeners(self) -> None:
+        """Stop accepting. A listener's pending accept callback is cancelled before its socket
+        closes: on Python 3.11 one already queued for this loop iteration would otherwise call
+        accept on the closed socket and fail setting its cancelled future (a logged traceback)."""
+        loop = asyncio.get_running_loop()
+        for listener in self._listeners:
+            if listener.fileno() >= 0:
+                loop.remove_reader(listener.fileno())
+        for acceptor in self._acceptors:
+            acceptor.cancel()
+        for listener in self._listeners:
+            listener.close()
 
     async def stop(self) -> None:
         """Stop accepting, close connections, make the logs durable; bounded in time whatever the
         clients do."""
         self._stopping = True
-        for acceptor in self._acceptors:
-            acceptor.cancel()
-        for listener in self._listeners:
-            listener.close()
+        self._close_listeners()
         await self._controlled_shutdown()
         for task in self._dialling.values():
             task.cancel()
