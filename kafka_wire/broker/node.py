@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -68,6 +69,7 @@ from kafka_wire.broker.peers import PeerLinks
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.raft.config import METADATA_TOPIC
 from kafka_wire.broker.state import BrokerState, Waiting
+from kafka_wire.broker.work import Stepping, Steps, chunks
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.logformat.names import partition_dir
@@ -164,6 +166,12 @@ class Node:
         #: Deltas applied to the image and not yet to the broker's parts (until first caught up).
         self._unpublished: list[DeltaLike] = []
         self._published = False
+        #: Committed batches (or snapshots) taken from the raft replica and not replayed yet, and
+        #: the one being replayed in steps.
+        self._committed: deque[object] = deque()
+        self._replaying: Stepping[DeltaLike] | None = None
+        #: The deltas being published to the broker's parts, in steps.
+        self._publishing: Stepping[None] | None = None
         #: ``__consumer_offsets`` partitions whose leadership here began (True) or ended (False).
         self._coordinator_changes: list[tuple[int, bool]] = []
         self._controller_versions = controller_api_versions()
@@ -315,6 +323,8 @@ class Node:
     def next_deadline_ms(self) -> int | None:
         if self._parts is None:
             return None
+        if self._replaying is not None or self._committed or self._publishing is not None:
+            return self._now_ms  # the replay or the publication goes on at once
         parts = self._parts
         candidates = [
             self.links.next_deadline_ms(),
@@ -370,19 +380,10 @@ class Node:
     def _pump_once(self, now_ms: int) -> bool:
         """One round of the wiring; whether metadata was committed or leadership changed."""
         parts = self.parts
-        deltas = [self._apply_committed(item, now_ms) for item in parts.raft.take_committed()]
+        deltas = self._replay_committed(now_ms)
         if self.settings.is_broker:
             self._unpublished += deltas
-        if self._unpublished and (self._published or self._may_publish()):
-            # Merged and published once caught up with the quorum, as Kafka's metadata loader
-            # publishes: a restarted node replaying its log never acts on the stale states
-            # along the way.
-            first = not self._published
-            self._published = True
-            deltas, self._unpublished = self._unpublished, []
-            self._apply_delta(merged(deltas), now_ms)
-            if first:
-                self._move_strays()
+        self._publish(now_ms)
         leadership = (parts.raft.leader_id, parts.raft.epoch, parts.raft.leader_ready)
         changed = leadership != self._leadership
         if changed:
@@ -399,7 +400,7 @@ class Node:
             # registration). Not "image offset at the HW": a committed tail of control batches
             # (a new quorum leader's LeaderChangeMessage) never reaches the image, and with no
             # record after it the broker would stay fenced for good.
-            if self._published and not self._unpublished:
+            if self._published and not self._unpublished and self._publishing is None:
                 self.lifecycle.caught_up()
             self.lifecycle.tick(now_ms)
             producer_ids = self._state.producer_ids if self._state is not None else None
@@ -419,55 +420,109 @@ class Node:
         lifecycle = self.lifecycle
         return lifecycle is None or 0 <= lifecycle.broker_epoch <= parts.image.offset
 
-    def _apply_committed(self, item: object, now_ms: int) -> DeltaLike:
+    def _replay_committed(self, now_ms: int) -> list[DeltaLike]:
+        """Replay committed batches while the call's work budget lasts; the deltas of those
+        replayed whole (a large batch goes on at the next tick: until then nothing of it is
+        published)."""
+        assert self._state is not None
+        deltas: list[DeltaLike] = []
+        while True:
+            if self._replaying is None:
+                if not self._committed:
+                    self._committed.extend(self.parts.raft.take_committed())
+                    if not self._committed:
+                        return deltas
+                self._replaying = Stepping(self._replay_steps(self._committed.popleft(), now_ms))
+            if not self._replaying.take(self._state.budget):
+                return deltas
+            assert self._replaying.result is not None
+            deltas.append(self._replaying.result)
+            self._replaying = None
+
+    def _replay_steps(self, item: object, now_ms: int) -> Steps[DeltaLike]:
         """Apply one committed batch (or snapshot) to the image and the controller."""
         parts = self.parts
         if isinstance(item, SnapshotLoadLike):
             offset = item.snapshot_id.end_offset - 1
             if parts.controller is not None:
-                delta = parts.controller.load_snapshot(offset, item.records)
-            else:
-                delta = parts.image.load_snapshot(offset, [self._decode(r) for r in item.records])
-        elif isinstance(item, CommittedBatchLike):
+                return parts.controller.load_snapshot(offset, item.records)
+            return parts.image.load_snapshot(offset, [self._decode(r) for r in item.records])
+        if isinstance(item, CommittedBatchLike):
             if parts.controller is not None:
-                delta = parts.controller.replay(item.last_offset, item.records, now_ms)
-            else:
-                delta = parts.image.apply_batch(item.last_offset, [self._decode(r) for r in item.records])
-        else:
-            raise LocalProtocolError(f"the raft replica committed {type(item).__name__}")
-        return delta
+                return (yield from parts.controller.replay_steps(item.last_offset, item.records, now_ms))
+            decoded: list[Message] = []
+            for chunk in chunks(item.records):
+                decoded += [self._decode(r) for r in chunk]
+                yield len(chunk)
+            return (yield from parts.image.apply_steps(item.last_offset, decoded))
+        raise LocalProtocolError(f"the raft replica committed {type(item).__name__}")
 
-    def _apply_delta(self, delta: DeltaLike, now_ms: int) -> None:
+    def _publish(self, now_ms: int) -> None:
+        """Publish the deltas replayed so far, in steps while the call's work budget lasts (the
+        rest at the next tick, the deltas replayed meanwhile after them)."""
+        assert self._state is not None
+        if self._publishing is None:
+            if not self._unpublished or not (self._published or self._may_publish()):
+                return
+            # Merged and published once caught up with the quorum, as Kafka's metadata loader
+            # publishes: a restarted node replaying its log never acts on the stale states
+            # along the way.
+            first = not self._published
+            self._published = True
+            deltas, self._unpublished = self._unpublished, []
+            self._publishing = Stepping(self._publish_steps(merged(deltas), first, now_ms))
+        if self._publishing.take(self._state.budget):
+            self._publishing = None
+
+    def _publish_steps(self, delta: DeltaLike, first: bool, now_ms: int) -> Steps[None]:
         """The broker's topic list (``BrokerState.metadata``) follows the image; the replica
-        manager follows the partitions."""
+        manager follows the partitions. The topics are read in steps and changed in one, so
+        that no client sees part of a topic."""
         assert self._state is not None
         topics = self._state.metadata.topics
         image = self.parts.image
         removed: list[tuple[str, int]] = []
+        gone: set[str] = set()
         for name, topic_id in delta.removed_topics:
             topic = topics.get(name)
             if topic is not None and topic.topic_id == topic_id:
-                del topics[name]
+                gone.add(name)
                 removed += [(name, p) for p in range(topic.partitions)]
-                self._state.deleted_topics.append(name)
-        for state in delta.partitions:
-            topic = topics.get(state.topic)
-            if topic is None or topic.topic_id != state.topic_id:
-                if topic is not None:  # the name now belongs to a new topic
-                    removed += [(topic.name, p) for p in range(topic.partitions)]
-                topics[state.topic] = TopicInfo(
-                    state.topic, state.topic_id, state.partition + 1, configs=image.topic_configs(state.topic)
-                )
-            elif state.partition >= topic.partitions:
-                topic.partitions = state.partition + 1
+        new: dict[str, TopicInfo] = {}
+        grown: dict[str, int] = {}
+        for chunk in chunks(delta.partitions):
+            for state in chunk:
+                name = state.topic
+                topic = new.get(name) or (None if name in gone else topics.get(name))
+                if topic is None or topic.topic_id != state.topic_id:
+                    if topic is not None:  # the name now belongs to a new topic
+                        removed += [(topic.name, p) for p in range(topic.partitions)]
+                    new[name] = TopicInfo(
+                        name, state.topic_id, state.partition + 1, configs=image.topic_configs(name)
+                    )
+                elif name in new:
+                    topic.partitions = max(topic.partitions, state.partition + 1)
+                elif state.partition >= grown.get(name, topic.partitions):
+                    grown[name] = state.partition + 1
+            yield len(chunk)
+        for name in gone:
+            del topics[name]
+            self._state.deleted_topics.append(name)
+        for name, count in grown.items():
+            topics[name].partitions = count
+        topics.update(new)
         for kind, name in delta.configs:
             if kind == _TOPIC_RESOURCE and name in topics:
                 self._state.update_topic_configs(topics[name], image.topic_configs(name))
         replication = self.parts.replication
         if replication is not None and (delta.partitions or removed):
-            replication.apply(delta.partitions, removed, now_ms)
+            for i, chunk in enumerate(list(chunks(delta.partitions)) or [()]):
+                replication.apply(chunk, () if i else removed, now_ms)
+                yield len(chunk)
         self._coordinator_changes += [(p, False) for name, p in removed if name == OFFSETS_TOPIC]
         self._follow_applied()
+        if first:
+            self._move_strays()
 
     def _move_strays(self) -> None:
         """Partition directories the metadata does not give this broker (a topic deleted while

@@ -74,6 +74,7 @@ def build_parts(context: PartsContext) -> NodeParts:
             MetadataLogOfRaft(raft),
             context.rng,
             bootstrap=context.state.bootstrap_records,
+            budget=context.state.budget,
         )
     replication = None
     if settings.is_broker:

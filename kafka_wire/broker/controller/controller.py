@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -57,6 +58,7 @@ from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import DEFAULT_COMMIT_TIMEOUT_MS, ControllerConfig
 from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.state import Waiting
+from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, run_steps, unlimited
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ErrorCode
 
@@ -106,6 +108,42 @@ class _Held:
         return None
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A request the controller takes in turn: queued behind a proposal in progress, or whose own
+    records are being proposed in steps; then its answer (or the held answer)."""
+
+    controller: QuorumController
+    api_key: int
+    api_version: int
+    body: Message
+    deadline_ms: int
+    #: None until the request was handled and its records (if any) proposed.
+    answer: Message | Waiting | None = None
+
+    def poll(self, now_ms: int) -> Message | None:
+        self.controller.advance(now_ms)
+        answer = self.answer
+        if answer is None:
+            self.deadline_ms = now_ms  # goes on at once
+            return None
+        if isinstance(answer, Message):
+            return answer
+        self.deadline_ms = answer.deadline_ms
+        body = answer.poll(now_ms)
+        assert body is None or isinstance(body, Message)
+        return body
+
+
+@dataclass(slots=True)
+class _Proposal:
+    """A request's records being proposed in steps (:meth:`QuorumController.propose_steps`)."""
+
+    pending: _Pending
+    result: ControllerResult
+    stepping: Stepping[int | None]
+
+
 class QuorumController:
     """Answers the controller APIs while the local raft replica leads."""
 
@@ -116,8 +154,13 @@ class QuorumController:
         rng: random.Random,
         *,
         bootstrap: Sequence[Message] = (),
+        budget: WorkBudget | None = None,
     ) -> None:
         self.config = config
+        #: The engine call's work budget (``kafka_wire.broker.work``): a large request's records
+        #: are proposed in steps, and a large committed batch replayed in steps, so that the
+        #: engine serves other connections between them. None: all at once.
+        self.budget = budget or unlimited()
         self.raft = raft
         self.rng = rng
         #: Records a new metadata log starts with, after ``metadata.version`` (an imported old
@@ -155,6 +198,10 @@ class QuorumController:
         self._proposed: dict[int, tuple[list[Message], list[bytes]]] = {}
         self._next_rebalance_ms: int | None = None
         self._bytes_since_snapshot = 0
+        #: Requests in arrival order, each handled once the one before is proposed whole.
+        self._queue: deque[_Pending] = deque()
+        self._proposal: _Proposal | None = None
+        self._now_ms = 0
 
     # -- the parts -------------------------------------------------------------------------------
 
@@ -163,17 +210,22 @@ class QuorumController:
         return self.raft.log_end_offset
 
     def _apply_to_parts(self, records: Sequence[Message]) -> None:
+        run_steps(self._apply_to_parts_steps(records))
+
+    def _apply_to_parts_steps(self, records: Sequence[Message]) -> Steps[None]:
         delta = DeltaBuilder()
-        for record in records:
-            route(
-                record,
-                delta,
-                cluster=self.cluster,
-                topics=self.replication,
-                configs=self.configuration,
-                features=self.features,
-                producer_ids=self.producer_ids,
-            )
+        for chunk in chunks(records):
+            for record in chunk:
+                route(
+                    record,
+                    delta,
+                    cluster=self.cluster,
+                    topics=self.replication,
+                    configs=self.configuration,
+                    features=self.features,
+                    producer_ids=self.producer_ids,
+                )
+            yield len(chunk)
 
     def _rebuild_parts(self) -> None:
         """The parts hold the committed image (a new leadership drops what was not committed)."""
@@ -215,13 +267,23 @@ class QuorumController:
     def replay(self, offset: int, records: Sequence[bytes], now_ms: int = 0) -> MetadataDelta:
         """Apply a committed batch (its last record at ``offset``); ``DecodeError`` on bytes that
         are no metadata record."""
+        return run_steps(self.replay_steps(offset, records, now_ms))
+
+    def replay_steps(self, offset: int, records: Sequence[bytes], now_ms: int = 0) -> Steps[MetadataDelta]:
+        """:meth:`replay` in steps (the committed image holds part of the batch until the last)."""
         proposed = self._proposed.pop(offset, None)
         if proposed is not None and proposed[1] != list(records):
             proposed = None  # another leader's batch at that offset: ours was truncated
-        decoded = proposed[0] if proposed is not None else [decode_record(r) for r in records]
-        delta = self.committed.apply_batch(offset, decoded)
+        if proposed is not None:
+            decoded = proposed[0]
+        else:
+            decoded = []
+            for chunk in chunks(records):
+                decoded += [decode_record(r) for r in chunk]
+                yield len(chunk)
+        delta = yield from self.committed.apply_steps(offset, decoded)
         if proposed is None:
-            self._apply_to_parts(decoded)
+            yield from self._apply_to_parts_steps(decoded)
             self.applied_offset = max(self.applied_offset, offset)
         self.committed_offset = max(self.committed_offset, offset)
         self._bytes_since_snapshot += sum(len(r) for r in records)
@@ -242,24 +304,31 @@ class QuorumController:
         return delta
 
     def propose(self, records: list[Message], now_ms: int) -> int | None:
+        return run_steps(self.propose_steps(records, now_ms))
+
+    def propose_steps(self, records: list[Message], now_ms: int) -> Steps[int | None]:
+        """Propose ``records`` as one batch (Kafka's atomic append: all of them are committed, or
+        none), in steps: encoded, appended to the raft log, applied to the parts; the offset of
+        the last record (None: not the leader)."""
         if not records:
             return self._last_proposed
-        encoded = [encode_record(r) for r in records]
+        encoded: list[bytes] = []
+        for chunk in chunks(records):
+            encoded += [encode_record(r) for r in chunk]
+            yield len(chunk)
         last = self.raft.append(encoded, now_ms)
         if last is None:
             return None
-        self._apply_to_parts(records)
-        self.applied_offset = max(self.applied_offset, last)
         self._last_proposed = last
         self._proposed[last] = (records, encoded)
+        yield len(records) // 4  # the batch built and checked once by the log
+        yield from self._apply_to_parts_steps(records)
+        self.applied_offset = max(self.applied_offset, last)
         return last
 
-    def _answer_when_committed(self, result: ControllerResult, now_ms: int) -> Message | Waiting:
-        """Propose the result's records and answer once they (and everything before them) are
-        committed."""
-        if not result.records and self._last_proposed <= self.committed_offset:
-            return result.answer()
-        last = self.propose(result.records, now_ms)
+    def _held(self, result: ControllerResult, last: int | None, now_ms: int) -> Message | Waiting:
+        """The answer to a result whose records were proposed up to ``last``: held until they (and
+        everything before them) are committed."""
         if last is None:
             return result.fail(ErrorCode.NOT_CONTROLLER)
         if result.proposed is not None:
@@ -268,19 +337,55 @@ class QuorumController:
         timeout_ms = result.timeout_ms if result.timeout_ms > 0 else DEFAULT_COMMIT_TIMEOUT_MS
         return _Held(self, self._active_epoch, last, now_ms + timeout_ms, result.answer, result.fail)
 
+    # -- work in turn ----------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A proposal is in progress or requests wait for their turn."""
+        return self._proposal is not None or bool(self._queue)
+
+    def advance(self, now_ms: int) -> None:
+        """Go on with the proposal in progress while the work budget lasts, then with the
+        requests that wait, in order, each proposed whole before the next is handled (the
+        parts, applied in steps, are only read by the request proposing)."""
+        self._now_ms = now_ms
+        while True:
+            proposal = self._proposal
+            if proposal is not None:
+                if not proposal.stepping.take(self.budget):
+                    return
+                self._proposal = None
+                proposal.pending.answer = self._held(proposal.result, proposal.stepping.result, now_ms)
+            if not self._queue:
+                return
+            self._start(self._queue.popleft(), now_ms)
+
+    def _start(self, pending: _Pending, now_ms: int) -> None:
+        handler = self._handlers[pending.api_key]
+        if not self._refresh(now_ms):
+            pending.answer = error_response(
+                pending.api_key, pending.api_version, pending.body, ErrorCode.NOT_CONTROLLER
+            )
+            return
+        decision = handler(pending.api_version, pending.body, now_ms)
+        if not isinstance(decision, ControllerResult):
+            pending.answer = decision
+        elif not decision.records and self._last_proposed <= self.committed_offset:
+            pending.answer = decision.answer()
+        else:
+            steps = Stepping(self.propose_steps(decision.records, now_ms))
+            self._proposal = _Proposal(pending, decision, steps)
+
     # -- requests --------------------------------------------------------------------------------
 
     def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting:
         """Answer one controller request (NOT_CONTROLLER unless this controller is active)."""
-        handler = self._handlers.get(api_key)
-        if handler is None:
+        if api_key not in self._handlers:
             raise ValueError(f"api {api_key} is not a controller API")
-        if not self._refresh(now_ms):
-            return error_response(api_key, api_version, body, ErrorCode.NOT_CONTROLLER)
-        decision = handler(api_version, body, now_ms)
-        if isinstance(decision, ControllerResult):
-            return self._answer_when_committed(decision, now_ms)
-        return decision
+        pending = _Pending(self, api_key, api_version, body, now_ms)
+        self._queue.append(pending)
+        self.advance(now_ms)
+        return pending if pending.answer is None else pending.answer
 
     def local_broker(self, incarnation_id: uuid.UUID) -> None:
         """The incarnation of the broker in this controller's own process, when it is the
@@ -290,6 +395,8 @@ class QuorumController:
     # -- periodic work ---------------------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:
+        if self.busy:
+            return self._now_ms  # the proposal in progress goes on at once
         if self._active_epoch is None:
             return None
         deadlines = [
@@ -298,8 +405,10 @@ class QuorumController:
         return min(deadlines, default=None)
 
     def tick(self, now_ms: int) -> None:
-        """Fence brokers whose sessions expired; rebalance leaders when it is time."""
-        if not self._refresh(now_ms):
+        """Fence brokers whose sessions expired; rebalance leaders when it is time (once the
+        proposal in progress and the requests waiting are done)."""
+        self.advance(now_ms)
+        if self.busy or not self._refresh(now_ms):
             return
         for broker in self.cluster.stale_brokers(now_ms):
             records: list[Message] = []

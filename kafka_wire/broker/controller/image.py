@@ -26,6 +26,7 @@ from kafka_wire.broker.controller.delta import ConfigKey, DeltaBuilder, Metadata
 from kafka_wire.broker.controller.features_image import FEATURE_RECORDS, FeaturesImage
 from kafka_wire.broker.controller.producer_ids_image import PRODUCER_ID_RECORDS, ProducerIdsImage
 from kafka_wire.broker.controller.topics_image import TOPIC_RECORDS, TopicImage, TopicsImage
+from kafka_wire.broker.work import Steps, chunks, run_steps
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import BeginTransactionRecord, EndTransactionRecord
 
@@ -146,9 +147,17 @@ class MetadataImage:
 
     def apply_batch(self, offset: int, records: Sequence[Message]) -> MetadataDelta:
         """Apply ``records`` (the batch whose last record is at ``offset``) and say what changed."""
+        return run_steps(self.apply_steps(offset, records))
+
+    def apply_steps(self, offset: int, records: Sequence[Message]) -> Steps[MetadataDelta]:
+        """:meth:`apply_batch` in steps. Until the last, the image holds part of the batch: the
+        broker reads a topic's partitions only once the delta is published (``Node``), so no
+        client sees part of a batch."""
         delta = DeltaBuilder()
-        for record in records:
-            self._apply(record, delta)
+        for chunk in chunks(records):
+            for record in chunk:
+                self._apply(record, delta)
+            yield len(chunk)
         self.offset = max(self.offset, offset)
         return delta.build(offset)
 
