@@ -331,6 +331,8 @@ class QuorumController:
         everything before them) are committed."""
         if last is None:
             return result.fail(ErrorCode.NOT_CONTROLLER)
+        if not result.records and last <= self.committed_offset:
+            return result.answer()
         if result.proposed is not None:
             result.proposed(last)
         assert self._active_epoch is not None
@@ -370,11 +372,16 @@ class QuorumController:
         decision = handler(pending.api_version, pending.body, now_ms)
         if not isinstance(decision, ControllerResult):
             pending.answer = decision
-        elif not decision.records and self._last_proposed <= self.committed_offset:
+        elif decision.steps is None and not decision.records and self._last_proposed <= self.committed_offset:
             pending.answer = decision.answer()
         else:
-            steps = Stepping(self.propose_steps(decision.records, now_ms))
-            self._proposal = _Proposal(pending, decision, steps)
+            self._proposal = _Proposal(pending, decision, Stepping(self._decide_and_propose(decision, now_ms)))
+
+    def _decide_and_propose(self, result: ControllerResult, now_ms: int) -> Steps[int | None]:
+        """The rest of the decision (``ControllerResult.steps``), then its records proposed."""
+        if result.steps is not None:
+            yield from result.steps
+        return (yield from self.propose_steps(result.records, now_ms))
 
     # -- requests --------------------------------------------------------------------------------
 

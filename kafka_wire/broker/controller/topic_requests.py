@@ -36,6 +36,7 @@ from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC, is_interna
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
 from kafka_wire.broker.topic_configs import describe_topic_configs
 from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, set_by_broker
+from kafka_wire.broker.work import Steps, chunks
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ErrorCode
@@ -114,16 +115,20 @@ class TopicRequests(PartitionChanges):
                 req, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE
             )
         records: list[Message] = []
-        for new in checked:
-            topic_records = self._place(new, version)
-            if topic_records is not None and not req.validate_only:
-                records += topic_records
+
+        def place() -> Steps[None]:
+            for new in checked:
+                topic_records = yield from self._place(new, version)
+                if topic_records is not None and not req.validate_only:
+                    records.extend(topic_records)
+
         response = messages.CreateTopicsResponse(topics=results)
         return ControllerResult(
             records,
             lambda: response,
             lambda code: failure_answer(ApiKey.CREATE_TOPICS, req, code),
             req.timeout_ms,
+            steps=place(),
         )
 
     def _requested_partitions(self, topics: Sequence[CreateTopicsRequestCreatableTopic]) -> int:
@@ -222,9 +227,9 @@ class TopicRequests(PartitionChanges):
         folded = name.replace(".", "_")
         return next((t for t in self.image.topics if t.replace(".", "_") == folded), None)
 
-    def _place(self, new: _NewTopic, version: int) -> list[Message] | None:
-        """The new topic's records, its replicas placed; None (the result says why) when it
-        cannot be placed."""
+    def _place(self, new: _NewTopic, version: int) -> Steps[list[Message] | None]:
+        """The new topic's records, its replicas placed, in steps of partitions; None (the
+        result says why) when it cannot be placed."""
         result = new.result
         assignment = new.assignment
         if assignment is None:
@@ -245,21 +250,25 @@ class TopicRequests(PartitionChanges):
             messages.ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v)
             for k, v in sorted(new.configs.items())
         ]
-        for index, replicas in enumerate(assignment):
-            isr = [r for r in replicas if self.cluster.acceptable(r)]
-            if not isr:
-                result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
-                result.error_message = (
-                    f"Unable to replicate the partition {len(replicas)} time(s): All brokers are currently "
-                    "fenced or in controlled shutdown."
-                )
-                return None
-            records.append(
-                messages.PartitionRecord(
-                    partition_id=index, topic_id=topic_id, replicas=replicas, isr=isr, leader=isr[0],
-                    leader_epoch=0, partition_epoch=0,
-                )
-            )  # fmt: skip
+        index = 0
+        for chunk in chunks(assignment):
+            for replicas in chunk:
+                isr = [r for r in replicas if self.cluster.acceptable(r)]
+                if not isr:
+                    result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+                    result.error_message = (
+                        f"Unable to replicate the partition {len(replicas)} time(s): All brokers are "
+                        "currently fenced or in controlled shutdown."
+                    )
+                    return None
+                records.append(
+                    messages.PartitionRecord(
+                        partition_id=index, topic_id=topic_id, replicas=replicas, isr=isr, leader=isr[0],
+                        leader_epoch=0, partition_epoch=0,
+                    )
+                )  # fmt: skip
+                index += 1
+            yield len(chunk)
         result.topic_id = topic_id
         result.num_partitions, result.replication_factor = len(assignment), len(assignment[0])
         if version >= 5:
