@@ -176,9 +176,12 @@ class BrokerLifecycle:
         self._move(LifecycleInput.START)
         self._due_ms = now_ms
 
-    def caught_up(self) -> None:
+    def caught_up(self, now_ms: int) -> None:
         """The broker has published its first metadata (caught up with the quorum's high watermark
-        and its own registration): it may be unfenced (Kafka's ``setReadyToUnfence``)."""
+        and its own registration): it may be unfenced (Kafka's ``setReadyToUnfence``), and the
+        next heartbeat, which asks for it, goes at once."""
+        if not self._caught_up and self._due_ms is not None:
+            self._due_ms = min(self._due_ms, now_ms)
         self._caught_up = True
 
     def begin_shutdown(self, now_ms: int, *, controlled: bool = True) -> None:

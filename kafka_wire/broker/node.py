@@ -401,7 +401,7 @@ class Node:
             # (a new quorum leader's LeaderChangeMessage) never reaches the image, and with no
             # record after it the broker would stay fenced for good.
             if self._published and not self._unpublished and self._publishing is None:
-                self.lifecycle.caught_up()
+                self.lifecycle.caught_up(now_ms)
             self.lifecycle.tick(now_ms)
             producer_ids = self._state.producer_ids if self._state is not None else None
             if self._sole_voter and not self.lifecycle.fenced and producer_ids is not None:
