@@ -75,6 +75,8 @@ class Case:
 
     def row(self) -> str:
         ms = sorted(s * 1000 for s in self.samples)
+        if not ms:  # no round trip finished while the request ran: it stalled them all
+            return f"| {self.build} | {self.fs} | {self.case} | 0 | - | - | - | {self.took_s:.2f} |"
         p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
         return (
             f"| {self.build} | {self.fs} | {self.case} | {len(ms)} | {statistics.median(ms):.1f} | "

@@ -266,17 +266,6 @@ def test_a_gzip_bomb_produce_does_not_stall_other_connections(kafka_wire_broker:
             prober.check_since(start, f"the heavy produce ({took:.2f} s)")
 
 
-#: Not met yet on the one metadata path (issue 27): the node replays a large CreateTopics' records
-#: into the controller and publishes them to the broker in one engine call, not in slices, so
-#: another connection waits for it (about 0.3 s for 2,000 partitions, 0.75 s for 9,999 on a loaded
-#: 2-core machine). Not strict: the test still runs and reports its figures.
-ONE_CALL_CREATION = pytest.mark.xfail(
-    reason="a large topic's records are replayed and published in one engine call (not sliced yet)",
-    strict=False,
-)
-
-
-@ONE_CALL_CREATION
 def test_a_huge_create_topics_is_refused_at_once_and_a_large_one_is_sliced(
     kafka_wire_broker: BrokerProcess,
 ) -> None:
@@ -298,7 +287,6 @@ def test_a_huge_create_topics_is_refused_at_once_and_a_large_one_is_sliced(
     assert kafka_wire_broker.kill() != 0  # no need to flush 2,000 partitions at the end
 
 
-@ONE_CALL_CREATION
 def test_a_create_topics_of_9999_partitions_does_not_stall_other_connections() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="kafka-wire-stall-", dir=SHM))
     broker = kafka_wire(workdir)
