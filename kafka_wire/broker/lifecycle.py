@@ -139,6 +139,9 @@ class BrokerLifecycle:
         self.fenced = True
         #: The broker asks to stay fenced until the node says it caught up with the metadata.
         self._caught_up = False
+        #: The next heartbeat goes as soon as the one in flight is answered (Kafka's
+        #: ``nextSchedulingShouldBeImmediate``).
+        self._heartbeat_at_once = False
         self._due_ms: int | None = None
         self._retry_ms = INITIAL_RETRY_MS
         #: The request in flight (its sequence number), or None.
@@ -180,8 +183,11 @@ class BrokerLifecycle:
         """The broker has published its first metadata (caught up with the quorum's high watermark
         and its own registration): it may be unfenced (Kafka's ``setReadyToUnfence``), and the
         next heartbeat, which asks for it, goes at once."""
-        if not self._caught_up and self._due_ms is not None:
-            self._due_ms = min(self._due_ms, now_ms)
+        if not self._caught_up:
+            if self._in_flight is not None:
+                self._heartbeat_at_once = True  # after the answer to the one in flight
+            elif self._due_ms is not None:
+                self._due_ms = min(self._due_ms, now_ms)
         self._caught_up = True
 
     def begin_shutdown(self, now_ms: int, *, controlled: bool = True) -> None:
@@ -341,4 +347,5 @@ class BrokerLifecycle:
                 self._shutdown_answered = True
                 self._due_ms = now_ms + SHUTDOWN_RECHECK_MS
                 return
-        self._due_ms = now_ms + self._config.broker_heartbeat_interval_ms
+        at_once, self._heartbeat_at_once = self._heartbeat_at_once, False
+        self._due_ms = now_ms if at_once else now_ms + self._config.broker_heartbeat_interval_ms

@@ -69,7 +69,7 @@ from kafka_wire.broker.peers import PeerLinks
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.raft.config import METADATA_TOPIC
 from kafka_wire.broker.state import BrokerState, Waiting
-from kafka_wire.broker.work import Stepping, Steps, chunks
+from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, unlimited
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.logformat.names import partition_dir
@@ -323,7 +323,7 @@ class Node:
     def next_deadline_ms(self) -> int | None:
         if self._parts is None:
             return None
-        if self._replaying is not None or self._committed or self._publishing is not None:
+        if self._stepping and self._may_step():
             return self._now_ms  # the replay or the publication goes on at once
         parts = self._parts
         candidates = [
@@ -420,6 +420,22 @@ class Node:
         lifecycle = self.lifecycle
         return lifecycle is None or 0 <= lifecycle.broker_epoch <= parts.image.offset
 
+    @property
+    def _stepping(self) -> bool:
+        """A replay or a publication is in progress."""
+        return self._replaying is not None or bool(self._committed) or self._publishing is not None
+
+    @property
+    def _budget(self) -> WorkBudget:
+        """The call's work budget once the first metadata is published; until then (a node
+        catching up with the quorum, serving no client yet) none: all of it at once."""
+        assert self._state is not None
+        return self._state.budget if self._published else unlimited()
+
+    def _may_step(self) -> bool:
+        """Steps go on unless the writes of earlier slices are in flight (``BrokerState.may_slice``)."""
+        return self._state is None or self._state.may_slice()
+
     def _replay_committed(self, now_ms: int) -> list[DeltaLike]:
         """Replay committed batches while the call's work budget lasts; the deltas of those
         replayed whole (a large batch goes on at the next tick: until then nothing of it is
@@ -433,7 +449,7 @@ class Node:
                     if not self._committed:
                         return deltas
                 self._replaying = Stepping(self._replay_steps(self._committed.popleft(), now_ms))
-            if not self._replaying.take(self._state.budget):
+            if not self._may_step() or not self._replaying.take(self._budget):
                 return deltas
             assert self._replaying.result is not None
             deltas.append(self._replaying.result)
@@ -471,7 +487,7 @@ class Node:
             self._published = True
             deltas, self._unpublished = self._unpublished, []
             self._publishing = Stepping(self._publish_steps(merged(deltas), first, now_ms))
-        if self._publishing.take(self._state.budget):
+        if self._may_step() and self._publishing.take(self._budget):
             self._publishing = None
 
     def _publish_steps(self, delta: DeltaLike, first: bool, now_ms: int) -> Steps[None]:

@@ -75,6 +75,7 @@ def build_parts(context: PartsContext) -> NodeParts:
             context.rng,
             bootstrap=context.state.bootstrap_records,
             budget=context.state.budget,
+            may_step=lambda: context.state.may_slice(),
         )
     replication = None
     if settings.is_broker:

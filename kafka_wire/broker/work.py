@@ -12,8 +12,11 @@ before the ``tick`` that continues it. A step is never split, so one call does a
 plus one step.
 
 Work is counted in bytes: the bytes of a batch as received, the bytes it inflates to and
-:data:`RECORD_WORK_BYTES` per record decoded, and :data:`PARTITION_WORK_BYTES` per partition
-created or deleted. The figures are measured costs of the pure-Python flavour expressed in the
+:data:`RECORD_WORK_BYTES` per record decoded, :data:`PARTITION_WORK_BYTES` per partition
+created or deleted, and :data:`METADATA_RECORD_WORK_BYTES` per metadata record in each pass over
+it. Work that is not a request (the controller proposing a large request's records, the node
+replaying and publishing a large committed batch) runs as :data:`Steps`, taken with a
+:class:`Stepping` while the budget lasts; its owner's ``next_deadline_ms()`` is then now. The figures are measured costs of the pure-Python flavour expressed in the
 same unit (see docs/internals/broker.md, "Bounded work").
 """
 
@@ -49,9 +52,9 @@ STEP_MIN_WORK_BYTES: Final = 1024
 """The least a step costs, so that a request of many tiny or failing steps is sliced too."""
 
 
-METADATA_RECORD_WORK_BYTES: Final = 4 * 1024
+METADATA_RECORD_WORK_BYTES: Final = 2 * 1024
 """The work of one metadata record in one pass over it (encoding it, applying it to the
-controller's parts, to the image, publishing it to the broker): 10-20 us of the pure flavour."""
+controller's parts, to the image, publishing it to the broker): about 10 us of the pure flavour."""
 
 METADATA_SLICE_RECORDS: Final = 64
 """Metadata records a pass takes per step (:data:`Steps`)."""
@@ -125,8 +128,8 @@ class Job(ABC, Generic[R]):
         return self if body is None else body
 
 
-#: A budget that never runs out: work that is not sliced (a part built without the engine's budget).
 def unlimited() -> WorkBudget:
+    """A budget that never runs out: for a part built without the engine's (all at once)."""
     return WorkBudget(sys.maxsize)
 
 

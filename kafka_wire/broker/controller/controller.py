@@ -155,12 +155,15 @@ class QuorumController:
         *,
         bootstrap: Sequence[Message] = (),
         budget: WorkBudget | None = None,
+        may_step: Callable[[], bool] = lambda: True,
     ) -> None:
         self.config = config
         #: The engine call's work budget (``kafka_wire.broker.work``): a large request's records
         #: are proposed in steps, and a large committed batch replayed in steps, so that the
         #: engine serves other connections between them. None: all at once.
         self.budget = budget or unlimited()
+        #: Whether steps may go on (not while the writes of earlier slices are in flight).
+        self.may_step = may_step
         self.raft = raft
         self.rng = rng
         #: Records a new metadata log starts with, after ``metadata.version`` (an imported old
@@ -354,7 +357,7 @@ class QuorumController:
         while True:
             proposal = self._proposal
             if proposal is not None:
-                if not proposal.stepping.take(self.budget):
+                if not self.may_step() or not proposal.stepping.take(self.budget):
                     return
                 self._proposal = None
                 proposal.pending.answer = self._held(proposal.result, proposal.stepping.result, now_ms)
@@ -375,7 +378,9 @@ class QuorumController:
         elif decision.steps is None and not decision.records and self._last_proposed <= self.committed_offset:
             pending.answer = decision.answer()
         else:
-            self._proposal = _Proposal(pending, decision, Stepping(self._decide_and_propose(decision, now_ms)))
+            self._proposal = _Proposal(
+                pending, decision, Stepping(self._decide_and_propose(decision, now_ms))
+            )
 
     def _decide_and_propose(self, result: ControllerResult, now_ms: int) -> Steps[int | None]:
         """The rest of the decision (``ControllerResult.steps``), then its records proposed."""
@@ -402,7 +407,7 @@ class QuorumController:
     # -- periodic work ---------------------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:
-        if self.busy:
+        if self.busy and self.may_step():
             return self._now_ms  # the proposal in progress goes on at once
         if self._active_epoch is None:
             return None

@@ -94,6 +94,25 @@ def partition_record(p: PartitionState) -> PartitionRecord:
     )
 
 
+def partition_state(record: PartitionRecord, name: str) -> PartitionState:
+    """The registration a PartitionRecord of topic ``name`` makes."""
+    return PartitionState(
+        topic=name,
+        partition=record.partition_id,
+        topic_id=record.topic_id,
+        replicas=tuple(record.replicas),
+        isr=tuple(record.isr),
+        leader=record.leader,
+        leader_epoch=record.leader_epoch,
+        partition_epoch=record.partition_epoch,
+        leader_recovery_state=_recovery(record.leader_recovery_state),
+        elr=tuple(record.eligible_leader_replicas or ()),
+        last_known_elr=tuple(record.last_known_elr or ()),
+        adding_replicas=tuple(record.adding_replicas),
+        removing_replicas=tuple(record.removing_replicas),
+    )
+
+
 @dataclass(slots=True)
 class TopicImage:
     name: str
@@ -123,8 +142,11 @@ class TopicsImage:
         for name in sorted(self.topics):
             yield from self.partitions_of(name)
 
-    def replay(self, record: Message, delta: DeltaBuilder) -> str | None:
-        """Apply one topic record; the name of the topic it removed (a RemoveTopicRecord), else None."""
+    def replay(
+        self, record: Message, delta: DeltaBuilder, prepared: PartitionState | None = None
+    ) -> str | None:
+        """Apply one topic record; the name of the topic it removed (a RemoveTopicRecord), else None.
+        ``prepared``: a PartitionRecord's state, built beforehand (:func:`partition_state`)."""
         if isinstance(record, PartitionChangeRecord):
             name = self._topic_names.get(record.topic_id)
             old = None if name is None else self.topics[name].partitions.get(record.partition_id)
@@ -135,21 +157,8 @@ class TopicsImage:
         elif isinstance(record, PartitionRecord):
             name = self._topic_names.get(record.topic_id)
             if name is not None:
-                state = PartitionState(
-                    topic=name,
-                    partition=record.partition_id,
-                    topic_id=record.topic_id,
-                    replicas=tuple(record.replicas),
-                    isr=tuple(record.isr),
-                    leader=record.leader,
-                    leader_epoch=record.leader_epoch,
-                    partition_epoch=record.partition_epoch,
-                    leader_recovery_state=_recovery(record.leader_recovery_state),
-                    elr=tuple(record.eligible_leader_replicas or ()),
-                    last_known_elr=tuple(record.last_known_elr or ()),
-                    adding_replicas=tuple(record.adding_replicas),
-                    removing_replicas=tuple(record.removing_replicas),
-                )
+                state = prepared if prepared is not None and prepared.topic == name else None
+                state = state or partition_state(record, name)
                 self.topics[name].partitions[record.partition_id] = state
                 delta.partitions[(name, record.partition_id)] = state
         elif isinstance(record, TopicRecord):
