@@ -13,7 +13,8 @@ heavy request took.
   checkout's compiled extensions, copied into the old package when their sources are the same).
 * file systems: ``ext4`` is a temporary directory under ``--ext4-dir`` (default /tmp), ``tmpfs``
   one under /dev/shm; the file system type is checked and printed.
-* heavy requests: ``create`` is a CreateTopics of ``--partitions`` partitions (default 9,999);
+* heavy requests: ``create`` is a CreateTopics of ``--partitions`` partitions (default 9,999),
+  timed until every partition is open (Metadata names a leader for each);
   ``produce`` is a Produce of 50 partitions, each one gzip batch of 9,000 small records.
 
 Run: ``.venv/bin/python bench/bench_stall.py [--builds old,new] [--fs ext4,tmpfs]
@@ -38,7 +39,14 @@ sys.path.insert(0, str(ROOT))  # for tests.e2e (the broker processes and the sta
 
 from kafka_wire.messages import ErrorCode  # noqa: E402
 from tests.e2e.brokers import KafkaWireBroker  # noqa: E402
-from tests.e2e.test_stall import KafkaSocket, create_topic, probing, produce, small_gzip_batch  # noqa: E402
+from tests.e2e.test_stall import (  # noqa: E402
+    KafkaSocket,
+    create_topic,
+    probing,
+    produce,
+    small_gzip_batch,
+    wait_until_open,
+)
 from tests.interop.harness import Address, free_port  # noqa: E402
 
 
@@ -130,6 +138,8 @@ def run_case(broker: Build, case: str, partitions: int) -> tuple[list[float], fl
                 codes = {p.error_code for p in reply.responses[0].partition_responses}
             else:
                 codes = {create_topic(conn, "heavy", partitions).topics[0].error_code}
+                if codes == {ErrorCode.NONE}:  # until every partition is open, as the test waits
+                    wait_until_open(conn, "heavy", partitions)
             took = time.monotonic() - start
             samples = [t for at, t in prober.samples if at + t >= start and at <= start + took]
         assert codes == {ErrorCode.NONE}, codes
