@@ -125,7 +125,10 @@ class _Pending:
         self.controller.advance(now_ms)
         answer = self.answer
         if answer is None:
-            self.deadline_ms = now_ms  # goes on at once
+            # At once; while the writes of earlier slices are in flight, their report wakes the
+            # controller (its next deadline is then now) and every held request is polled.
+            waits = not self.controller.may_step()
+            self.deadline_ms = now_ms + DEFAULT_COMMIT_TIMEOUT_MS if waits else now_ms
             return None
         if isinstance(answer, Message):
             return answer
