@@ -451,8 +451,10 @@ class ClientConnections:
                 continue
             self._send(answer.conn_id, ready, out)
         for conn_id in self.muting.closing_after_answers():
-            conn = self._conns[conn_id]
-            if not conn.unreleased:
+            conn = self._conns.get(conn_id)
+            if conn is None:
+                self.muting.forget(conn_id)
+            elif not conn.unreleased:
                 self._close(conn_id, conn, out)
 
     # -- output ---------------------------------------------------------------------------------
