@@ -51,6 +51,7 @@ from typing import Final, Protocol
 
 from kafka_wire import messages
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.channels import Answer, Channel, Held, failed_without_answer
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig, standalone
@@ -190,6 +191,7 @@ class Broker:
         nonce_factory: Callable[[], str] | None = None,
         logger: logging.Logger | None = None,
         cluster: ClusterNode | None = None,
+        hooks: Hooks = OFF,
     ) -> None:
         if cluster is None:  # a node of its own: a one-voter cluster
             config = standalone(config)
@@ -200,6 +202,7 @@ class Broker:
         self._log = logger or _SILENT
         self._storage = storage
         self._rng = rng
+        self._hooks = hooks  # the simulator's BUGGIFY hooks (``buggify``), for the parts built at start
         self._nonce_factory = nonce_factory or (lambda: f"{rng.getrandbits(192):048x}")
         self._member_id_factory = member_id_factory
         self._conns: dict[int, Channel] = {}
@@ -301,6 +304,7 @@ class Broker:
             ),
             cluster=self._cluster.view,
             directory_id=opened.directory_id,
+            hooks=self._hooks,
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step
