@@ -44,20 +44,29 @@ def _parsed_runtime_nodes(path: Path) -> tuple[ast.AST, ...]:
     return tuple(_runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))))
 
 
+def _package_of(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _from_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute name of the module ``from ... import`` reads (relative to ``package``)."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    anchor = package.split(".")
+    return ".".join(anchor[: len(anchor) - node.level + 1] + ([base] if base else []))
+
+
 @functools.cache
 def _imports(name: str, path: Path) -> set[str]:
     """The kafka_wire modules ``path`` imports (``from pkg import mod`` counts ``pkg.mod`` when it is one)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    package = _package_of(name, path)
     found: set[str] = set()
     for node in _parsed_runtime_nodes(path):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
+            base = _from_module(node, package)
             found.add(base)
             found.update(
                 f"{base}.{alias.name}" for alias in node.names if _module_file(f"{base}.{alias.name}")
@@ -242,16 +251,13 @@ def _module_level_imports(name: str, path: Path) -> set[str]:
     name (``from pkg import mod``: ``pkg.mod``; ``from pkg import value``: ``pkg``) and the
     packages above them (whose ``__init__`` runs first), less ``name``'s own packages (already
     being imported when ``name`` runs)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    package = _package_of(name, path)
     named: set[str] = set()
     for node in _module_level_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             named.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                base = ".".join(anchor[: len(anchor) - node.level + 1] + ([base] if base else []))
+            base = _from_module(node, package)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 named.add(sub if _module_file(sub) else base)
