@@ -47,6 +47,7 @@ from collections.abc import Callable
 from typing import Final
 
 from kafka_wire.broker.apis import GROUP_APIS
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.channels import Answer
 from kafka_wire.broker.client_connections import ClientConnections
 from kafka_wire.broker.cluster_node import ClusterNode
@@ -93,6 +94,7 @@ class Broker:
         nonce_factory: Callable[[], str] | None = None,
         logger: logging.Logger | None = None,
         cluster: ClusterNode | None = None,
+        hooks: Hooks = OFF,
     ) -> None:
         if cluster is None:  # a node of its own: a one-voter cluster
             config = standalone(config)
@@ -103,6 +105,7 @@ class Broker:
         self._log = logger or _SILENT
         self._storage = storage
         self._rng = rng
+        self._hooks = hooks  # the simulator's BUGGIFY hooks (``buggify``), for the parts built at start
         self._member_id_factory = member_id_factory
         self._state: BrokerState | None = None
         self._group: GroupLink | None = None
@@ -180,6 +183,7 @@ class Broker:
             ),
             cluster=self._cluster.view,
             directory_id=opened.directory_id,
+            hooks=self._hooks,
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step
