@@ -76,6 +76,7 @@ def build_parts(context: PartsContext) -> NodeParts:
             bootstrap=context.state.bootstrap_records,
             budget=context.state.budget,
             may_step=lambda: context.state.may_slice(),
+            hooks=context.state.hooks,
         )
     replication = None
     if settings.is_broker:
@@ -95,7 +96,7 @@ def build_parts(context: PartsContext) -> NodeParts:
         )
     return NodeParts(
         raft=raft,
-        image=controller.committed if controller is not None else MetadataImage(),
+        image=controller.committed if controller is not None else MetadataImage(context.state.hooks),
         controller=controller,
         replication=replication,
     )

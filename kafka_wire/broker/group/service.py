@@ -45,6 +45,7 @@ from dataclasses import replace
 from typing import Final
 
 from kafka_wire import messages
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.group.admin import GroupAdmin
 from kafka_wire.broker.group.config import GroupConfig
 from kafka_wire.broker.group.consumer_groups import (
@@ -143,6 +144,7 @@ class GroupCoordinator:
         timers: TimerQueue | None = None,
         partitioned: bool = False,
         topics: TopicsOf | None = None,
+        hooks: Hooks = OFF,
     ) -> None:
         self.config = config if config is not None else GroupConfig()
         rt = self._rt = GroupRuntime(
@@ -152,6 +154,7 @@ class GroupCoordinator:
             topic_name_of,
             topic_id_of,
             partitions_of,
+            hooks,
         )
         if partitioned:
             rt.served = set()
