@@ -47,7 +47,7 @@ import itertools
 import logging
 import random
 from collections.abc import Callable, Mapping
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from kafka_wire import messages
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
@@ -71,7 +71,6 @@ from kafka_wire.broker.effects import (
 from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.faults import FaultInjector, injected_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
-from kafka_wire.broker.group import GroupCoordinator
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
 from kafka_wire.broker.legacy_import import LegacyImport
 from kafka_wire.broker.log.config import LogConfig
@@ -96,6 +95,9 @@ from kafka_wire.protocol.events import (
     UnsupportedRequest,
 )
 from kafka_wire.protocol.server import ServerConfig, ServerConnection
+
+if TYPE_CHECKING:  # the coordinator loads on first use (kafka_wire.broker.group_link)
+    from kafka_wire.broker.group.service import GroupCoordinator
 
 
 class ClusterNode(Protocol):
