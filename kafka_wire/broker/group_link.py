@@ -1,10 +1,13 @@
 """The broker's side of its group coordinator: group requests in, answers out.
 
 :class:`GroupLink` builds the coordinator from the broker's configuration (its timers in the
-engine's queue), hands it the group requests with a token per request, appends each of its
-``Persist`` effects to ``__consumer_offsets`` (emitting to the call's
-:class:`~kafka_wire.broker.effects.EffectSink`) and reports the outcome, and turns its ``Respond``
-effects back into answers to the requests still waiting for them.
+engine's queue) on first use: the settings are checked at start, the coordinator (and the modules
+of ``kafka_wire.broker.group`` it needs) is built by the first group request or the first
+``__consumer_offsets`` partition led here, so that a start does not pay for it. The link hands
+it the group requests with a token per request, appends each of its ``Persist`` effects to
+``__consumer_offsets`` (emitting to the call's :class:`~kafka_wire.broker.effects.EffectSink`) and
+reports the outcome, and turns its ``Respond`` effects back into answers to the requests still
+waiting for them.
 
 The coordinator serves the groups of the ``__consumer_offsets`` partitions led on this node (on
 a single node, all of them), and the node tells the link when that changes, from the metadata
