@@ -57,10 +57,10 @@ from kafka_wire.protocol.events import (
     VersionsNegotiated,
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
+from kafka_wire.protocol.machine import step
 
 if TYPE_CHECKING:
     from kafka_wire.protocol.client import ClientConfig, ClientConnection
-from kafka_wire.protocol.machine import step
 
 #: Kafka's ``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms`` defaults.
 DEFAULT_RECONNECT_BACKOFF_MS: Final = 50

@@ -1,10 +1,10 @@
 """Checksums of record data: CRC-32C for RecordBatch v2, CRC-32 (IEEE) for legacy messages.
 
-The ``crc32c`` package's extension module loads on the first CRC-32C, and on its own: the package's
-``__init__`` reads its distribution metadata (``importlib.metadata``, which brings ``email``,
-``zipfile`` and more), 30-120 ms of CPU that a broker start (whose one-voter quorum writes its
-first batch at once) need not pay. When the extension cannot be loaded apart (another layout of the
-package), the package is imported.
+The ``crc32c`` package's extension module loads on the first CRC-32C, and on its own: the
+package's ``__init__`` reads its distribution metadata (``importlib.metadata``, which brings
+``email``, ``zipfile`` and more), 30-120 ms of CPU that a broker start (whose one-voter quorum
+writes its first batch at once) need not pay. When the extension cannot be loaded apart (another
+layout of the package), the package is imported.
 """
 
 from __future__ import annotations
