@@ -23,6 +23,7 @@ Pure: the injector reads no clock; the broker gives it ``now_ms``.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Final
 
 from kafka_wire import messages
 from kafka_wire.broker.apis import SUPPORTED
+from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.error_answers import ERROR_ANSWERS
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
@@ -164,6 +166,14 @@ class FaultInjector:
 
     def _rearm(self) -> None:
         self.armed = bool(self._errors or self._closes or self._latency_ms or self._broker_latency_ms)
+
+
+def cut_in_half(parts: list[object]) -> tuple[bytes, int]:
+    """The first half of a response frame (``parts``: its bytes and file regions), at least one
+    byte and within its leading bytes, and the frame's size: what a close mid-response sends."""
+    total = sum(len(p) if isinstance(p, bytes) else p.size if isinstance(p, FileRegion) else 0 for p in parts)
+    leading = b"".join(itertools.takewhile(lambda p: isinstance(p, bytes), parts))  # type: ignore[arg-type]  # bytes only, by the predicate
+    return leading[: max(1, min(len(leading), total // 2))], total
 
 
 def _queue(items: list[int], forever: bool) -> _Queue:

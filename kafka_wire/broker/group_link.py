@@ -142,6 +142,7 @@ class GroupLink:
             partitions_of=lambda name: t.partitions if (t := state.topic_named(name)) is not None else None,
             timers=self._timers,
             partitioned=True,
+            hooks=state.hooks,
             topics=lambda: [(t.name, t.topic_id, t.partitions) for t in state.metadata.topics.values()],
         )
 

@@ -13,6 +13,9 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
+from kafka_wire import messages
+from kafka_wire.codec.structs import Message
+from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
 from kafka_wire.protocol.server import ServerSasl
 
@@ -40,6 +43,16 @@ def server_sasl(users: Mapping[str, Mapping[str, str]], nonce: Callable[[], str]
             }
             mechanisms[mechanism] = partial(_scram_server, mechanism, credentials, nonce)
     return ServerSasl(mechanisms=mechanisms)
+
+
+def sasl_refusal(api_key: int) -> Message:
+    """The answer to SaslHandshake or SaslAuthenticate on a listener without SASL (they reach the
+    broker only without a gate): Kafka refuses SASL on a plaintext listener."""
+    if api_key == ApiKey.SASL_HANDSHAKE:
+        return messages.SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE)
+    return messages.SaslAuthenticateResponse(
+        error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="SASL is not enabled"
+    )
 
 
 def _check_plain(table: Mapping[str, str], user: str, password: str) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
@@ -107,6 +108,9 @@ class BrokerState:
     #: The records a new metadata log starts with: an old single node's topics, imported
     #: (``kafka_wire.broker.legacy_import``).
     bootstrap_records: list[Message] = field(default_factory=list)
+    #: The simulator's BUGGIFY points and planted bugs (``buggify.OFF`` outside it), handed to
+    #: every part built from this state.
+    hooks: Hooks = OFF
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""
@@ -149,7 +153,12 @@ class BrokerState:
             directory, config or self.log_config(topic), self.storage, now_ms, progress=effects.progress
         )
         replica = PartitionReplica(
-            topic=topic.name, partition=index, topic_id=topic.topic_id, log=log, node_id=self.config.node_id
+            topic=topic.name,
+            partition=index,
+            topic_id=topic.topic_id,
+            log=log,
+            node_id=self.config.node_id,
+            hooks=self.hooks,
         )
         replica.open()
         self.partitions[topic.name, index] = replica

@@ -19,9 +19,8 @@ waits for the writes it depends on (:class:`StoragePipeline`):
 So nothing is acknowledged, and no record, offset or committed state is shown, before the write
 holding it succeeded; a failed write fails every answer still waiting (the broker stops).
 
-The contract's states are one machine (:data:`DRIVER_TRANSITIONS`): while ``start``'s writes are
-in flight no other input is taken (the driver waits for them before it accepts connections), and
-after ``shutdown`` the driver reports the outcome of the last writes before it exits.
+The contract's states (starting, serving, writing, stopping, stopped) are one machine,
+``kafka_wire.broker.driver_contract``, which the pipeline moves as calls end and outcomes come.
 
 Memory: the logs keep the bytes of batches in flight (``WriteProgress``), and a job (a request in
 slices, ``kafka_wire.broker.work``) takes steps only while at most :data:`JOB_BATCHES_IN_FLIGHT`
@@ -31,11 +30,10 @@ for the disk stays bounded.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
 from typing import Final
 
 from kafka_wire.broker.channels import Answer
+from kafka_wire.broker.driver_contract import DriverContract
 from kafka_wire.broker.effects import Effect, Rename, StorageEffect, WriteProgress
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
 from kafka_wire.logformat.checkpoints import (
@@ -46,7 +44,6 @@ from kafka_wire.logformat.checkpoints import (
 )
 from kafka_wire.logformat.names import parse_partition_dir
 from kafka_wire.messages import ApiKey
-from kafka_wire.protocol.machine import TransitionLogger, step
 
 #: Answers made from the cluster metadata (and the broker's configuration) alone: they wait only
 #: for the batches that changed the metadata.
@@ -63,62 +60,6 @@ METADATA_ANSWERS: Final = frozenset(
 JOB_BATCHES_IN_FLIGHT: Final = 1
 """A job takes steps only while at most this many batches are in flight: its next slice is
 computed while the last one is written, and no further ahead."""
-
-
-class DriverState(enum.Enum):
-    NEW = "new"
-    #: ``start``'s writes are in flight: no other input is taken.
-    STARTING = "starting"
-    #: No write in flight.
-    SERVING = "serving"
-    #: Writes in flight; every input is taken.
-    WRITING = "writing"
-    #: ``shutdown`` was called; the last writes are in flight.
-    STOPPING = "stopping"
-    #: Shut down, or a write failed: nothing more is written.
-    STOPPED = "stopped"
-
-
-class DriverInput(enum.Enum):
-    START = "start"
-    #: An input to the engine (a connection event, bytes, a tick).
-    INPUT = "input"
-    #: A call ended with writes in flight (its own or earlier ones).
-    IN_FLIGHT = "in flight"
-    #: A call ended with no write in flight.
-    IDLE = "idle"
-    #: The driver reported a batch applied; more are in flight.
-    APPLIED = "applied"
-    #: The driver reported the last batch in flight applied.
-    DRAINED = "drained"
-    FAILED = "failed"
-    SHUTDOWN = "shutdown"
-
-
-S, In = DriverState, DriverInput
-
-DRIVER_TRANSITIONS: Final[Mapping[tuple[DriverState, DriverInput], DriverState]] = {
-    (S.NEW, In.START): S.STARTING,
-    (S.STARTING, In.IN_FLIGHT): S.STARTING,
-    (S.STARTING, In.IDLE): S.SERVING,
-    (S.STARTING, In.DRAINED): S.SERVING,
-    (S.STARTING, In.FAILED): S.STOPPED,
-    (S.SERVING, In.INPUT): S.SERVING,
-    (S.SERVING, In.IN_FLIGHT): S.WRITING,
-    (S.SERVING, In.IDLE): S.SERVING,
-    (S.SERVING, In.SHUTDOWN): S.STOPPING,
-    (S.WRITING, In.INPUT): S.WRITING,
-    (S.WRITING, In.IN_FLIGHT): S.WRITING,
-    (S.WRITING, In.APPLIED): S.WRITING,
-    (S.WRITING, In.DRAINED): S.SERVING,
-    (S.WRITING, In.FAILED): S.STOPPED,
-    (S.WRITING, In.SHUTDOWN): S.STOPPING,
-    (S.STOPPING, In.IN_FLIGHT): S.STOPPING,
-    (S.STOPPING, In.IDLE): S.STOPPED,
-    (S.STOPPING, In.APPLIED): S.STOPPING,
-    (S.STOPPING, In.DRAINED): S.STOPPED,
-    (S.STOPPING, In.FAILED): S.STOPPED,
-}
 
 
 #: Files of the data directory that hold no cluster metadata: the replica manager's checkpoints
@@ -152,13 +93,12 @@ def changes_metadata(effects: list[StorageEffect]) -> bool:
 
 
 class StoragePipeline:
-    """The batches in flight, the answers and node messages waiting for them, and the contract's
-    state (see the module docstring)."""
+    """The batches in flight and the answers and node messages waiting for them (see the module
+    docstring); it reports the end of each call and each outcome to the contract's ``driver``."""
 
-    def __init__(self, progress: WriteProgress, logger: TransitionLogger | None = None) -> None:
+    def __init__(self, progress: WriteProgress, driver: DriverContract) -> None:
         self.progress = progress
-        self.state = DriverState.NEW
-        self._logger = logger
+        self._driver = driver
         #: The last batch that changed the metadata.
         self._metadata_batch = 0
         #: Answers waiting, with the batch each waits for, in the order they were built.
@@ -167,13 +107,6 @@ class StoragePipeline:
         self._after: dict[int, int] = {}
         #: Messages to other nodes, with the batch they wait for (in order; never decreasing).
         self._node: list[tuple[int, list[Effect]]] = []
-
-    def _move(self, move: DriverInput) -> None:
-        self.state = step(DRIVER_TRANSITIONS, self.state, move, machine="driver", logger=self._logger)
-
-    @property
-    def starting(self) -> bool:
-        return self.state is DriverState.STARTING
 
     @property
     def in_flight(self) -> int:
@@ -189,17 +122,6 @@ class StoragePipeline:
     def jobs_may_step(self) -> bool:
         return self.progress.in_flight <= JOB_BATCHES_IN_FLIGHT
 
-    # -- inputs -------------------------------------------------------------------------------------
-    def start(self) -> None:
-        self._move(DriverInput.START)
-
-    def check_input(self) -> None:
-        """An input arrives: refused (``LocalProtocolError``) while ``start``'s writes are in flight."""
-        self._move(DriverInput.INPUT)
-
-    def shutdown(self) -> None:
-        self._move(DriverInput.SHUTDOWN)
-
     def end_call(
         self, storage: list[StorageEffect], answers: list[Answer], node: list[Effect]
     ) -> tuple[list[Answer], list[Effect]]:
@@ -210,7 +132,7 @@ class StoragePipeline:
             batch = progress.hand_out()
             if changes_metadata(storage):
                 self._metadata_batch = batch
-        self._move(DriverInput.IN_FLIGHT if progress.in_flight else DriverInput.IDLE)
+        self._driver.call_ended(progress.in_flight)
         latest, applied = progress.handed_out, progress.applied
         ready: list[Answer] = []
         for answer in answers:
@@ -230,7 +152,7 @@ class StoragePipeline:
     def applied(self) -> tuple[list[Answer], list[Effect]]:
         """The oldest batch in flight was applied: the answers and node messages that may leave."""
         self.progress.apply_one()
-        self._move(DriverInput.APPLIED if self.progress.in_flight else DriverInput.DRAINED)
+        self._driver.applied(self.progress.in_flight)
         applied = self.progress.applied
         ready = [answer for after, answer in self._answers if after <= applied]
         if ready:
@@ -241,10 +163,10 @@ class StoragePipeline:
             node += self._node.pop(0)[1]
         return ready, node
 
-    def failed(self) -> list[Answer]:
-        """The oldest batch in flight failed (the driver applies nothing more): the answers that
-        waited, to be failed; the node messages are dropped."""
-        self._move(DriverInput.FAILED)
+    def failed(self, reason: str) -> list[Answer]:
+        """The oldest batch in flight failed, for ``reason`` (the driver applies nothing more): the
+        answers that waited, to be failed; the node messages are dropped."""
+        self._driver.failed(reason)
         answers = [answer for _, answer in self._answers]
         self._answers, self._after, self._node = [], {}, []
         return answers

@@ -4,10 +4,23 @@ of the simulator (whose power-loss fault is :meth:`MemoryStorage.crash`)."""
 from __future__ import annotations
 
 import errno
-import os
 from collections.abc import Iterable
 
 from kafka_wire.broker.effects import Append, Delete, Fsync, MakeDir, Rename, StorageEffect, Truncate, WriteAt
+
+#: The messages of the errors this storage raises (the C library's texts, without asking the
+#: operating system: the core does no I/O).
+_MESSAGES = {
+    errno.EROFS: "Read-only file system",
+    errno.ENOSPC: "No space left on device",
+    errno.EIO: "Input/output error",
+    errno.EDQUOT: "Disk quota exceeded",
+    errno.EMFILE: "Too many open files",
+}
+
+
+def _strerror(code: int) -> str:
+    return _MESSAGES.get(code) or errno.errorcode.get(code, f"error {code}")
 
 
 class MemoryStorage:
@@ -56,9 +69,9 @@ class MemoryStorage:
 
     def _check_writable(self) -> None:
         if self.read_only:
-            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+            raise OSError(errno.EROFS, _strerror(errno.EROFS))
         if self.fail_writes_with is not None:
-            raise OSError(self.fail_writes_with, os.strerror(self.fail_writes_with))
+            raise OSError(self.fail_writes_with, _strerror(self.fail_writes_with))
 
     def _fit(self, path: str, position: int, data: bytes) -> bytes:
         """What of ``data`` written at ``position`` fits on the disk (ENOSPC after writing it)."""
@@ -80,7 +93,7 @@ class MemoryStorage:
             fitting = self._fit(effect.path, position, effect.data)
             if len(fitting) < len(effect.data):
                 self._apply(WriteAt(effect.path, position, fitting))
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                raise OSError(errno.ENOSPC, _strerror(errno.ENOSPC))
         self._apply(effect)
 
     def _apply(self, effect: StorageEffect) -> None:

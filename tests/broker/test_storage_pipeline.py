@@ -13,15 +13,10 @@ import random
 import pytest
 
 from kafka_wire.broker import Broker, BrokerConfig
+from kafka_wire.broker.driver_contract import DRIVER_TRANSITIONS, DriverInput, DriverState
 from kafka_wire.broker.effects import Append, Delete, MakeDir, StopBroker, WriteProgress
 from kafka_wire.broker.log import LogConfig, PartitionLog
-from kafka_wire.broker.storage_pipeline import (
-    DRIVER_TRANSITIONS,
-    JOB_BATCHES_IN_FLIGHT,
-    DriverInput,
-    DriverState,
-    changes_metadata,
-)
+from kafka_wire.broker.storage_pipeline import JOB_BATCHES_IN_FLIGHT, changes_metadata
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import (
     CreateTopicsRequest,

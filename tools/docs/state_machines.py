@@ -12,13 +12,14 @@ PAGE = "reference/state-machines.md"
 
 def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     """(section, machine, where the table lives, table), in page order; imported when drawn."""
+    from kafka_wire.broker.driver_contract import DRIVER_TRANSITIONS
     from kafka_wire.broker.group.reconciliation import MEMBER_TRANSITIONS
     from kafka_wire.broker.group.states import GROUP_TRANSITIONS
     from kafka_wire.broker.lifecycle import LIFECYCLE_TRANSITIONS
+    from kafka_wire.broker.muting import MUTE_TRANSITIONS
     from kafka_wire.broker.partition.roles import REPLICA_TRANSITIONS
     from kafka_wire.broker.peers import LINK_TRANSITIONS
     from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS
-    from kafka_wire.broker.storage_pipeline import DRIVER_TRANSITIONS
     from kafka_wire.protocol import sasl
     from kafka_wire.protocol.client import CLIENT_TRANSITIONS
     from kafka_wire.protocol.server import SERVER_TRANSITIONS
@@ -103,8 +104,14 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
         (
             "Broker",
             "Driver contract (storage batches in flight)",
-            "kafka_wire.broker.storage_pipeline.DRIVER_TRANSITIONS",
+            "kafka_wire.broker.driver_contract.DRIVER_TRANSITIONS",
             DRIVER_TRANSITIONS,
+        ),
+        (
+            "Broker",
+            "Client connection muting",
+            "kafka_wire.broker.muting.MUTE_TRANSITIONS",
+            MUTE_TRANSITIONS,
         ),
     ]
 

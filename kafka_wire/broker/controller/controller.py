@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from kafka_wire import messages
-from kafka_wire.broker import buggify
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.controller.cluster_control import ClusterControl
 from kafka_wire.broker.controller.configuration_control import ConfigurationControl
 from kafka_wire.broker.controller.delta import DeltaBuilder, MetadataDelta
@@ -116,22 +116,25 @@ class QuorumController:
         rng: random.Random,
         *,
         bootstrap: Sequence[Message] = (),
+        hooks: Hooks = OFF,
     ) -> None:
         self.config = config
         self.raft = raft
         self.rng = rng
+        #: The simulator's BUGGIFY hooks (``buggify.OFF`` outside it).
+        self.hooks = hooks
         #: Records a new metadata log starts with, after ``metadata.version`` (an imported old
         #: single node's topics, ``kafka_wire.broker.legacy_import``).
         self._bootstrap = list(bootstrap)
         #: The committed image (replayed batches only): the node's image.
-        self.committed = MetadataImage()
+        self.committed = MetadataImage(hooks)
         self.committed_offset = -1
         #: The offset of the last record applied to the parts (proposed, or replayed).
         self.applied_offset = -1
         self.features = FeatureControl()
         self.cluster = ClusterControl(config, self, self.features)
         self.configuration = ConfigurationControl(config, lambda name: self.replication.topic_exists(name))
-        self.replication = ReplicationControl(config, self.cluster, self.configuration, rng)
+        self.replication = ReplicationControl(config, self.cluster, self.configuration, rng, hooks)
         self.cluster.moves = self.replication
         self.producer_ids = ProducerIdControl(self.cluster.epoch_ok)
         self._handlers: dict[int, Callable[[int, Message, int], Decision]] = {
@@ -306,7 +309,7 @@ class QuorumController:
             self.cluster.fence(broker, records)
             self.propose(records, now_ms)
         if self._next_rebalance_ms is not None and (
-            now_ms >= self._next_rebalance_ms or buggify.hooks.fire("controller.early_rebalance")
+            now_ms >= self._next_rebalance_ms or self.hooks.fire("controller.early_rebalance")
         ):
             self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
             self.propose(self.replication.preferred_elections(), now_ms)

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Final, Protocol
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import BrokerInfo, PartitionState
 from kafka_wire.broker.controller.cluster_image import CLUSTER_RECORDS, BrokerRegistration, ClusterImage
 from kafka_wire.broker.controller.configs_image import CONFIG_RECORDS, ConfigsImage
@@ -86,12 +87,14 @@ def route(
 class MetadataImage:
     """The metadata log applied in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, hooks: Hooks = OFF) -> None:
+        #: The simulator's planted bugs (``buggify.OFF`` outside it).
+        self.hooks = hooks
         self._reset()
 
     def _reset(self) -> None:
         self.cluster = ClusterImage()
-        self.topics_image = TopicsImage()
+        self.topics_image = TopicsImage(self.hooks)
         self.configs_image = ConfigsImage()
         self.features_image = FeaturesImage()
         self.producer_ids = ProducerIdsImage()

@@ -101,7 +101,7 @@ class ReplicationControl(TopicRequests):
             target_leader_recovery_state=LeaderRecoveryState(data.leader_recovery_state),
         )
         if record is not None:
-            p = merge_partition_change(p, record)
+            p = merge_partition_change(p, record, self.hooks)
             if record.leader not in (broker, NO_LEADER_CHANGE):
                 code = ErrorCode.NEW_LEADER_ELECTED if version > 1 else ErrorCode.FENCED_LEADER_EPOCH
                 return messages.AlterPartitionResponsePartitionData(partition_index=index, error_code=code)

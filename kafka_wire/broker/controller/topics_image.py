@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from kafka_wire.broker import buggify
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
@@ -43,14 +43,16 @@ def _recovery(value: int) -> LeaderRecoveryState:
     return found if found is not None else LeaderRecoveryState(value)
 
 
-def merge_partition_change(state: PartitionState, record: PartitionChangeRecord) -> PartitionState:
+def merge_partition_change(
+    state: PartitionState, record: PartitionChangeRecord, hooks: Hooks = OFF
+) -> PartitionState:
     """``state`` with ``record`` applied (Kafka's ``PartitionRegistration.merge``): each field the
     record carries replaces the old one; a leader change bumps the leader epoch; every change bumps
     the partition epoch."""
     leader, leader_epoch = state.leader, state.leader_epoch
     if record.leader != NO_LEADER_CHANGE:
         leader, leader_epoch = record.leader, state.leader_epoch + 1
-        if buggify.hooks.planted("no-epoch-bump") and record.leader != state.leader:
+        if hooks.planted("no-epoch-bump") and record.leader != state.leader:
             leader_epoch = state.leader_epoch  # planted bug: a new leader in the old epoch
     recovery = state.leader_recovery_state
     if record.leader_recovery_state != NO_RECOVERY_CHANGE:
@@ -104,7 +106,9 @@ class TopicImage:
 class TopicsImage:
     """Topics by name, with their partitions."""
 
-    def __init__(self) -> None:
+    def __init__(self, hooks: Hooks = OFF) -> None:
+        #: The simulator's planted bugs (``buggify.OFF`` outside it).
+        self.hooks = hooks
         self.topics: dict[str, TopicImage] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
 
@@ -129,7 +133,7 @@ class TopicsImage:
             name = self._topic_names.get(record.topic_id)
             old = None if name is None else self.topics[name].partitions.get(record.partition_id)
             if name is not None and old is not None:
-                new = merge_partition_change(old, record)
+                new = merge_partition_change(old, record, self.hooks)
                 self.topics[name].partitions[record.partition_id] = new
                 delta.partitions[(name, record.partition_id)] = new
         elif isinstance(record, PartitionRecord):

@@ -406,7 +406,7 @@ class ConsumerGroups:
         for topic_id, partitions in member.pending_revocation.items():
             for p in partitions:
                 epochs.pop((topic_id, p), None)
-        new = reconcile(member, group.assignment_epoch, target, epochs, owned)
+        new = reconcile(member, group.assignment_epoch, target, epochs, owned, hooks=self._rt.hooks)
         if new is member:
             return member
         state, epoch = member.state, member.member_epoch  # the record below updates the member

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_wire.broker import buggify
 from kafka_wire.broker.group.consumer_model import ConsumerGroup
 from kafka_wire.broker.group.effects import KeyValue, Persist
 from kafka_wire.broker.group.model import Group, Member, Waiter, metadata_value, subscribed_topics
@@ -172,7 +171,7 @@ class GroupPersistence:
         """
         decoded = decode_key(key)
         if isinstance(decoded, OffsetCommitKey):
-            if buggify.hooks.planted("offsets-not-loaded"):
+            if self._rt.hooks.planted("offsets-not-loaded"):
                 return
             self.replay_offset(
                 decoded.group,

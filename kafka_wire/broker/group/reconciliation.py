@@ -13,7 +13,7 @@ import uuid
 from enum import Enum
 from typing import Final
 
-from kafka_wire.broker import buggify
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.group.consumer_model import ConsumerMember, MemberState, intersect, minus
 from kafka_wire.broker.group.consumer_records import Partitions
 from kafka_wire.protocol.machine import step
@@ -60,23 +60,26 @@ def reconcile(
     target: Partitions,
     owner_epochs: dict[tuple[uuid.UUID, int], int],
     owned: Partitions | None,
+    *,
+    hooks: Hooks = OFF,
 ) -> ConsumerMember:
     """The member after one reconciliation step (a new object when anything changed).
 
     ``owner_epochs`` holds the partitions owned by any member (Kafka's partition epochs);
-    ``owned`` the partitions the heartbeat lists (``None``: not sent).
+    ``owned`` the partitions the heartbeat lists (``None``: not sent); ``hooks`` the simulator's
+    planted bugs.
     """
     state = member.state
     if state is S.STABLE:
         if member.member_epoch == target_epoch:
             return member
-        return _next(member, member.member_epoch, target_epoch, target, owner_epochs, owned)
+        return _next(member, member.member_epoch, target_epoch, target, owner_epochs, owned, hooks)
     if state is S.UNREVOKED_PARTITIONS:
         if owns_any(owned, member.pending_revocation):
             return member
-        return _next(member, member.member_epoch + 1, target_epoch, target, owner_epochs, owned)
+        return _next(member, member.member_epoch + 1, target_epoch, target, owner_epochs, owned, hooks)
     # UNRELEASED_PARTITIONS; UNKNOWN is refused before (the member must rejoin)
-    return _next(member, member.member_epoch, target_epoch, target, owner_epochs, owned)
+    return _next(member, member.member_epoch, target_epoch, target, owner_epochs, owned, hooks)
 
 
 def _next(
@@ -86,13 +89,14 @@ def _next(
     target: Partitions,
     owner_epochs: dict[tuple[uuid.UUID, int], int],
     owned: Partitions | None,
+    hooks: Hooks,
 ) -> ConsumerMember:
     kept = intersect(member.assigned, target)
     revoke = minus(member.assigned, kept)
     wanted = minus(target, kept)
     free: Partitions = {}
     unreleased = False
-    if buggify.hooks.planted("assign-before-revoke"):
+    if hooks.planted("assign-before-revoke"):
         owner_epochs = {}
     for topic_id, partitions in wanted.items():
         available = tuple(p for p in partitions if (topic_id, p) not in owner_epochs)

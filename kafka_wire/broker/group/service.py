@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from kafka_wire import messages
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.group.admin import GroupAdmin
 from kafka_wire.broker.group.config import GroupConfig
 from kafka_wire.broker.group.consumer_groups import (
@@ -126,6 +127,7 @@ class GroupCoordinator:
         timers: TimerQueue | None = None,
         partitioned: bool = False,
         topics: TopicsOf | None = None,
+        hooks: Hooks = OFF,
     ) -> None:
         self.config = config if config is not None else GroupConfig()
         rt = self._rt = GroupRuntime(
@@ -135,6 +137,7 @@ class GroupCoordinator:
             topic_name_of,
             topic_id_of,
             partitions_of,
+            hooks,
         )
         if partitioned:
             rt.served = set()

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from kafka_wire.broker.effects import FileRegion, StorageEffect, WriteProgress
-from kafka_wire.broker.log.batches import BatchScanner
 from kafka_wire.broker.log.checkpoints import read_offset, write_offset
 from kafka_wire.broker.log.cleaner import (
     DEFAULT_CLEANER_BYTES_PER_CALL,
@@ -28,25 +27,16 @@ from kafka_wire.broker.log.cleaner import (
     cleaner_deadline,
 )
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
-from kafka_wire.broker.log.files import EffectQueue, PendingFile
-from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
+from kafka_wire.broker.log.files import EffectQueue
+from kafka_wire.broker.log.loader import LogLoader
 from kafka_wire.broker.log.retention import apply_retention, retention_deadlines
-from kafka_wire.broker.log.segment import Segment, segment_path
+from kafka_wire.broker.log.segment import Segment
 from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
 from kafka_wire.broker.storage import StorageReader
-from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE, LOG_START_OFFSET_FILE, STATE_FILES
-from kafka_wire.logformat.names import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    SUFFIXES,
-    SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    parse_segment_name,
-)
+from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE, LOG_START_OFFSET_FILE
+from kafka_wire.logformat.names import DELETED_SUFFIX
 from kafka_wire.messages import ErrorCode
-from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD, TimestampType
+from kafka_wire.records.constants import TimestampType
 
 BLOCKED_RETRY_MS: Final = 1000
 """When due work cannot run yet (the high watermark lags), ask to be called again this much later."""
@@ -128,11 +118,9 @@ class PartitionLog:
     ) -> PartitionLog:
         """Load (and recover) the log in ``directory``; create the directory when it is missing.
         With the engine's ``progress``, appended bytes stay in memory until their batch is applied
-        (see :mod:`kafka_wire.broker.log.files`); without, until they are taken.
-
-        Leftover ``.cleaned`` / ``.deleted`` files are deleted, a ``.log.swap`` replaces the
-        segments it covers, missing or implausible indexes are rebuilt, every closed segment's
-        tail is checked and the last segment is fully recovered (CRC per batch, torn tail cut).
+        (see :mod:`kafka_wire.broker.log.files`); without, until they are taken. Recovery of
+        the segment files is :class:`~kafka_wire.broker.log.loader.LogLoader`'s; then segments
+        wholly below the persisted log start offset are deleted.
         """
         log = cls(directory, config, storage, progress)
         log._now_ms = now_ms
@@ -143,94 +131,20 @@ class PartitionLog:
         return f"{self.directory}/{name}"
 
     def _load(self, now_ms: int) -> None:
-        storage, queue = self.storage, self._queue
-        names = storage.list_dir(self.directory)
-        if not names:
-            queue.make_dir(self.directory)
-        bases: set[int] = set()
-        index_files: dict[int, list[str]] = {}
-        swaps: list[int] = []
-        for name in names:
-            if name.endswith(".tmp") and name[: -len(".tmp")] in STATE_FILES:
-                queue.delete(self._path(name))
-                continue
-            parsed = parse_segment_name(name)
-            if parsed is None:
-                continue  # partition.metadata and other files that are not ours
-            base, suffix = parsed
-            if suffix.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
-                queue.delete(self._path(name))
-            elif suffix == LOG_SUFFIX + SWAP_SUFFIX:
-                swaps.append(base)
-            elif suffix.endswith(SWAP_SUFFIX):
-                queue.delete(self._path(name))  # index swaps: the indexes are rebuilt
-            elif suffix == LOG_SUFFIX:
-                bases.add(base)
-            elif suffix in SUFFIXES:
-                index_files.setdefault(base, []).append(name)
-        swapped: dict[int, Segment] = {}
-        for base in sorted(swaps):
-            swapped[base] = self._complete_swap(base, bases, now_ms)
-        for base, files in index_files.items():
-            if base not in bases and base not in swapped:
-                for name in files:
-                    queue.delete(self._path(name))  # orphaned index
-        ordered = sorted(bases | set(swapped))
-        segments: list[Segment] = []
-        for i, base in enumerate(ordered):
-            last = i == len(ordered) - 1
-            next_base = None if last else ordered[i + 1]
-            if base in swapped:
-                segment = swapped[base]
-                segment.recover(storage, self.config, closed=not last, next_base_offset=next_base)
-            else:
-                missing = any(
-                    storage.size(segment_path(self.directory, base, s)) is None for s in SUFFIXES[1:]
-                )
-                segment = Segment.open(queue, storage, self.directory, base, now_ms)
-                if last or missing or not segment.check(storage, next_base):
-                    segment.recover(storage, self.config, closed=not last, next_base_offset=next_base)
-            if segment.first_append_ms is None and not segment.is_empty:
-                first = next(iter(segment.scan(storage, chunk=RECORD_BATCH_OVERHEAD)), None)
-                stamp = first[0].max_timestamp if first is not None else -1
-                segment.first_append_ms = stamp if 0 <= stamp <= now_ms else now_ms
-            segments.append(segment)
+        segments = LogLoader(self.directory, self.config, self.storage, self._queue).load(now_ms)
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
-        persisted = read_offset(storage, self._path(LOG_START_OFFSET_FILE))
+        persisted = read_offset(self.storage, self._path(LOG_START_OFFSET_FILE))
         if not segments:
-            self._add_segment(Segment.create(queue, self.directory, persisted or 0, now_ms))
+            self._add_segment(Segment.create(self._queue, self.directory, persisted or 0, now_ms))
         self.log_start_offset = max(persisted or 0, self._segments[0].base_offset)
         if self.log_start_offset > self.log_end_offset:
             self._truncate_fully_and_start_at(self.log_start_offset, now_ms, deferred=False)
         else:
             self._delete_below_log_start(now_ms, deferred=False)
         self.cleaner_offset = max(
-            read_offset(storage, self._path(CLEANER_OFFSET_FILE)) or 0, self.log_start_offset
+            read_offset(self.storage, self._path(CLEANER_OFFSET_FILE)) or 0, self.log_start_offset
         )
-
-    def _complete_swap(self, base: int, bases: set[int], now_ms: int) -> Segment:
-        """Finish an interrupted compaction: the ``.log.swap`` replaces every segment it covers."""
-        queue, storage = self._queue, self.storage
-        swap_path = segment_path(self.directory, base, LOG_SUFFIX + SWAP_SUFFIX)
-        swap = PendingFile(queue, swap_path, storage.size(swap_path) or 0)
-        next_offset = base
-        for header, _ in BatchScanner(swap, storage):
-            next_offset = header.next_offset
-        for old in sorted(bases):
-            if base <= old < max(next_offset, base + 1):
-                for suffix in SUFFIXES:
-                    if old != base or suffix != LOG_SUFFIX:
-                        queue.delete(segment_path(self.directory, old, suffix))
-                bases.discard(old)
-        swap.rename(segment_path(self.directory, base, LOG_SUFFIX))
-        index = OffsetIndex(PendingFile.create(queue, segment_path(self.directory, base, INDEX_SUFFIX)), base)
-        time_index = TimeIndex(
-            PendingFile.create(queue, segment_path(self.directory, base, TIME_INDEX_SUFFIX)), base
-        )
-        segment = Segment(self.directory, base, swap, index, time_index)
-        segment.last_append_ms = now_ms
-        return segment
 
     # -- offsets and sizes ------------------------------------------------------------------------
     @property

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire import messages
-from kafka_wire.broker import buggify
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, Outbound
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.codec.structs import Message
@@ -59,8 +59,11 @@ class Proposal:
 
 
 class AlterPartitionSender:
-    def __init__(self, cluster: ClusterView, *, retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS) -> None:
+    def __init__(
+        self, cluster: ClusterView, *, retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS, hooks: Hooks = OFF
+    ) -> None:
         self.cluster = cluster
+        self.hooks = hooks
         self.retry_backoff_ms = retry_backoff_ms
         self.proposals: dict[tuple[str, int], Proposal] = {}
         self._now_ms = 0
@@ -79,7 +82,7 @@ class AlterPartitionSender:
         proposal = Proposal(replica, isr, replica.leader_epoch, registration.partition_epoch, recovery_state)
         self.proposals[key] = proposal
         replica.pending_isr = isr
-        if buggify.hooks.fire("replica.delay_alter_partition"):
+        if self.hooks.fire("replica.delay_alter_partition"):
             # A rare legal path: the proposal stays pending (as if its first send were lost) and
             # goes out after the backoff, so a leader change may come first.
             proposal.retry_at_ms = self._now_ms + self.retry_backoff_ms * DELAY_BACKOFFS

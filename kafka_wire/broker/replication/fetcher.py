@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
-from kafka_wire.broker import buggify
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.codec.structs import Message
@@ -81,8 +81,10 @@ class ReplicaFetcher:
         cluster: ClusterView,
         config: FetcherConfig,
         touch: Callable[[PartitionReplica], None],
+        hooks: Hooks = OFF,
     ) -> None:
         self.leader_id = leader_id
+        self.hooks = hooks
         self.cluster = cluster
         self.config = config
         self.touch = touch
@@ -112,13 +114,13 @@ class ReplicaFetcher:
         ready = self._ready(now_ms)
         if not ready:
             return False
-        if buggify.hooks.fire("replica.delay_fetch"):
+        if self.hooks.fire("replica.delay_fetch"):
             # A rare legal path: this round waits a backoff (as after a failed fetch).
             for item in ready:
                 item.ready_at_ms = now_ms + self.config.backoff_ms
             return False
         # Planted bug: without the last fetched epoch the leader never answers DivergingEpoch.
-        ask_diverging = not buggify.hooks.planted("skip-truncation")
+        ask_diverging = not self.hooks.planted("skip-truncation")
         me = self.cluster.broker(self.cluster.node_id)
         epoch = me.epoch if me is not None else -1
         topics: dict[str, FetchRequestTopic] = {}

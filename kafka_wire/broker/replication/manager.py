@@ -28,7 +28,8 @@ from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, Par
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.partition.epoch_cache import EpochCache
-from kafka_wire.broker.partition.replica import DEFAULT_REPLICA_LAG_TIME_MAX_MS, PartitionReplica
+from kafka_wire.broker.partition.followers import DEFAULT_REPLICA_LAG_TIME_MAX_MS
+from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
 from kafka_wire.broker.replication.alter_partition import DEFAULT_RETRY_BACKOFF_MS, AlterPartitionSender
 from kafka_wire.broker.replication.checkpoints import (
@@ -71,7 +72,7 @@ class ReplicaManager:
         self.effects = effects
         self.config = config or ReplicationConfig()
         self.alter = AlterPartitionSender(
-            cluster, retry_backoff_ms=self.config.alter_partition_retry_backoff_ms
+            cluster, retry_backoff_ms=self.config.alter_partition_retry_backoff_ms, hooks=state.hooks
         )
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.checkpoints = OffsetCheckpoints.load(state.storage)
@@ -192,7 +193,7 @@ class ReplicaManager:
         key = (replica.topic, replica.partition)
         log = replica.log
         replica.cluster = self.cluster
-        replica.lag_max_ms = self.config.replica_lag_time_max_ms
+        replica.followers.lag_max_ms = self.config.replica_lag_time_max_ms
         replica.propose_isr = self._propose
         cache = EpochCache.load(self.state.storage, log.directory, log.queue)
         cache.truncate_from_end(log.log_end_offset)
@@ -219,7 +220,7 @@ class ReplicaManager:
         fetcher = self.fetchers.get(leader)
         if fetcher is None:
             fetcher = self.fetchers[leader] = ReplicaFetcher(
-                leader, self.cluster, self.config.fetcher, self.state.touch
+                leader, self.cluster, self.config.fetcher, self.state.touch, self.state.hooks
             )
         return fetcher
 

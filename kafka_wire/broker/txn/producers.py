@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.records import RecordBatch
 
 #: Kafka keeps the metadata of the last five batches per producer (ProducerStateEntry).
 BATCHES_RETAINED: Final = 5
@@ -128,6 +131,19 @@ class ProducerStates:
         entry.batches.append(
             BatchMetadata(first_sequence, last_sequence, first_offset, last_offset, timestamp)
         )
+
+    def observe_batch(self, batch: RecordBatch[Any]) -> None:
+        """Record a batch as the log holds it (a follower's append, a rebuild from the log)."""
+        if batch.producer_id >= 0:
+            self.observe(
+                batch.producer_id,
+                batch.producer_epoch,
+                batch.base_sequence,
+                batch.last_sequence,
+                batch.base_offset,
+                batch.last_offset,
+                batch.max_timestamp,
+            )
 
     def truncate_before(self, log_start_offset: int) -> None:
         """Forget batches now below the log start (DeleteRecords, retention)."""

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import PartitionState
 from kafka_wire.broker.config import BrokerConfig, BrokerConfigError
 from kafka_wire.broker.controller.controller import ControllerConfig, QuorumController
@@ -55,8 +56,8 @@ from kafka_wire.messages import (
 from tests.broker.controller.harness import CLUSTER_ID, FakeRaft, Harness
 
 
-def cluster(*brokers: int, **config: object) -> Harness:
-    h = Harness(**config)
+def cluster(*brokers: int, hooks: Hooks = OFF, **config: object) -> Harness:
+    h = Harness(hooks=hooks, **config)
     h.start_brokers(*brokers)
     return h
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from kafka_wire.broker.apis import HANDLERS
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, LeaderRecoveryState, Outbound, PartitionState
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
@@ -114,6 +115,7 @@ class Node:
             defaults=LogConfig.from_properties(config.topic_default_properties),
             fetch_sessions=FetchSessionCache(100, rng),
             cluster=self.view,
+            hooks=net.hooks,
         )
         self.manager = ReplicaManager(self.state, self.view, self.effects, net.config, now_ms=net.now_ms)
         #: Requests held here: (waiting, source node, outbound) or (waiting, None, None) for tests.
@@ -210,6 +212,8 @@ class Network:
     answers_lost: bool = False
     #: While True the controller's changes reach no broker (their metadata lags).
     metadata_held: bool = False
+    #: The BUGGIFY hooks every node's engine parts are built with.
+    hooks: Hooks = OFF
 
     def add(self, node_id: int, storage: MemoryStorage | None = None, min_isr: int = 1) -> Node:
         self.brokers[node_id] = BrokerInfo(
