@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader
-from importlib.util import find_spec, module_from_spec, spec_from_file_location
-from pathlib import Path
 
+from kafka_wire.flavour import extension_alone
 from kafka_wire.records.record import BufferLike
 
 _Crc32c = Callable[[BufferLike, int], int]
@@ -22,38 +20,20 @@ _Crc32c = Callable[[BufferLike, int], int]
 _impl: _Crc32c | None = None
 
 
-def _extension() -> _Crc32c | None:
-    """``crc32c._crc32c.crc32c`` loaded from its file without the package's ``__init__``, or None."""
-    package = find_spec("crc32c")  # finds the package without running it
-    if package is None or not package.submodule_search_locations:
-        return None
-    for folder in package.submodule_search_locations:
-        for suffix in EXTENSION_SUFFIXES:
-            path = Path(folder, f"_crc32c{suffix}")
-            if not path.is_file():
-                continue
-            loader = ExtensionFileLoader("crc32c._crc32c", str(path))
-            spec = spec_from_file_location("crc32c._crc32c", path, loader=loader)
-            if spec is None:
-                return None
-            module = module_from_spec(spec)
-            loader.exec_module(module)
-            found: _Crc32c = module.crc32c
-            return found
-    return None
-
-
 def _load() -> _Crc32c:
     global _impl
     try:
-        _impl = _extension()
+        alone = extension_alone("crc32c", "_crc32c")
     except ImportError:
-        _impl = None
-    if _impl is None:
+        alone = None
+    if alone is not None:
+        found: _Crc32c = alone.crc32c
+    else:  # the package (another layout): the same function
         import crc32c as _crc32c
 
-        _impl = _crc32c.crc32c
-    return _impl
+        found = _crc32c.crc32c
+    _impl = found
+    return found
 
 
 def crc32c(data: BufferLike) -> int:
