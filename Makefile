@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install peers lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long fuzz-long
+.PHONY: run test checks install peers lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long fuzz-long
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the jars of the Java client 3.9.1: pyflink/lib
@@ -71,17 +71,21 @@ run: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(VENV)/bin/kafka-wire serve --host 127.0.0.1 --port 9092 --data-dir data
 
-# The whole test suite: generated code up to date, lint, formatting, types (mypy over the package,
-# tests, tools, bench and fuzz), then pytest: the whole suite on the compiled flavour and, beside
-# it, what differs between flavours on pure Python (tools/test_flavours.py).
+# The whole test suite: the static checks (generated code up to date, lint, formatting, types:
+# mypy over the package, tests, tools, bench and fuzz) and pytest (the whole suite on the compiled
+# flavour and, beside it, what differs between flavours on pure Python) run side by side, through
+# tools/test_flavours.py; it fails if any of them fails.
 test: $(STAMP) $(KCAT_STAMP) $(PEERS_STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
+	$(PY) tools/test_flavours.py --checks
+
+# The static checks alone (what `make test` runs beside pytest).
+checks: $(STAMP)
 	$(PY) -m kafka_wire.schema.importer --check
 	$(PY) -m kafka_wire.codegen --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(PY) tools/test_flavours.py
 
 regen: $(STAMP)
 	$(PY) -m kafka_wire.schema.importer

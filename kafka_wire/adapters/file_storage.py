@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -217,6 +216,8 @@ class FileStorage:
                 fsyncs.flush()
                 real = self._real(path)
                 if os.path.isdir(real) and not os.path.islink(real):
+                    import shutil  # loaded by the first directory deletion, not at start
+
                     with contextlib.suppress(FileNotFoundError):
                         shutil.rmtree(real)
                 else:

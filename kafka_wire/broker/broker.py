@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.apis import GROUP_APIS
 from kafka_wire.broker.buggify import OFF, Hooks
@@ -59,7 +59,6 @@ from kafka_wire.broker.effects import CloseConnection, Effect, EffectSink, StopB
 from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.faults import FaultInjector
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
-from kafka_wire.broker.group import GroupCoordinator
 from kafka_wire.broker.group_link import GroupLink
 from kafka_wire.broker.legacy_import import LegacyImport
 from kafka_wire.broker.log.config import LogConfig
@@ -72,6 +71,9 @@ from kafka_wire.broker.storage_pipeline import StoragePipeline
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:  # the coordinator loads on first use (kafka_wire.broker.group_link)
+    from kafka_wire.broker.group.service import GroupCoordinator
 
 __all__ = ["Broker", "ClusterNode"]
 

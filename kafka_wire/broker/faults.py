@@ -33,7 +33,6 @@ from kafka_wire import messages
 from kafka_wire.broker.apis import SUPPORTED
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.error_answers import ERROR_ANSWERS
-from kafka_wire.broker.group.model import offset_commit_error
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import RESPONSES, ApiKey, ErrorCode
@@ -276,6 +275,8 @@ def _list_offsets(request: Message, code: int) -> Message:
 
 def _offset_commit(request: Message, code: int) -> Message:
     assert isinstance(request, messages.OffsetCommitRequest)
+    from kafka_wire.broker.group.model import offset_commit_error  # the coordinator loads on first use
+
     return offset_commit_error(request.topics, code)
 
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 #: Subcommand name to the module that registers and runs it.
 COMMANDS: Final = {
@@ -38,10 +39,37 @@ COMMANDS: Final = {
 }
 
 
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing ``shutil`` (and ``bz2``, ``lzma``),
+    which argparse's formatter does for every argument a parser is given."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        kwargs.setdefault("width", _terminal_columns() - 2)  # argparse's own margin
+        super().__init__(prog, **kwargs)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` (its subcommands' parsers too) that formats with :class:`_Formatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of ``command`` alone (its module is the only one imported), or of every
     subcommand when ``command`` is None or not one of :data:`COMMANDS`."""
-    parser = argparse.ArgumentParser(prog="kafka-wire", description="Sans-IO Apache Kafka protocol toolkit")
+    parser = _Parser(prog="kafka-wire", description="Sans-IO Apache Kafka protocol toolkit")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
         if command in (None, name) or command not in COMMANDS:

@@ -1,6 +1,7 @@
 """What a started ``kafka-wire serve`` has imported: no generated message module of an API it was
-never sent, and none of the other subcommands' machinery (issue 27: start-up pays only for what a
-client uses).
+never sent, none of the other subcommands' machinery, and none of what it loads on first use only
+(the group coordinator, the SASL mechanisms, the protocol's client side; issue 27: start-up pays
+only for what a client uses).
 
 The serve runs in a subprocess as ``kafka-wire serve`` runs (``kafka_wire.cli.main``, from its
 first import); a thread of that process waits until the port accepts, lists the ``kafka_wire``
@@ -27,7 +28,10 @@ PORT = int(sys.argv[1])
 
 
 def loaded():
-    return sorted(name for name in sys.modules if name.startswith("kafka_wire"))
+    return sorted(name for name in sys.modules if name.startswith(("kafka_wire", *ELSEWHERE)))
+
+
+ELSEWHERE = tuple(json.loads(sys.argv[3]))
 
 
 def receive(conn, n):
@@ -77,6 +81,25 @@ _NOT_ON_SERVE_PATH = (
     "kafka_wire.cli.spark_load",
 )
 
+#: What ``serve`` loads on first use only: the group coordinator (the first group request or a
+#: ``__consumer_offsets`` partition led here), the SASL mechanisms (users configured), the client
+#: side of the protocol (a link to another node), ``shutil`` (a directory deleted); the ``crc32c``
+#: package's ``__init__`` (it reads its distribution metadata) never: its extension loads alone.
+_ON_FIRST_USE = (
+    "kafka_wire.broker.group.service",
+    "kafka_wire.broker.group.model",
+    "kafka_wire.broker.group.consumer_groups",
+    "kafka_wire.protocol.sasl.plain",
+    "kafka_wire.protocol.sasl.scram",
+    "kafka_wire.protocol.sasl.oauthbearer",
+    "kafka_wire.protocol.client",
+    "crc32c",
+    "importlib.metadata",
+    "shutil",
+)
+#: Names outside ``kafka_wire`` that the probe reports when loaded.
+_ELSEWHERE = ["crc32c", "importlib.metadata", "shutil"]
+
 
 #: The APIs a one-voter node sends its own controller while it starts (registration, heartbeats, a
 #: block of producer ids): their classes are in use before any client connects.
@@ -96,7 +119,7 @@ def _message_modules(modules: list[str]) -> set[str]:
 def test_started_serve_loads_only_the_message_modules_of_apis_it_was_sent(tmp_path: Path) -> None:
     port = free_port()
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(port), str(tmp_path / "data")],
+        [sys.executable, "-c", _PROBE, str(port), str(tmp_path / "data"), json.dumps(_ELSEWHERE)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -110,3 +133,4 @@ def test_started_serve_loads_only_the_message_modules_of_apis_it_was_sent(tmp_pa
     assert (_message_modules(report["answered"]) & api) - _SENT_BY_THE_NODE == {"api_versions"}
     elsewhere = [m for m in report["answered"] if m.startswith(_NOT_ON_SERVE_PATH)]
     assert elsewhere == []
+    assert [m for m in report["answered"] if m in _ON_FIRST_USE] == []

@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
-from kafka_wire.broker.group import GROUP_API_KEYS
+from kafka_wire.broker.group.api_keys import GROUP_API_KEYS
 from kafka_wire.messages import VALID_VERSIONS, ApiKey
 
 # Handlers take their own request type; the broker dispatches by api key, so the table is untyped.

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Final
 
 from kafka_wire import messages
 from kafka_wire.broker.buggify import OFF, Hooks
@@ -98,22 +97,6 @@ from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ApiKey, ErrorCode
 
-#: The APIs :meth:`GroupCoordinator.handle` answers.
-GROUP_API_KEYS: Final = (
-    ApiKey.OFFSET_COMMIT,
-    ApiKey.OFFSET_FETCH,
-    ApiKey.JOIN_GROUP,
-    ApiKey.HEARTBEAT,
-    ApiKey.LEAVE_GROUP,
-    ApiKey.SYNC_GROUP,
-    ApiKey.DESCRIBE_GROUPS,
-    ApiKey.LIST_GROUPS,
-    ApiKey.DELETE_GROUPS,
-    ApiKey.OFFSET_DELETE,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT,
-    ApiKey.CONSUMER_GROUP_DESCRIBE,
-)
-
 _Handler = Callable[[Waiter, Message, str, str], None]
 
 
@@ -121,8 +104,8 @@ class GroupCoordinator:
     """Classic consumer groups and committed offsets.
 
     ``handle()`` takes one request (a generated ``*Request`` message of a group API, see
-    :data:`GROUP_API_KEYS`) decoded at ``api_version``, and returns effects in the order to apply
-    them. A JoinGroup or SyncGroup may get no ``Respond`` until a later call (``handle`` or
+    :data:`~kafka_wire.broker.group.api_keys.GROUP_API_KEYS`) decoded at ``api_version``, and
+    returns effects in the order to apply them. A JoinGroup or SyncGroup may get no ``Respond`` until a later call (``handle`` or
     ``tick``) completes the rebalance; every held request is answered once its deadline passes.
 
     ``timers`` is the engine's shared queue (the coordinator uses the owner ``"group"`` in it);

@@ -74,9 +74,11 @@ class KRaftReplica(OutboundRequests):
         self._load_snapshot()
         self._rebuild_epochs()
         stored = read_quorum_state(self._storage, config.directory)
+        lone = self._voters == (self.node_id,)
         if stored is None:
             stored = ElectionState()
-            write_quorum_state(self._effects, config.directory, stored, self._voters)
+            if not lone:  # a lone voter writes its state once, as the leader it becomes below
+                write_quorum_state(self._effects, config.directory, stored, self._voters)
         self.epoch, self.leader_id, self.voted_id = stored.epoch, stored.leader_id, stored.voted_id
         if stored.leader_id == self.node_id and self.is_voter:
             self.role = QuorumRole.RESIGNED
@@ -91,7 +93,7 @@ class KRaftReplica(OutboundRequests):
             self.role = QuorumRole.UNATTACHED
             if self.is_voter:
                 self._election_deadline = now_ms + self._random_timeout()
-        if self._voters == (self.node_id,):
+        if lone:
             self._become_candidate(now_ms)
         self._flush()
 

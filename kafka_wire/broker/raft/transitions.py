@@ -61,7 +61,8 @@ class QuorumTransitions(LeaderFetch):
         self._election_retries = retries
         self.epoch += 1
         self.leader_id, self.voted_id = NO_NODE, self.node_id
-        self._persist()
+        if self._voters != (self.node_id,):  # a lone voter is elected at once: its leader state,
+            self._persist()  # written next with this epoch and vote, is the one write it needs
         self._granted, self._rejected = {self.node_id}, set()
         self._election_deadline = now_ms + self._random_timeout()
         self._maybe_elected(now_ms)
