@@ -43,9 +43,10 @@ PURE_ONLY = [
 ]
 #: Flavour-independent tests run in the pure process rather than the compiled one, so that the two
 #: processes take about as long: the simulator (it drives the engine through its public API), the
-#: Spark data source (its Python workers decode with the flavour they inherit) and the fuzz
-#: harnesses (atheris instruments Python code only, so they are pure-flavour work anyway).
-MOVED_TO_PURE = ["tests/sim", "tests/spark", "tests/fuzz"]
+#: Spark data source (its Python workers decode with the flavour they inherit), the fuzz harnesses
+#: (atheris instruments Python code only, so they are pure-flavour work anyway), the network fuzzer
+#: and ``kafka_wire.testing``'s generators.
+MOVED_TO_PURE = ["tests/sim", "tests/spark", "tests/fuzz", "tests/netfuzz", "tests/testing"]
 #: The tests that run alone after the flavours' runs: wall-clock bounds, and the real-process
 #: clusters of tests/cluster (three brokers and their clients would share the two cores otherwise).
 ALONE = "timing or cluster"

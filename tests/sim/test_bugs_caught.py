@@ -14,14 +14,14 @@ from kafka_wire.sim.run import SimOptions, simulate
 #: bug -> (seed, the anomaly the checker reports)
 CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
-    "skip-truncation": (2, "committed-truncated"),
+    "skip-truncation": (3, "committed-truncated"),
     "unclean-election": (55, "unclean-election"),
     "ack-before-isr": (17, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
     "serve-above-hw": (10, "inconsistent-offsets"),
     "offsets-not-loaded": (7, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
-    "assign-before-revoke": (1, "double-ownership"),
+    "assign-before-revoke": (2, "double-ownership"),
 }
 
 
