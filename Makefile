@@ -24,11 +24,15 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $(NODE_STAMP)
 
+# Debian packages the tests need, installed when missing; one apt-get at a time (make test builds
+# its prerequisites with two jobs, and apt-get fails rather than waits on another's lock).
+APT_INSTALL = flock /tmp/kafka-wire-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$$0" >/dev/null'
+
 # kcat (Debian's package) is a peer of tests/cluster (`kcat -L` against the cluster's view);
 # installed with apt-get when missing (the machines and CI run as root).
 KCAT_STAMP := $(VENV)/.kcat
 $(KCAT_STAMP): $(STAMP)
-	@command -v kcat >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
+	@command -v kcat >/dev/null 2>&1 || $(APT_INSTALL) kcat
 	touch $(KCAT_STAMP)
 
 install: $(STAMP) $(NODE_STAMP) $(KCAT_STAMP)
@@ -40,7 +44,7 @@ install: $(STAMP) $(NODE_STAMP) $(KCAT_STAMP)
 PEERS_DIR := build/peers/kafka-4.4
 PEERS_STAMP := $(PEERS_DIR)/.resolved
 $(PEERS_STAMP): tools/peers/pom.xml
-	@command -v mvn >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
+	@command -v mvn >/dev/null 2>&1 || $(APT_INSTALL) maven
 	rm -rf $(PEERS_DIR)
 	mvn -q -B -f tools/peers/pom.xml dependency:copy-dependencies \
 		-DoutputDirectory=$(CURDIR)/$(PEERS_DIR)/lib -DincludeScope=runtime
