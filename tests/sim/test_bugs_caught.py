@@ -15,7 +15,7 @@ from kafka_wire.sim.run import SimOptions, simulate
 CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
     "skip-truncation": (3, "committed-truncated"),
-    "unclean-election": (55, "unclean-election"),
+    "unclean-election": (210, "unclean-election"),
     "ack-before-isr": (17, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
     "serve-above-hw": (10, "inconsistent-offsets"),
