@@ -54,7 +54,6 @@ ALONE_NOT = f"not ({ALONE})"
 #: ``--checks``: the static checks (``make checks``: generated code current, ruff, mypy) run beside
 #: the flavours' pytest runs, as a third process (they need one core for about a minute and a half,
 #: which the test runs leave idle while they wait on brokers and clients).
-CHECKS = "checks"
 CHECKS_COMMAND = ["make", "--no-print-directory", "-s", "checks"]
 #: pytest's exit status when no test was selected.
 NOTHING_SELECTED = 5
@@ -72,24 +71,22 @@ def _pump(name: str, stream: subprocess.Popen[str], lock: threading.Lock) -> Non
             sys.stdout.flush()
 
 
-def _run(runs_args: dict[str, list[str]], lock: threading.Lock) -> dict[str, int]:
-    """Run pytest once per flavour with its arguments, at the same time (and, under the name
-    ``checks``, the command given instead); their exit codes."""
+def _run(commands: dict[str, list[str]], lock: threading.Lock) -> dict[str, int]:
+    """Run each named command at the same time, ``pure`` with ``KAFKA_WIRE_PURE=1``; their exit codes."""
     runs: dict[str, subprocess.Popen[str]] = {}
     pumps = []
-    for flavour, args in runs_args.items():
-        env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=flavour)
+    for name, command in commands.items():
+        env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=name)
         env.pop("KAFKA_WIRE_PURE", None)
-        if flavour == "pure":
+        if name == "pure":
             env["KAFKA_WIRE_PURE"] = "1"
-        command = args if flavour == CHECKS else [*PYTEST, *args]
-        runs[flavour] = subprocess.Popen(
+        runs[name] = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        pump = threading.Thread(target=_pump, args=(flavour, runs[flavour], lock), daemon=True)
+        pump = threading.Thread(target=_pump, args=(name, runs[name], lock), daemon=True)
         pump.start()
         pumps.append(pump)
-    codes = {flavour: run.wait() for flavour, run in runs.items()}
+    codes = {name: run.wait() for name, run in runs.items()}
     for pump in pumps:
         pump.join()
     return codes
@@ -104,17 +101,17 @@ def main(argv: list[str]) -> int:
         first = "compiled"
         ignored = [f"--ignore={path}" for path in PURE_ONLY + MOVED_TO_PURE]
         runs = {
-            "compiled": ["-m", ALONE_NOT, *ignored, *argv],
-            "pure": ["-m", ALONE_NOT, *PURE_TESTS, *MOVED_TO_PURE, *argv],
+            "compiled": [*PYTEST, "-m", ALONE_NOT, *ignored, *argv],
+            "pure": [*PYTEST, "-m", ALONE_NOT, *PURE_TESTS, *MOVED_TO_PURE, *argv],
         }
     else:
         print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
         first = "pure"
-        runs = {"pure": ["-m", ALONE_NOT, *argv]}
+        runs = {"pure": [*PYTEST, "-m", ALONE_NOT, *argv]}
     if checks:
-        runs[CHECKS] = CHECKS_COMMAND
+        runs["checks"] = CHECKS_COMMAND
     codes = _run(runs, lock)
-    alone = _run({first: ["-m", ALONE, *argv]}, lock)
+    alone = _run({first: [*PYTEST, "-m", ALONE, *argv]}, lock)
     codes[f"{first}, timing and cluster tests alone"] = alone[first]
     if any(code != NOTHING_SELECTED for code in codes.values()):  # argv may choose tests of one kind only
         codes = {run: 0 if code == NOTHING_SELECTED else code for run, code in codes.items()}
