@@ -20,6 +20,7 @@ MB/s counts value bytes only, 1 MB = 10^6 bytes. Tansu runs with memory storage
 temp dir. Kafka 4.4 is the jars of ``make peers``, one KRaft combined node configured as its example
 ``server.properties`` with the JVM heap of its start script (``-Xmx1G -Xms1G``;
 ``tests/e2e/apache_kafka.py``).
+Bytecode is compiled first (as ``make run`` does); the header line gives the load average.
 Run: ``.venv/bin/python bench/bench_broker.py [--records N] [--value-bytes B] [--starts K] [--rounds R]
 [--brokers kafka-wire,kafka-4.4,tansu]``.
 """
@@ -124,8 +125,12 @@ def client_ceiling(records: int, value: bytes) -> float:
     return elapsed
 
 
-def produce(bootstrap: str, topic: str, records: int, value: bytes) -> float:
-    producer = Producer(producer_config(bootstrap, records))
+def produce(
+    bootstrap: str, topic: str, records: int, value: bytes, config: dict[str, object] | None = None
+) -> float:
+    """Seconds to produce ``records`` copies of ``value`` until every delivery report is in;
+    ``config`` adds to or overrides :func:`producer_config`."""
+    producer = Producer({**producer_config(bootstrap, records), **(config or {})})
     failures: list[str] = []
 
     def on_delivery(err: KafkaError | None, _msg: object) -> None:
@@ -211,6 +216,11 @@ def main() -> None:
     args = parser.parse_args()
 
     brokers = [(name, BROKERS[name]) for name in args.brokers.split(",")]
+    if "kafka-wire" in args.brokers.split(","):
+        # As ``make run`` does: bytecode current before the clock starts (with
+        # PYTHONDONTWRITEBYTECODE set, a stale cache would be compiled again at every start).
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kafka_wire")], check=True)
+    load_before = os.getloadavg()[0]
 
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-broker-") as tmp:
@@ -222,7 +232,8 @@ def main() -> None:
         f"{args.records:,} records of {args.value_bytes} bytes, one partition, confluent-kafka "
         f"(acks=all, linger.ms=5, no compression); start: median of {args.starts}; produce and consume: "
         f"median of {args.rounds} rounds; {platform.python_implementation()} {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs\n"
+        f"{os.cpu_count()} CPUs; load average (1 min) {load_before:.2f} before the run, "
+        f"{os.getloadavg()[0]:.2f} after\n"
     )
     print("| broker | start ms | produce rec/s | produce MB/s | consume rec/s | consume MB/s |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -77,13 +77,14 @@ class Supervisor:
                 self.broker.kill()
                 self.hung += 1
             self.broker.stop()  # collects the exit status and the rest of its log
-            self.restarts += 1
             silent_since = None
             try:
                 self.broker.restart(self.START_TIMEOUT_S)
             except RuntimeError:  # not serving in time (a JVM on a loaded machine): again
                 self.broker.kill()
                 self.failed_starts += 1
+            else:
+                self.restarts += 1
 
     def __enter__(self) -> Supervisor:
         self._thread.start()

@@ -12,7 +12,6 @@ from typing import Final
 from kafka_wire.broker import Broker, BrokerConfig
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -24,6 +23,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol.framing import encode_request
 from kafka_wire.records import build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 START_MS: Final = 1_700_000_000_000
 TOPIC: Final = "t"

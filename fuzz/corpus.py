@@ -37,7 +37,6 @@ from fuzz.fuzz_client_connection import new_client
 from fuzz.fuzz_server_connection import answer, new_server
 from kafka_wire.broker.apis import SUPPORTED
 from kafka_wire.broker.log import LogConfig, PartitionLog
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.messages import (
@@ -56,6 +55,7 @@ from kafka_wire.protocol import NEED_DATA, ClientState
 from kafka_wire.protocol.framing import encode_request, encode_response
 from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
 from kafka_wire.testing.generate import random_message
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 CAPTURES: Final = ROOT / "tests" / "data" / "captures"

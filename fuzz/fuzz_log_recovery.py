@@ -38,10 +38,10 @@ TARGETS = ("kafka_wire.broker.log", "kafka_wire.logformat")
 
 with instrumenting(__name__ == "__main__", TARGETS):
     from kafka_wire.broker.log import LogConfig, PartitionLog
-    from kafka_wire.broker.storage import MemoryStorage
     from kafka_wire.errors import DecodeError
     from kafka_wire.messages import ErrorCode
     from kafka_wire.records import RecordsReader, build_batch
+    from kafka_wire.testing.memory_storage import MemoryStorage
 
 DIR: Final = "t-0"
 NOW_MS: Final = 1_700_000_000_000

@@ -5,13 +5,15 @@ built (its spec points at an extension, not a ``.py`` file), it loads, and ``KAF
 unset. An uncompiled ``.py`` twin is never used: its source is written for mypyc and runs slower
 than the pure flavour. A module whose one source both runs and compiles (the records loops) is
 loaded from that source when its extension is not to be used (:func:`source_module`). See
-``docs/internals/compiled.md``.
+``docs/internals/compiled.md``. The module loader of the core, too, for a third-party extension
+loaded without its package's ``__init__`` (:func:`extension_alone`, ``crc32c``'s).
 """
 
 from __future__ import annotations
 
 import os
 from importlib import import_module
+from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader
 from importlib.util import find_spec, module_from_spec, spec_from_file_location
 from pathlib import Path
 from types import ModuleType
@@ -75,3 +77,27 @@ def _has_extension(name: str) -> bool:
     except ImportError:
         return False
     return spec is not None and spec.origin is not None and not spec.origin.endswith(".py")
+
+
+def extension_alone(package: str, leaf: str) -> ModuleType | None:
+    """The extension module ``package.leaf`` of a third-party package, loaded from its file
+    without running the package's ``__init__`` (nor entering ``sys.modules``), or None when the
+    package has no such file. For a package whose ``__init__`` costs more than the extension it
+    exposes (``crc32c`` reads its distribution metadata)."""
+    spec = find_spec(package)  # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    name = f"{package}.{leaf}"
+    for folder in spec.submodule_search_locations:
+        for suffix in EXTENSION_SUFFIXES:
+            path = Path(folder, f"{leaf}{suffix}")
+            if not path.is_file():
+                continue
+            loader = ExtensionFileLoader(name, str(path))
+            found = spec_from_file_location(name, path, loader=loader)
+            if found is None:
+                return None
+            module = module_from_spec(found)
+            loader.exec_module(module)
+            return module
+    return None

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kafka_wire.broker.apis import SUPPORTED
+from kafka_wire.messages import ApiKey
 from tests.conftest import ROOT
 from tools.docs.__main__ import DOCS, PAGES
 from tools.docs.mermaid import state_diagram
@@ -46,3 +48,17 @@ def test_index_links_every_page() -> None:
     linked = {(DOCS / t).resolve() for t in LINK.findall(index)}
     pages = {p.resolve() for p in DOCS.rglob("*.md") if p.name != "README.md"}
     assert sorted(str(p.relative_to(DOCS)) for p in pages - linked) == []
+
+
+def test_every_api_served_has_its_handler_in_the_broker_internals() -> None:
+    """docs/internals/broker.md's table names the handler of every API the broker serves."""
+    text = (DOCS / "internals" / "broker.md").read_text(encoding="utf-8")
+    table = text.split("## Where each API is answered", 1)[1].split("\n## ", 1)[0]
+    names = {
+        name.strip()
+        for row in table.splitlines()
+        if row.startswith("| ")
+        for name in row.split("|")[1].split(",")
+    }
+    served = {"".join(part.title() for part in ApiKey(key).name.split("_")) for key in SUPPORTED}
+    assert sorted(served - {n.removeprefix("on a controller listener: ") for n in names}) == []

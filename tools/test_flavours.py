@@ -1,10 +1,12 @@
 """Run the test suite once on the compiled flavour, and what differs between flavours on pure Python.
 
-``make test`` calls this after lint and type checks. When the compiled extensions are built
+``make test`` calls this with ``--checks``: the static checks (:data:`CHECKS_COMMAND`) run beside
+the tests, as a third process whose failure fails the run. When the compiled extensions are built
 (``make compile``; the Makefile builds them whenever a C compiler is present), two pytest
-processes run side by side: the whole suite with the extensions, and with ``KAFKA_WIRE_PURE=1``
-only the tests of what the flavours do differently (:data:`PURE_TESTS`: the codec, the records,
-the flavour checks; everything above them calls the same public API). Their lines are printed as
+processes run side by side: the whole suite with the extensions (less the codec's oracle checks,
+:data:`PURE_ONLY`, and the flavour-independent tests of :data:`MOVED_TO_PURE`), and with ``KAFKA_WIRE_PURE=1`` the
+tests of what the flavours do differently (:data:`PURE_TESTS`: the codec, the records, the flavour
+checks; everything above them calls the same public API) and :data:`MOVED_TO_PURE`. Their lines are printed as
 they come, each prefixed with its flavour, and the exit status is non-zero if either fails.
 ``KAFKA_WIRE_EXPECT_FLAVOUR`` tells ``tests/test_flavour.py`` which flavour each run must find, so
 a build that silently fell back to pure Python fails the compiled run. Without the extensions
@@ -30,10 +32,29 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-bb", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 #: What the pure flavour runs besides the compiled run: where the two flavours' code differs.
 PURE_TESTS = ["tests/codec", "tests/records", "tests/test_flavour.py"]
+#: The codec's oracle checks and its fuzzing run on the pure flavour only: the compiled one is held
+#: to the pure one on every message and version (``tests/codec/test_native.py``: the same bytes,
+#: objects and errors, on every truncation and byte corruption of each message), so checking both
+#: against kio, round trips and mutated bytes would check the same codec twice.
+PURE_ONLY = [
+    "tests/codec/test_kio_differential.py",
+    "tests/codec/test_roundtrip.py",
+    "tests/codec/test_fuzz.py",
+]
+#: Flavour-independent tests run in the pure process rather than the compiled one, so that the two
+#: processes take about as long: the simulator (it drives the engine through its public API), the
+#: Spark data source (its Python workers decode with the flavour they inherit), the fuzz harnesses
+#: (atheris instruments Python code only, so they are pure-flavour work anyway), the network fuzzer
+#: and ``kafka_wire.testing``'s generators.
+MOVED_TO_PURE = ["tests/sim", "tests/spark", "tests/fuzz", "tests/netfuzz", "tests/testing"]
 #: The tests that run alone after the flavours' runs: wall-clock bounds, and the real-process
 #: clusters of tests/cluster (three brokers and their clients would share the two cores otherwise).
 ALONE = "timing or cluster"
 ALONE_NOT = f"not ({ALONE})"
+#: ``--checks``: the static checks (``make checks``: generated code current, ruff, mypy) run beside
+#: the flavours' pytest runs, as a third process (they need one core for about a minute and a half,
+#: which the test runs leave idle while they wait on brokers and clients).
+CHECKS_COMMAND = ["make", "--no-print-directory", "-s", "checks"]
 #: pytest's exit status when no test was selected.
 NOTHING_SELECTED = 5
 
@@ -50,22 +71,22 @@ def _pump(name: str, stream: subprocess.Popen[str], lock: threading.Lock) -> Non
             sys.stdout.flush()
 
 
-def _run(runs_args: dict[str, list[str]], lock: threading.Lock) -> dict[str, int]:
-    """Run pytest once per flavour with its arguments, at the same time; their exit codes."""
+def _run(commands: dict[str, list[str]], lock: threading.Lock) -> dict[str, int]:
+    """Run each named command at the same time, ``pure`` with ``KAFKA_WIRE_PURE=1``; their exit codes."""
     runs: dict[str, subprocess.Popen[str]] = {}
     pumps = []
-    for flavour, args in runs_args.items():
-        env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=flavour)
+    for name, command in commands.items():
+        env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=name)
         env.pop("KAFKA_WIRE_PURE", None)
-        if flavour == "pure":
+        if name == "pure":
             env["KAFKA_WIRE_PURE"] = "1"
-        runs[flavour] = subprocess.Popen(
-            [*PYTEST, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        runs[name] = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        pump = threading.Thread(target=_pump, args=(flavour, runs[flavour], lock), daemon=True)
+        pump = threading.Thread(target=_pump, args=(name, runs[name], lock), daemon=True)
         pump.start()
         pumps.append(pump)
-    codes = {flavour: run.wait() for flavour, run in runs.items()}
+    codes = {name: run.wait() for name, run in runs.items()}
     for pump in pumps:
         pump.join()
     return codes
@@ -74,15 +95,23 @@ def _run(runs_args: dict[str, list[str]], lock: threading.Lock) -> dict[str, int
 def main(argv: list[str]) -> int:
     lock = threading.Lock()
     started = time.monotonic()
+    checks = "--checks" in argv
+    argv = [arg for arg in argv if arg != "--checks"]
     if compiled_extensions():
         first = "compiled"
-        runs = {"compiled": ["-m", ALONE_NOT, *argv], "pure": ["-m", ALONE_NOT, *PURE_TESTS, *argv]}
+        ignored = [f"--ignore={path}" for path in PURE_ONLY + MOVED_TO_PURE]
+        runs = {
+            "compiled": [*PYTEST, "-m", ALONE_NOT, *ignored, *argv],
+            "pure": [*PYTEST, "-m", ALONE_NOT, *PURE_TESTS, *MOVED_TO_PURE, *argv],
+        }
     else:
         print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
         first = "pure"
-        runs = {"pure": ["-m", ALONE_NOT, *argv]}
+        runs = {"pure": [*PYTEST, "-m", ALONE_NOT, *argv]}
+    if checks:
+        runs["checks"] = CHECKS_COMMAND
     codes = _run(runs, lock)
-    alone = _run({first: ["-m", ALONE, *argv]}, lock)
+    alone = _run({first: [*PYTEST, "-m", ALONE, *argv]}, lock)
     codes[f"{first}, timing and cluster tests alone"] = alone[first]
     if any(code != NOTHING_SELECTED for code in codes.values()):  # argv may choose tests of one kind only
         codes = {run: 0 if code == NOTHING_SELECTED else code for run, code in codes.items()}

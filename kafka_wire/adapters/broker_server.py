@@ -1,11 +1,13 @@
 """The asyncio driver of the broker engine: sockets, the wall clock, files and timers.
 
-It feeds ``Broker`` what arrives and when, applies the storage effects it returns to the data
-directory (``FileStorage``) and reports their outcome (``driving.settle``), writes ``Send`` parts
+It feeds ``Broker`` what arrives and when, hands the storage effects it returns to a worker
+thread that applies them to the data directory and reports their outcome back on the loop
+(``storage_worker.StorageWorker``: the loop never waits for the disk), writes ``Send`` parts
 (file regions with ``sendfile`` where the transport allows), closes connections on
 ``CloseConnection``, stops reading a connection between ``PauseReading`` and ``ResumeReading``
 (its bytes wait in the kernel) and stops on ``StopBroker``. One timer task calls ``tick`` at
-``next_deadline_ms()``.
+``next_deadline_ms()``. The start waits for the writes of recovery before it listens; the stop
+waits for the last writes (every log made durable) before it returns.
 
 What only the OS can decide is decided here: the process's file limit (``RLIMIT_NOFILE``) is
 raised to its hard limit at start, and connections are accepted one at a time: one that would
@@ -30,17 +32,13 @@ import contextlib
 import errno
 import itertools
 import logging
-import os
 import random
 import secrets
-import signal
 import socket
 import struct
-import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -50,11 +48,10 @@ except ImportError:  # not POSIX: no file limit to manage
     resource = None  # type: ignore[assignment]  # the module or nothing
 
 from kafka_wire.adapters.file_storage import FileStorage
+from kafka_wire.adapters.storage_worker import Outcome, StorageWorker
 from kafka_wire.broker.broker import Broker, ClusterNode
 from kafka_wire.broker.cluster_view import Endpoint
 from kafka_wire.broker.config import BrokerConfig
-from kafka_wire.broker.data_dir import DataDirError
-from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import (
     CloseConnection,
     Effect,
@@ -64,15 +61,17 @@ from kafka_wire.broker.effects import (
     ResumeReading,
     Send,
     StopBroker,
+    StorageEffect,
 )
 
 _READ_CHUNK: Final = 256 * 1024
 #: Sends queued on one connection before its reader yields to the writer.
 _MAX_QUEUED: Final = 64
-#: How long the timer lets other tasks run before a tick that is already due (between two slices
-#: of a request in progress, see ``kafka_wire.broker.work``): long enough for the few loop
-#: iterations in which a connection that became readable meanwhile is read and answered.
-_YIELD_S: Final = 0.0002
+#: Loop iterations the timer lets other tasks run before a tick that is already due (between two
+#: slices of a request in progress, see ``kafka_wire.broker.work``): a connection that became
+#: readable meanwhile is read in the first, its request handled in the second and its answer
+#: written in the third, so it waits for one slice, not one per step.
+_YIELD_ITERATIONS: Final = 4
 #: Kafka's ``socket.listen.backlog.size`` default.
 LISTEN_BACKLOG: Final = 50
 #: File descriptors never given to connections: what storage (one file at a time), zero-copy
@@ -85,8 +84,6 @@ _ACCEPT_RETRY_S: Final = 0.1
 STOP_GRACE_S: Final = 1.0
 #: How long a closing connection may take to flush before it is aborted.
 _CLOSE_TIMEOUT_S: Final = 5.0
-#: Where the fault-injection control protocol listens (``--control-port``): loopback only.
-CONTROL_HOST: Final = "127.0.0.1"
 _log = logging.getLogger("kafka_wire.adapters.broker_server")
 
 
@@ -144,9 +141,18 @@ class BrokerServer:
     def __init__(self, config: BrokerConfig, data_dir: Path, *, cluster: ClusterNode | None = None) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.storage = FileStorage(data_dir)
+        #: Applies the engine's writes off the loop (started with the server), and reads for it.
+        self.worker = StorageWorker(self.storage, self._storage_reported)
+        #: Storage outcomes reported to the engine (the regions it releases are as of then).
+        self._reported = 0
+        #: Set while no write is in flight.
+        self._storage_idle = asyncio.Event()
+        self._storage_idle.set()
+        #: When the engine was last given something (``time.monotonic()``).
+        self._busy_at = time.monotonic()
         self.broker = Broker(
             config,
-            self.storage,
+            self.worker,
             rng=random.Random(secrets.randbits(128)),
             member_id_factory=lambda client_id: f"{client_id}-{uuid.uuid4()}",
             nonce_factory=lambda: secrets.token_urlsafe(24),
@@ -178,11 +184,17 @@ class BrokerServer:
         self.stop_requested = asyncio.Event()
         self.failure: str | None = None
 
+    async def _start_engine(self) -> None:
+        """Start the storage worker and the engine, and wait for recovery's writes."""
+        self._fd_limit = raise_file_limit()
+        self.worker.start(asyncio.get_running_loop())
+        self._apply(self.broker.start(wall_clock_ms()))
+        await self._storage_idle.wait()
+
     async def start(self, host: str, port: int) -> int:
         """Recover the data directory, start listening; returns the bound port (0 when the
         start failed: ``failure`` says why)."""
-        self._fd_limit = raise_file_limit()
-        self._apply(self.broker.start(wall_clock_ms()))
+        await self._start_engine()
         if self.failure is not None:
             return 0
         self._listeners = listen(host, port)
@@ -194,8 +206,7 @@ class BrokerServer:
     async def start_listeners(self, endpoints: Sequence[Endpoint]) -> dict[str, int]:
         """A cluster node's start: recover, then listen on every endpoint (by listener name);
         returns the bound port of each (empty when the start failed: ``failure`` says why)."""
-        self._fd_limit = raise_file_limit()
-        self._apply(self.broker.start(wall_clock_ms()))
+        await self._start_engine()
         if self.failure is not None:
             return {}
         bound: dict[str, int] = {}
@@ -208,22 +219,29 @@ class BrokerServer:
                     asyncio.create_task(self._accept(sock, endpoint.listener)) for sock in sockets
                 ]
         except BaseException:
-            for sock in self._listeners:
-                sock.close()
-            for acceptor in self._acceptors:
-                acceptor.cancel()
+            self._close_listeners()
             raise
         self._timer = asyncio.create_task(self._run_timer())
         return bound
+
+    def _close_listeners(self) -> None:
+        """Stop accepting. A listener's pending accept callback is cancelled before its socket
+        closes: on Python 3.11 one already queued for this loop iteration would otherwise call
+        accept on the closed socket and fail setting its cancelled future (a logged traceback)."""
+        loop = asyncio.get_running_loop()
+        for listener in self._listeners:
+            if listener.fileno() >= 0:
+                loop.remove_reader(listener.fileno())
+        for acceptor in self._acceptors:
+            acceptor.cancel()
+        for listener in self._listeners:
+            listener.close()
 
     async def stop(self) -> None:
         """Stop accepting, close connections, make the logs durable; bounded in time whatever the
         clients do."""
         self._stopping = True
-        for acceptor in self._acceptors:
-            acceptor.cancel()
-        for listener in self._listeners:
-            listener.close()
+        self._close_listeners()
         await self._controlled_shutdown()
         for task in self._dialling.values():
             task.cancel()
@@ -232,6 +250,8 @@ class BrokerServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer
         self._apply(self.broker.shutdown(wall_clock_ms()))  # closes every connection, flushes the logs
+        await self._storage_idle.wait()
+        await asyncio.to_thread(self.worker.close)
         if self._tasks:  # writers flush what they were sent, readers see their connection end
             await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S)
         for writer in list(self._writers.values()):
@@ -282,15 +302,18 @@ class BrokerServer:
             while True:
                 self._wake.clear()
                 deadline = self.broker.next_deadline_ms()
-                if deadline is not None:
+                if deadline is not None and deadline <= wall_clock_ms():
                     # Due already (a request in progress goes on in slices): let the connections
                     # that became ready be read and answered first.
-                    delay = max(_YIELD_S, (deadline - wall_clock_ms()) / 1000)
-                    alarm = loop.call_later(delay, self._wake.set)
-                await self._wake.wait()
-                if alarm is not None:
-                    alarm.cancel()
-                    alarm = None
+                    for _ in range(_YIELD_ITERATIONS):
+                        await asyncio.sleep(0)
+                else:
+                    if deadline is not None:
+                        alarm = loop.call_later((deadline - wall_clock_ms()) / 1000, self._wake.set)
+                    await self._wake.wait()
+                    if alarm is not None:
+                        alarm.cancel()
+                        alarm = None
                 now = wall_clock_ms()
                 deadline = self.broker.next_deadline_ms()
                 if deadline is not None and now >= deadline:
@@ -447,9 +470,16 @@ class BrokerServer:
                 sender.cancel()
 
     def _apply(self, effects: list[Effect]) -> None:
-        """Apply storage effects now and report their outcome to the engine; queue sends on each
+        """Hand a call's storage effects (its batch) to the worker; queue sends on each
         connection's writer, in order; stop when the engine stops."""
-        for effect in settle(self.broker, effects, self.storage.apply_one, wall_clock_ms()):
+        self._busy_at = time.monotonic()
+        batch = [effect for effect in effects if isinstance(effect, StorageEffect)]
+        if batch:
+            self._storage_idle.clear()
+            self.worker.submit(batch)
+        for effect in effects:
+            if isinstance(effect, StorageEffect):
+                continue
             if isinstance(effect, Send):
                 queue = self._queues.get(effect.conn_id)
                 if queue is not None:
@@ -474,6 +504,32 @@ class BrokerServer:
                 self.stop_requested.set()
         self._wake.set()
 
+    def quiet_for(self) -> float:
+        """Seconds since the engine was last given something, 0 while it has work in progress (a
+        request in slices, writes in flight)."""
+        deadline = self.broker.next_deadline_ms()
+        if self.worker.in_flight or (deadline is not None and deadline <= wall_clock_ms()):
+            return 0.0
+        return time.monotonic() - self._busy_at
+
+    def _storage_reported(self, outcomes: list[Outcome]) -> None:
+        """The worker's outcomes of the oldest batches in flight (on the loop): report them to the
+        engine and carry out what they release."""
+        worker = self.worker
+        for outcome in outcomes:
+            self._reported += 1
+            try:
+                if outcome is None:
+                    self._apply(self.broker.storage_applied(wall_clock_ms()))
+                else:
+                    self._apply(self.broker.storage_failed(outcome, wall_clock_ms()))
+            except Exception:
+                _log.exception("the engine failed on a storage outcome")
+        worker.release_pins(self._reported)
+        worker.prune()
+        if not worker.in_flight:
+            self._storage_idle.set()
+
     def _set_readable(self, conn_id: int, readable: bool) -> None:
         event = self._readable.get(conn_id)
         if event is not None:
@@ -483,9 +539,10 @@ class BrokerServer:
                 event.clear()
 
     def _open(self, region: FileRegion) -> tuple[BinaryIO, int, int] | bytes:
-        """Open a region now, before later effects can rename or delete its file."""
+        """Open a region now, as it was when the engine released it (later batches may have
+        renamed or deleted its file since: ``StorageWorker.open_region``)."""
         try:
-            return (open(self.storage.root / region.path, "rb"), region.position, region.size)
+            return (self.worker.open_region(region, self._reported), region.position, region.size)
         except OSError:
             return b""  # gone already: the client's CRC check or a short frame ends its connection
 
@@ -522,136 +579,3 @@ def _close_regions(parts: list[object]) -> None:
     for part in parts:
         if isinstance(part, tuple):
             part[0].close()
-
-
-def serve_until_signalled(
-    config: BrokerConfig,
-    host: str,
-    port: int,
-    data_dir: Path,
-    *,
-    advertised_host: str | None = None,
-    advertised_port: int | None = None,
-    control_port: int | None = None,
-) -> int:
-    """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready.
-
-    Clients are told ``advertised_host:advertised_port`` (by default the bound address). With
-    ``control_port``, the fault-injection control protocol listens on 127.0.0.1 there
-    (``kafka_wire.adapters.fault_control``)."""
-    return asyncio.run(_serve(config, host, port, data_dir, advertised_host, advertised_port, control_port))
-
-
-async def _serve(
-    config: BrokerConfig,
-    host: str,
-    port: int,
-    data_dir: Path,
-    advertised_host: str | None,
-    advertised_port: int | None,
-    control_port: int | None = None,
-) -> int:
-    if port == 0:
-        # Bind first to learn the port, then advertise it.
-        probe = await asyncio.start_server(lambda r, w: None, host, 0)
-        port = probe.sockets[0].getsockname()[1]
-        probe.close()
-        await probe.wait_closed()
-
-    def build() -> BrokerServer:
-        return BrokerServer(
-            replace(
-                config,
-                host=advertised_host or host,
-                port=advertised_port or port,
-                log_dir=config.log_dir or str(data_dir.resolve()),
-            ),
-            data_dir,
-        )
-
-    async def start(server: BrokerServer) -> str:
-        bound = await server.start(host, port)
-        told = server.config.host, server.config.port
-        advertised = "" if told == (host, bound) else f", advertised as {told[0]}:{told[1]}"
-        return f"listening on {host}:{bound}{advertised}"
-
-    return await _run_until_signalled(build, start, data_dir, f"{host}:{port}", control_port)
-
-
-async def _run_until_signalled(
-    build: Callable[[], BrokerServer],
-    start: Callable[[BrokerServer], Awaitable[str]],
-    data_dir: Path,
-    where: str,
-    control_port: int | None = None,
-) -> int:
-    """Build and start a server (``start`` opens its listeners and says where it listens), print
-    one line when ready, serve until SIGINT or SIGTERM, stop; the exit status. With
-    ``control_port``, the fault-injection control protocol listens on 127.0.0.1 there."""
-    from kafka_wire.adapters.fault_control import ControlServer
-
-    try:
-        server = build()
-        listening = await start(server)
-    except DataDirError as exc:
-        return _cannot_start(f"{data_dir}: {exc}")
-    except OSError as exc:
-        return _cannot_start(f"{exc.strerror or exc} ({exc.filename or where})")
-    if server.failure is not None:
-        await server.stop()
-        return _cannot_start(
-            f"{server.failure} (data directory {data_dir}: it must be writable, with free space)"
-        )
-    control: ControlServer | None = None
-    if control_port is not None:
-        control = ControlServer(server)
-        try:
-            bound = await control.start(CONTROL_HOST, control_port)
-        except OSError as exc:
-            await server.stop()
-            return _cannot_start(f"control port: {exc.strerror or exc} ({CONTROL_HOST}:{control_port})")
-        listening += f", fault control on {CONTROL_HOST}:{bound}"
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, server.stop_requested.set)
-    print(f"kafka-wire serve: {listening} (data in {data_dir})", flush=True)
-    await server.stop_requested.wait()
-    if control is not None:
-        await control.stop()
-    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal while stopping: leave at once
-        loop.add_signal_handler(sig, os._exit, 1)
-    await server.stop()
-    if server.failure is not None:
-        print(f"kafka-wire serve: stopped: {server.failure} (in {data_dir})", file=sys.stderr, flush=True)
-        return 1
-    print("kafka-wire serve: stopped", flush=True)
-    return 0
-
-
-def _cannot_start(reason: str) -> int:
-    print(f"kafka-wire serve: cannot start: {reason}", file=sys.stderr, flush=True)
-    return 1
-
-
-def serve_node_until_signalled(config: BrokerConfig, data_dir: Path, control_port: int | None = None) -> int:
-    """Run a node of a replicated cluster (``BrokerConfig.cluster`` set) until SIGINT or SIGTERM:
-    every listener of ``listeners`` is opened; prints one line when ready."""
-    return asyncio.run(_serve_node(config, data_dir, control_port))
-
-
-async def _serve_node(config: BrokerConfig, data_dir: Path, control_port: int | None = None) -> int:
-    from kafka_wire.broker.node import Node
-
-    settings = config.cluster
-    assert settings is not None
-    node = Node(config, rng=random.Random(secrets.randbits(128)), logger=logging.getLogger("kafka_wire.node"))
-
-    async def start(server: BrokerServer) -> str:
-        bound = await server.start_listeners(settings.listeners)
-        hosts = {e.listener: e.host for e in settings.listeners}
-        listening = ", ".join(f"{name} {hosts[name]}:{port}" for name, port in bound.items())
-        return f"node {config.node_id} ({','.join(sorted(settings.roles))}) listening on {listening}"
-
-    return await _run_until_signalled(
-        lambda: BrokerServer(config, data_dir, cluster=node), start, data_dir, "listeners", control_port
-    )

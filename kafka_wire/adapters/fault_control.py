@@ -34,20 +34,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.adapters.broker_server import BrokerServer
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsRequestReassignablePartition,
-    AlterPartitionReassignmentsRequestReassignableTopic,
-    ApiKey,
-    ElectLeadersRequest,
-    ElectLeadersRequestTopicPartitions,
-    ErrorCode,
-    MetadataRequest,
-    MetadataRequestTopic,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 
 #: Kafka's ``ElectionType.PREFERRED``.
 _PREFERRED: Final = 0
@@ -100,7 +91,9 @@ async def describe_partition(host: str, port: int, topic: str, partition: int) -
     """The partition's leader, replicas and ISR, as the broker at ``host:port`` knows them."""
     client = await KafkaClient.connect(host, port)
     try:
-        metadata = await client.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)]))
+        metadata = await client.request(
+            messages.MetadataRequest(topics=[messages.MetadataRequestTopic(name=topic)])
+        )
     finally:
         await client.close()
     for t in metadata.topics:
@@ -136,13 +129,13 @@ async def move_leader(host: str, port: int, topic: str, partition: int, broker: 
     client = await KafkaClient.connect(host, port)
     try:
         moved = await client.request(
-            AlterPartitionReassignmentsRequest(
+            messages.AlterPartitionReassignmentsRequest(
                 timeout_ms=30_000,
                 topics=[
-                    AlterPartitionReassignmentsRequestReassignableTopic(
+                    messages.AlterPartitionReassignmentsRequestReassignableTopic(
                         name=topic,
                         partitions=[
-                            AlterPartitionReassignmentsRequestReassignablePartition(
+                            messages.AlterPartitionReassignmentsRequestReassignablePartition(
                                 partition_index=partition, replicas=order
                             )
                         ],
@@ -154,9 +147,11 @@ async def move_leader(host: str, port: int, topic: str, partition: int, broker: 
         if any(codes):
             raise FaultError(f"the reassignment of {topic}-{partition} failed: {_names(codes)}")
         elected = await client.request(
-            ElectLeadersRequest(
+            messages.ElectLeadersRequest(
                 election_type=_PREFERRED,
-                topic_partitions=[ElectLeadersRequestTopicPartitions(topic=topic, partitions=[partition])],
+                topic_partitions=[
+                    messages.ElectLeadersRequestTopicPartitions(topic=topic, partitions=[partition])
+                ],
                 timeout_ms=30_000,
             )
         )

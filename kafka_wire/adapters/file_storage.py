@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,7 +22,6 @@ from pathlib import Path
 from kafka_wire.broker.effects import (
     Append,
     Delete,
-    FileRegion,
     Fsync,
     MakeDir,
     Rename,
@@ -33,17 +31,100 @@ from kafka_wire.broker.effects import (
 )
 
 
+class GroupCommit:
+    """Fsyncs that several effects asked for, each done once (a group commit).
+
+    A file or a directory is synced once however many effects asked, files first, when
+    :meth:`flush` is called: at the end of the group, and before a rename or a delete (a rename
+    must never become durable before what was synced ahead of it). A truncation first syncs the
+    file it cuts, if that was asked."""
+
+    __slots__ = ("_directories", "_files", "flushes")
+
+    def __init__(self) -> None:
+        self._files: dict[str, None] = {}
+        self._directories: dict[str, None] = {}
+        #: How many times the group was flushed.
+        self.flushes = 0
+
+    def __len__(self) -> int:
+        return len(self._files) + len(self._directories)
+
+    def file(self, path: str) -> None:
+        self._files[path] = None
+
+    def directory(self, path: str) -> None:
+        self._directories[path] = None
+
+    def flush_file(self, path: str) -> None:
+        if path in self._files:
+            del self._files[path]
+            _fsync_file(path)
+
+    def flush(self) -> None:
+        """Do every fsync asked since the last flush (``OSError`` naming the path when one fails)."""
+        files, self._files = self._files, {}
+        directories, self._directories = self._directories, {}
+        self.flushes += 1
+        for path in files:
+            _fsync_file(path)
+        for path in directories:
+            _fsync_dir(path)
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, path) from exc
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: str) -> None:
+    if not os.path.isdir(directory):
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # file systems that cannot fsync a directory
+            raise OSError(exc.errno, exc.strerror, directory) from exc
+    finally:
+        os.close(fd)
+
+
+def _open_for_writing(real: str, flags: int) -> int:
+    """A descriptor to write ``real``, creating the file (and its directory) when missing."""
+    try:
+        return os.open(real, flags | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(real), exist_ok=True)
+        return os.open(real, flags | os.O_CREAT, 0o644)
+
+
+def _write_all(fd: int, data: bytes, position: int | None = None) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view) if position is None else os.pwrite(fd, view, position)
+        view = view[written:]
+        if position is not None:
+            position += written
+
+
 class FileStorage:
     """Files under ``root``: ``list_dir`` / ``size`` / ``read`` for the engine, ``apply`` for its effects."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
+        self._root = str(self.root)
 
-    def _real(self, path: str) -> Path:
+    def _real(self, path: str) -> str:
         parts = [p for p in path.split("/") if p]
-        if path.startswith("/") or any(p in (".", "..") for p in parts):
+        if path.startswith("/") or "." in parts or ".." in parts:
             raise ValueError(f"storage path {path!r} is not relative to the data directory")
-        return self.root.joinpath(*parts)
+        return os.path.join(self._root, *parts)
 
     # -- StorageReader -----------------------------------------------------------------------------
     def list_dir(self, path: str) -> list[str]:
@@ -86,83 +167,61 @@ class FileStorage:
             if isinstance(effect, StorageEffect):
                 self.apply_one(effect)
 
-    def apply_one(self, effect: StorageEffect) -> None:
+    def apply_one(self, effect: StorageEffect, group: GroupCommit | None = None) -> None:
+        """Apply one effect. With ``group``, the fsyncs it asks for join the group's (done by
+        :meth:`GroupCommit.flush`); without, they are done before it returns."""
+        fsyncs = GroupCommit() if group is None else group
         match effect:
+            case Append(path, data):
+                fd = _open_for_writing(self._real(path), os.O_WRONLY | os.O_APPEND)
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
             case MakeDir(path):
                 real = self._real(path)
-                if not real.is_dir():
-                    real.mkdir(parents=True, exist_ok=True)
-                    self._fsync_dir(real.parent)
-            case Append(path, data):
-                real = self._real(path)
-                real.parent.mkdir(parents=True, exist_ok=True)
-                with open(real, "ab") as f:
-                    f.write(data)
+                if not os.path.isdir(real):
+                    os.makedirs(real, exist_ok=True)
+                    fsyncs.directory(os.path.dirname(real))
             case WriteAt(path, position, data):
-                real = self._real(path)
-                real.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(real, os.O_WRONLY | os.O_CREAT, 0o644)
+                fd = _open_for_writing(self._real(path), os.O_WRONLY)
                 try:
-                    written = 0
-                    while written < len(data):
-                        written += os.pwrite(fd, data[written:], position + written)
+                    _write_all(fd, data, position)
                 finally:
                     os.close(fd)
             case Truncate(path, size):
                 real = self._real(path)
-                real.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(real, os.O_WRONLY | os.O_CREAT, 0o644)
+                fsyncs.flush_file(real)  # a sync asked before the cut covers what was there
+                fd = _open_for_writing(real, os.O_WRONLY)
                 try:
                     os.ftruncate(fd, size)
                 finally:
                     os.close(fd)
             case Fsync(path):
                 real = self._real(path)
-                if real.is_file():
-                    fd = os.open(real, os.O_RDONLY)
-                    try:
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-                self._fsync_dir(real.parent if real.is_file() or not real.exists() else real)
+                if os.path.isfile(real):
+                    fsyncs.file(real)
+                    fsyncs.directory(os.path.dirname(real))
+                else:
+                    fsyncs.directory(real if os.path.exists(real) else os.path.dirname(real))
             case Rename(source, target):
+                fsyncs.flush()  # what was synced before a rename is durable before it happens
                 src, dst = self._real(source), self._real(target)
-                if src.exists():
-                    dst.parent.mkdir(parents=True, exist_ok=True)
+                if os.path.exists(src):
+                    os.makedirs(os.path.dirname(dst), exist_ok=True)
                     os.replace(src, dst)
-                    self._fsync_dir(dst.parent)
-                    if src.parent != dst.parent:
-                        self._fsync_dir(src.parent)
+                    fsyncs.directory(os.path.dirname(dst))
+                    fsyncs.directory(os.path.dirname(src))
             case Delete(path):
+                fsyncs.flush()
                 real = self._real(path)
-                if real.is_dir() and not real.is_symlink():
+                if os.path.isdir(real) and not os.path.islink(real):
+                    import shutil  # loaded by the first directory deletion, not at start
+
                     with contextlib.suppress(FileNotFoundError):
                         shutil.rmtree(real)
                 else:
-                    try:
-                        real.unlink()
-                    except FileNotFoundError:
-                        pass
-
-    @staticmethod
-    def _fsync_dir(directory: Path) -> None:
-        if not directory.is_dir():
-            return
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # file systems that cannot fsync a directory
-                raise
-        finally:
-            os.close(fd)
-
-    # -- zero-copy sends ---------------------------------------------------------------------------
-    def open_region(self, region: FileRegion) -> tuple[int, int, int]:
-        """``(fd, offset, size)`` for ``os.sendfile``; the caller closes ``fd``.
-
-        Open regions as soon as a send is queued: an open descriptor keeps reading the same file
-        even after a later effect renames or deletes it.
-        """
-        fd = os.open(self._real(region.path), os.O_RDONLY)
-        return fd, region.position, region.size
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(real)
+        if group is None:
+            fsyncs.flush()

@@ -1,10 +1,10 @@
 """Rare paths on purpose, and planted bugs, for the simulator (FoundationDB's BUGGIFY).
 
-The engine asks :data:`hooks` at a few named points. Outside simulation the hooks are
-:class:`Off`: nothing ever fires and no bug is planted, at the cost of one attribute lookup and
-a call. The simulator installs its own :class:`Hooks` for the length of a run with
-:func:`installed`; its ``fire`` draws from the run's seeded generator, so a run stays a pure
-function of its seed.
+The engine asks its :class:`Hooks` at a few named points. They are passed in where the engine is
+built (``Broker(..., hooks=...)``; the parts it builds hand them on), never read from a global:
+outside simulation they are :data:`OFF`, where nothing ever fires and no bug is planted, at the
+cost of one attribute lookup and a call. The simulator passes its own (``sim.bugs.SimHooks``),
+whose ``fire`` draws from the run's seeded generator, so a run stays a pure function of its seed.
 
 - ``fire(point)``: take the rare path named ``point`` now? (e.g. ``"replica.delay_alter_partition"``)
 - ``planted(bug)``: is the test-only bug named ``bug`` switched on? Each planted bug is a wrong
@@ -13,9 +13,7 @@ function of its seed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Protocol
+from typing import Final, Protocol
 
 
 class Hooks(Protocol):
@@ -34,16 +32,5 @@ class Off:
         return False
 
 
-#: The hooks the engine asks; :class:`Off` except inside :func:`installed`.
-hooks: Hooks = Off()
-
-
-@contextmanager
-def installed(new: Hooks) -> Iterator[None]:
-    """Use ``new`` as the engine's hooks until the block ends."""
-    global hooks
-    previous, hooks = hooks, new
-    try:
-        yield
-    finally:
-        hooks = previous
+#: The hooks of an engine outside simulation.
+OFF: Final[Hooks] = Off()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafka_wire import messages
 from kafka_wire.broker.state import Spliced, Waiting
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ProduceResponse
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import ServerConnection
 
@@ -63,7 +63,7 @@ class Held:
 def failed_without_answer(request: Request, body: object) -> bool:
     """An acks=0 produce (no answer is sent) in which a partition failed."""
     return (
-        isinstance(body, ProduceResponse)
-        and not request.expects_response
+        not request.expects_response  # first: the other answers leave the Produce classes unloaded
+        and isinstance(body, messages.ProduceResponse)
         and any(p.error_code for t in body.responses for p in t.partition_responses)
     )

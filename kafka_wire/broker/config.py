@@ -16,6 +16,7 @@ from typing import Final
 
 from kafka_wire.broker.cluster_view import Endpoint
 from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
+from kafka_wire.broker.group.config import CONSUMER_ASSIGNORS, MIGRATION_POLICIES
 from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
 from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL
@@ -144,6 +145,15 @@ class BrokerConfig:
     #: ``group.max.size``: members one classic group may hold (Kafka: no limit); joins beyond it
     #: get GROUP_MAX_SIZE_REACHED.
     group_max_size: int = INT32_MAX
+    #: KIP-848 consumer groups: ``group.consumer.session.timeout.ms``,
+    #: ``group.consumer.heartbeat.interval.ms``, ``group.consumer.assignors`` (comma-separated:
+    #: ``uniform``, ``range``; the first is the default), ``group.consumer.max.size`` and
+    #: ``group.consumer.migration.policy`` (see ``kafka_wire.broker.group.config``).
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_assignors: str = "uniform,range"
+    group_consumer_max_size: int = INT32_MAX
+    group_consumer_migration_policy: str = "bidirectional"
     # -- transactions (the transaction coordinator, ``kafka_wire.broker.txn``) --
     #: ``transaction.state.log.num.partitions`` (Kafka: 50), ``.replication.factor`` (3),
     #: ``.min.isr`` (2) and ``.segment.bytes`` (100 MiB): ``__transaction_state`` when the broker
@@ -256,11 +266,23 @@ class BrokerConfig:
     cluster: ClusterSettings | None = None
 
     def __post_init__(self) -> None:
+        assignors = [a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()]
+        if not assignors or any(a not in CONSUMER_ASSIGNORS for a in assignors):
+            raise BrokerConfigError(
+                _PROPERTY_OF["group_consumer_assignors"], f"known assignors: {', '.join(CONSUMER_ASSIGNORS)}"
+            )
+        if self.group_consumer_migration_policy not in MIGRATION_POLICIES:
+            raise BrokerConfigError(
+                _PROPERTY_OF["group_consumer_migration_policy"], f"one of {', '.join(MIGRATION_POLICIES)}"
+            )
         for name in (
             "num_partitions",
             "offsets_topic_num_partitions",
             "default_replication_factor",
             "group_max_size",
+            "group_consumer_session_timeout_ms",
+            "group_consumer_heartbeat_interval_ms",
+            "group_consumer_max_size",
             "offsets_retention_ms",
             "offsets_commit_timeout_ms",
             "request_receive_timeout_ms",
@@ -437,6 +459,11 @@ _PROPERTY_OF: Final = {
     "group_min_session_timeout_ms": "group.min.session.timeout.ms",
     "group_max_session_timeout_ms": "group.max.session.timeout.ms",
     "group_max_size": "group.max.size",
+    "group_consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
+    "group_consumer_heartbeat_interval_ms": "group.consumer.heartbeat.interval.ms",
+    "group_consumer_assignors": "group.consumer.assignors",
+    "group_consumer_max_size": "group.consumer.max.size",
+    "group_consumer_migration_policy": "group.consumer.migration.policy",
     "transaction_state_log_num_partitions": "transaction.state.log.num.partitions",
     "transaction_state_log_replication_factor": "transaction.state.log.replication.factor",
     "transaction_state_log_min_isr": "transaction.state.log.min.isr",

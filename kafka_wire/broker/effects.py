@@ -1,19 +1,24 @@
 """What the engine asks its driver to do: small frozen values.
 
 Storage effects name files by POSIX paths relative to the data directory
-(``"orders-0/00000000000000000000.log"``). A driver applies every storage effect of one call, in
-order, and reports the outcome (``Broker.storage_applied`` or, at the first failure,
-``Broker.storage_failed``) before it feeds the engine its next input; the engine may read back
-through its :class:`~kafka_wire.broker.storage.StorageReader` only what earlier calls wrote.
-Network effects (``Send``, ``CloseConnection``) never depend on the storage effects returned with
-them: answers that do are returned by the outcome report. :func:`kafka_wire.broker.driving.settle`
-does all of this for a driver.
+(``"orders-0/00000000000000000000.log"``). The storage effects of one call are one *batch*: a
+driver applies the batches in the order they were returned, each one's effects in order, and
+reports each batch's outcome in that order (``Broker.storage_applied`` or, at the first failure,
+``Broker.storage_failed``), while it goes on feeding the engine other input
+(``kafka_wire.broker.storage_pipeline`` has the contract). A read through the
+:class:`~kafka_wire.broker.storage.StorageReader` sees what earlier calls wrote. Network effects
+(``Send``, ``CloseConnection``) never depend on the storage effects returned with them: answers
+that do are returned by the outcome reports. :func:`kafka_wire.broker.driving.settle` does all of
+this for a synchronous driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from kafka_wire.errors import LocalProtocolError
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,16 +149,71 @@ StorageEffect = MakeDir | Append | WriteAt | Truncate | Fsync | Rename | Delete
 Effect = Send | CloseConnection | OpenConnection | PauseReading | ResumeReading | StopBroker | StorageEffect
 
 
+class WriteProgress:
+    """How far the driver got with the engine's storage batches.
+
+    Each engine call that returns storage effects hands out one *batch*, numbered from 1 in the
+    order they are returned; the driver reports each batch's outcome in that order. Files whose
+    bytes are in a batch not yet applied keep those bytes in memory and register with
+    :meth:`when_applied` to drop them once the batch is reported applied
+    (``kafka_wire.broker.log.files``): until then no read of those bytes goes to storage.
+    """
+
+    __slots__ = ("_waiting", "applied", "handed_out")
+
+    def __init__(self) -> None:
+        #: Batches handed to the driver.
+        self.handed_out = 0
+        #: Batches the driver reported applied (the oldest first).
+        self.applied = 0
+        self._waiting: deque[tuple[int, Callable[[int], None]]] = deque()
+
+    @property
+    def forming(self) -> int:
+        """The number the batch of the call in progress gets if it writes anything."""
+        return self.handed_out + 1
+
+    @property
+    def in_flight(self) -> int:
+        return self.handed_out - self.applied
+
+    def when_applied(self, batch: int, settle: Callable[[int], None]) -> None:
+        """Call ``settle(batch)`` once ``batch`` is applied (at once if it is)."""
+        if batch <= self.applied:
+            settle(batch)
+        else:
+            self._waiting.append((batch, settle))
+
+    def hand_out(self) -> int:
+        """The call in progress hands out its batch: its number."""
+        self.handed_out += 1
+        return self.handed_out
+
+    def apply_one(self) -> None:
+        """The oldest batch in flight was applied: settle what waited for it."""
+        if self.applied >= self.handed_out:
+            raise LocalProtocolError("no storage batch is in flight")
+        self.applied += 1
+        waiting = self._waiting
+        while waiting and waiting[0][0] <= self.applied:
+            batch, settle = waiting.popleft()
+            settle(batch)
+
+
 class EffectSink:
     """Where the storage effects of the engine's current call gather, in the order they are
     emitted. Whatever changes what is stored receives the sink as an argument (a handler in its
     ``Context``, a ``BrokerState`` method as a parameter, a job from the handler that made it);
-    ``Broker`` takes the effects at the end of the call and hands them to its driver."""
+    ``Broker`` takes the effects at the end of the call and hands them to its driver as one batch.
+    ``progress`` (the broker's) counts the batches handed out and applied; the logs opened with it
+    keep their bytes in flight until they are applied. Without one, whoever takes the effects
+    applies them before the next call (a component driven alone, in tests)."""
 
-    __slots__ = ("_effects",)
+    __slots__ = ("_effects", "progress")
 
-    def __init__(self) -> None:
+    def __init__(self, progress: WriteProgress | None = None) -> None:
         self._effects: list[StorageEffect] = []
+        self.progress = progress
 
     def __len__(self) -> int:
         return len(self._effects)

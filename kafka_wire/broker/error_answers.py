@@ -10,59 +10,34 @@ import uuid
 from collections.abc import Callable
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AlterConfigsRequest,
-    AlterConfigsResponse,
-    AlterConfigsResponseResourceResponse,
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-    AlterPartitionReassignmentsResponseReassignablePartitionResponse,
-    AlterPartitionReassignmentsResponseReassignableTopicResponse,
-    ApiKey,
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreatePartitionsResponseTopicResult,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    CreateTopicsResponseCreatableTopicResult,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-    DeleteTopicsResponseDeletableTopicResult,
-    DescribeQuorumRequest,
-    DescribeQuorumResponse,
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    ElectLeadersResponsePartitionResult,
-    ElectLeadersResponseReplicaElectionResult,
-    ErrorCode,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-    IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 
 
 def _create_topics(request: Message, code: int, message: str | None) -> Message:
-    assert isinstance(request, CreateTopicsRequest)
-    return CreateTopicsResponse(
+    assert isinstance(request, messages.CreateTopicsRequest)
+    return messages.CreateTopicsResponse(
         topics=[
-            CreateTopicsResponseCreatableTopicResult(name=t.name, error_code=code, error_message=message)
+            messages.CreateTopicsResponseCreatableTopicResult(
+                name=t.name, error_code=code, error_message=message
+            )
             for t in request.topics
         ]
     )
 
 
 def _delete_topics(request: Message, code: int, message: str | None) -> Message:
-    assert isinstance(request, DeleteTopicsRequest)
+    assert isinstance(request, messages.DeleteTopicsRequest)
     named: list[tuple[str | None, uuid.UUID | None]] = [(t.name, t.topic_id) for t in request.topics]
     named += [(name, None) for name in request.topic_names]
-    return DeleteTopicsResponse(
+    return messages.DeleteTopicsResponse(
         responses=[
-            DeleteTopicsResponseDeletableTopicResult(name=name, error_code=code, error_message=message)
+            messages.DeleteTopicsResponseDeletableTopicResult(
+                name=name, error_code=code, error_message=message
+            )
             if topic_id is None
-            else DeleteTopicsResponseDeletableTopicResult(
+            else messages.DeleteTopicsResponseDeletableTopicResult(
                 name=name, topic_id=topic_id, error_code=code, error_message=message
             )
             for name, topic_id in named
@@ -71,20 +46,20 @@ def _delete_topics(request: Message, code: int, message: str | None) -> Message:
 
 
 def _create_partitions(request: Message, code: int, message: str | None) -> Message:
-    assert isinstance(request, CreatePartitionsRequest)
-    return CreatePartitionsResponse(
+    assert isinstance(request, messages.CreatePartitionsRequest)
+    return messages.CreatePartitionsResponse(
         results=[
-            CreatePartitionsResponseTopicResult(name=t.name, error_code=code, error_message=message)
+            messages.CreatePartitionsResponseTopicResult(name=t.name, error_code=code, error_message=message)
             for t in request.topics
         ]
     )
 
 
 def _incremental_alter_configs(request: Message, code: int, message: str | None) -> Message:
-    assert isinstance(request, IncrementalAlterConfigsRequest)
-    return IncrementalAlterConfigsResponse(
+    assert isinstance(request, messages.IncrementalAlterConfigsRequest)
+    return messages.IncrementalAlterConfigsResponse(
         responses=[
-            IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
+            messages.IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
                 error_code=code,
                 error_message=message,
                 resource_type=r.resource_type,
@@ -96,10 +71,10 @@ def _incremental_alter_configs(request: Message, code: int, message: str | None)
 
 
 def _alter_configs(request: Message, code: int, message: str | None) -> Message:
-    assert isinstance(request, AlterConfigsRequest)
-    return AlterConfigsResponse(
+    assert isinstance(request, messages.AlterConfigsRequest)
+    return messages.AlterConfigsResponse(
         responses=[
-            AlterConfigsResponseResourceResponse(
+            messages.AlterConfigsResponseResourceResponse(
                 error_code=code,
                 error_message=message,
                 resource_type=r.resource_type,
@@ -111,14 +86,14 @@ def _alter_configs(request: Message, code: int, message: str | None) -> Message:
 
 
 def _elect_leaders(request: Message, code: int, message: str | None) -> Message:
-    assert isinstance(request, ElectLeadersRequest)
-    return ElectLeadersResponse(
+    assert isinstance(request, messages.ElectLeadersRequest)
+    return messages.ElectLeadersResponse(
         error_code=code,
         replica_election_results=[
-            ElectLeadersResponseReplicaElectionResult(
+            messages.ElectLeadersResponseReplicaElectionResult(
                 topic=t.topic,
                 partition_result=[
-                    ElectLeadersResponsePartitionResult(
+                    messages.ElectLeadersResponsePartitionResult(
                         partition_id=p, error_code=code, error_message=message
                     )
                     for p in t.partitions
@@ -130,15 +105,15 @@ def _elect_leaders(request: Message, code: int, message: str | None) -> Message:
 
 
 def _alter_reassignments(request: Message, code: int, message: str | None) -> Message:
-    assert isinstance(request, AlterPartitionReassignmentsRequest)
-    return AlterPartitionReassignmentsResponse(
+    assert isinstance(request, messages.AlterPartitionReassignmentsRequest)
+    return messages.AlterPartitionReassignmentsResponse(
         error_code=code,
         error_message=message,
         responses=[
-            AlterPartitionReassignmentsResponseReassignableTopicResponse(
+            messages.AlterPartitionReassignmentsResponseReassignableTopicResponse(
                 name=t.name,
                 partitions=[
-                    AlterPartitionReassignmentsResponseReassignablePartitionResponse(
+                    messages.AlterPartitionReassignmentsResponseReassignablePartitionResponse(
                         partition_index=p.partition_index, error_code=code, error_message=message
                     )
                     for p in t.partitions
@@ -150,13 +125,13 @@ def _alter_reassignments(request: Message, code: int, message: str | None) -> Me
 
 
 def _list_reassignments(request: Message, code: int, message: str | None) -> Message:
-    assert isinstance(request, ListPartitionReassignmentsRequest)
-    return ListPartitionReassignmentsResponse(error_code=code, error_message=message)
+    assert isinstance(request, messages.ListPartitionReassignmentsRequest)
+    return messages.ListPartitionReassignmentsResponse(error_code=code, error_message=message)
 
 
 def _describe_quorum(request: Message, code: int, message: str | None) -> Message:
-    assert isinstance(request, DescribeQuorumRequest)
-    return DescribeQuorumResponse(error_code=code, error_message=message)
+    assert isinstance(request, messages.DescribeQuorumRequest)
+    return messages.DescribeQuorumResponse(error_code=code, error_message=message)
 
 
 #: Error answers by API key: ``(request, error code, message) -> response``.

@@ -23,50 +23,19 @@ Pure: the injector reads no clock; the broker gives it ``now_ms``.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.apis import SUPPORTED
+from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.error_answers import ERROR_ANSWERS
-from kafka_wire.broker.group.model import offset_commit_error
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import (
-    RESPONSES,
-    ApiKey,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    DescribeGroupsResponseDescribedGroup,
-    ErrorCode,
-    FetchRequest,
-    FetchResponse,
-    FetchResponseFetchableTopicResponse,
-    FetchResponsePartitionData,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    FindCoordinatorResponseCoordinator,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    ListOffsetsResponsePartitionResponse,
-    ListOffsetsResponseTopicResponse,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataResponseTopic,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopic,
-    OffsetFetchResponseTopics,
-    ProduceRequest,
-    ProduceResponse,
-    ProduceResponsePartitionProduceResponse,
-    ProduceResponseTopicProduceResponse,
-)
+from kafka_wire.messages import RESPONSES, ApiKey, ErrorCode
 
 #: The message every injected error answer carries where the response has one.
 INJECTED_MESSAGE: Final = "injected by kafka_wire's fault injection"
@@ -199,6 +168,14 @@ class FaultInjector:
         self.armed = bool(self._errors or self._closes or self._latency_ms or self._broker_latency_ms)
 
 
+def cut_in_half(parts: list[object]) -> tuple[bytes, int]:
+    """The first half of a response frame (``parts``: its bytes and file regions), at least one
+    byte and within its leading bytes, and the frame's size: what a close mid-response sends."""
+    total = sum(len(p) if isinstance(p, bytes) else p.size if isinstance(p, FileRegion) else 0 for p in parts)
+    leading = b"".join(itertools.takewhile(lambda p: isinstance(p, bytes), parts))  # type: ignore[arg-type]  # bytes only, by the predicate
+    return leading[: max(1, min(len(leading), total // 2))], total
+
+
 def _queue(items: list[int], forever: bool) -> _Queue:
     return _Queue(deque(items), forever, tuple(items))
 
@@ -225,14 +202,14 @@ def _has_top_level_error(api_key: int) -> bool:
 
 
 def _produce(request: Message, code: int) -> Message:
-    assert isinstance(request, ProduceRequest)
-    return ProduceResponse(
+    assert isinstance(request, messages.ProduceRequest)
+    return messages.ProduceResponse(
         responses=[
-            ProduceResponseTopicProduceResponse(
+            messages.ProduceResponseTopicProduceResponse(
                 name=t.name,
                 topic_id=t.topic_id,
                 partition_responses=[
-                    ProduceResponsePartitionProduceResponse(
+                    messages.ProduceResponsePartitionProduceResponse(
                         index=p.index, error_code=code, base_offset=-1, error_message=INJECTED_MESSAGE
                     )
                     for p in t.partition_data
@@ -244,15 +221,15 @@ def _produce(request: Message, code: int) -> Message:
 
 
 def _fetch(request: Message, code: int) -> Message:
-    assert isinstance(request, FetchRequest)
-    return FetchResponse(
+    assert isinstance(request, messages.FetchRequest)
+    return messages.FetchResponse(
         session_id=0,
         responses=[
-            FetchResponseFetchableTopicResponse(
+            messages.FetchResponseFetchableTopicResponse(
                 topic=t.topic,
                 topic_id=t.topic_id,
                 partitions=[
-                    FetchResponsePartitionData(  # empty records, as Kafka's partitionResponse
+                    messages.FetchResponsePartitionData(  # empty records, as Kafka's partitionResponse
                         partition_index=p.partition,
                         error_code=code,
                         high_watermark=-1,
@@ -268,22 +245,24 @@ def _fetch(request: Message, code: int) -> Message:
 
 
 def _metadata(request: Message, code: int) -> Message:
-    assert isinstance(request, MetadataRequest)
+    assert isinstance(request, messages.MetadataRequest)
     topics = request.topics or []
-    return MetadataResponse(
+    return messages.MetadataResponse(
         error_code=code,
-        topics=[MetadataResponseTopic(error_code=code, name=t.name, topic_id=t.topic_id) for t in topics],
+        topics=[
+            messages.MetadataResponseTopic(error_code=code, name=t.name, topic_id=t.topic_id) for t in topics
+        ],
     )
 
 
 def _list_offsets(request: Message, code: int) -> Message:
-    assert isinstance(request, ListOffsetsRequest)
-    return ListOffsetsResponse(
+    assert isinstance(request, messages.ListOffsetsRequest)
+    return messages.ListOffsetsResponse(
         topics=[
-            ListOffsetsResponseTopicResponse(
+            messages.ListOffsetsResponseTopicResponse(
                 name=t.name,
                 partitions=[
-                    ListOffsetsResponsePartitionResponse(
+                    messages.ListOffsetsResponsePartitionResponse(
                         partition_index=p.partition_index, error_code=code, timestamp=-1, offset=-1
                     )
                     for p in t.partitions
@@ -295,20 +274,22 @@ def _list_offsets(request: Message, code: int) -> Message:
 
 
 def _offset_commit(request: Message, code: int) -> Message:
-    assert isinstance(request, OffsetCommitRequest)
+    assert isinstance(request, messages.OffsetCommitRequest)
+    from kafka_wire.broker.group.model import offset_commit_error  # the coordinator loads on first use
+
     return offset_commit_error(request.topics, code)
 
 
 def _find_coordinator(request: Message, code: int) -> Message:
-    assert isinstance(request, FindCoordinatorRequest)
-    return FindCoordinatorResponse(
+    assert isinstance(request, messages.FindCoordinatorRequest)
+    return messages.FindCoordinatorResponse(
         error_code=code,
         error_message=INJECTED_MESSAGE,
         node_id=-1,
         host="",
         port=-1,
         coordinators=[
-            FindCoordinatorResponseCoordinator(
+            messages.FindCoordinatorResponseCoordinator(
                 key=key, node_id=-1, host="", port=-1, error_code=code, error_message=INJECTED_MESSAGE
             )
             for key in request.coordinator_keys
@@ -317,29 +298,31 @@ def _find_coordinator(request: Message, code: int) -> Message:
 
 
 def _offset_fetch(request: Message, code: int) -> Message:
-    assert isinstance(request, OffsetFetchRequest)
-    return OffsetFetchResponse(
+    assert isinstance(request, messages.OffsetFetchRequest)
+    return messages.OffsetFetchResponse(
         error_code=code,
         topics=[
-            OffsetFetchResponseTopic(
+            messages.OffsetFetchResponseTopic(
                 name=t.name,
                 partitions=[
-                    OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, error_code=code)
+                    messages.OffsetFetchResponsePartition(
+                        partition_index=i, committed_offset=-1, error_code=code
+                    )
                     for i in t.partition_indexes
                 ],
             )
             for t in request.topics or []
         ],
         groups=[
-            OffsetFetchResponseGroup(
+            messages.OffsetFetchResponseGroup(
                 group_id=g.group_id,
                 error_code=code,
                 topics=[
-                    OffsetFetchResponseTopics(
+                    messages.OffsetFetchResponseTopics(
                         name=t.name,
                         topic_id=t.topic_id,
                         partitions=[
-                            OffsetFetchResponsePartitions(
+                            messages.OffsetFetchResponsePartitions(
                                 partition_index=i, committed_offset=-1, error_code=code
                             )
                             for i in t.partition_indexes
@@ -354,10 +337,12 @@ def _offset_fetch(request: Message, code: int) -> Message:
 
 
 def _describe_groups(request: Message, code: int) -> Message:
-    assert isinstance(request, DescribeGroupsRequest)
-    return DescribeGroupsResponse(
+    assert isinstance(request, messages.DescribeGroupsRequest)
+    return messages.DescribeGroupsResponse(
         groups=[
-            DescribeGroupsResponseDescribedGroup(group_id=g, error_code=code, error_message=INJECTED_MESSAGE)
+            messages.DescribeGroupsResponseDescribedGroup(
+                group_id=g, error_code=code, error_message=INJECTED_MESSAGE
+            )
             for g in request.groups
         ]
     )

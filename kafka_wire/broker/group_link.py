@@ -1,10 +1,13 @@
 """The broker's side of its group coordinator: group requests in, answers out.
 
 :class:`GroupLink` builds the coordinator from the broker's configuration (its timers in the
-engine's queue), hands it the group requests with a token per request, appends each of its
-``Persist`` effects to ``__consumer_offsets`` (emitting to the call's
-:class:`~kafka_wire.broker.effects.EffectSink`) and reports the outcome, and turns its ``Respond``
-effects back into answers to the requests still waiting for them.
+engine's queue) on first use: the settings are checked at start, the coordinator (and the modules
+of ``kafka_wire.broker.group`` it needs) is built by the first group request or the first
+``__consumer_offsets`` partition led here, so that a start does not pay for it. The link hands
+it the group requests with a token per request, appends each of its ``Persist`` effects to
+``__consumer_offsets`` (emitting to the call's :class:`~kafka_wire.broker.effects.EffectSink`) and
+reports the outcome, and turns its ``Respond`` effects back into answers to the requests still
+waiting for them.
 
 The coordinator serves the groups of the ``__consumer_offsets`` partitions led on this node (on
 a single node, all of them), and the node tells the link when that changes, from the metadata
@@ -33,12 +36,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
-from kafka_wire.broker.group import GroupConfig, GroupCoordinator, GroupEffect, Persist
+from kafka_wire.broker.group.config import GroupConfig
+from kafka_wire.broker.group.effects import GroupEffect, Persist
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.offsets_topic import PartitionLoad, replication_outcome
 from kafka_wire.broker.state import BrokerState
@@ -47,6 +51,9 @@ from kafka_wire.broker.txn_offset_commits import TxnCommitGate
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode, TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kafka_wire.protocol.events import Request
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.group.service import GroupCoordinator
 
 #: A group answer: (connection id, the request it answers, the response body).
 GroupAnswer = tuple[int, Request, Message]
@@ -94,27 +101,54 @@ class GroupLink:
         self._txn_commits = TxnCommitGate(state)
         #: The latest time seen, for deadlines that are "now".
         self._now_ms = 0
+        self._timers = timers
+        self._member_id_factory = member_id_factory
         offsets = state.topic_named(OFFSETS_TOPIC)
-        self.coordinator = GroupCoordinator(
-            GroupConfig(
-                initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
-                min_session_timeout_ms=config.group_min_session_timeout_ms,
-                max_session_timeout_ms=config.group_max_session_timeout_ms,
-                max_group_size=config.group_max_size,
-                offsets_retention_ms=config.offsets_retention_ms,
-                # Groups are placed by the partitions the topic has, once it exists.
-                offsets_topic_num_partitions=(
-                    offsets.partitions if offsets is not None else config.offsets_topic_num_partitions
-                ),
+        #: Checked now (a bad setting stops the start), used when the coordinator is built.
+        self._group_config = GroupConfig(
+            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            min_session_timeout_ms=config.group_min_session_timeout_ms,
+            max_session_timeout_ms=config.group_max_session_timeout_ms,
+            max_group_size=config.group_max_size,
+            consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            consumer_assignors=tuple(
+                a.strip() for a in config.group_consumer_assignors.split(",") if a.strip()
             ),
-            member_id_factory=member_id_factory,
+            consumer_max_size=config.group_consumer_max_size,
+            consumer_migration_policy=config.group_consumer_migration_policy,
+            offsets_retention_ms=config.offsets_retention_ms,
+            # Groups are placed by the partitions the topic has, once it exists.
+            offsets_topic_num_partitions=(
+                offsets.partitions if offsets is not None else config.offsets_topic_num_partitions
+            ),
+        )
+        self._coordinator: GroupCoordinator | None = None
+
+    @property
+    def coordinator(self) -> GroupCoordinator:
+        """The coordinator, built on first use: a broker that no group request reached, with no
+        ``__consumer_offsets`` partition led here, never loads it (a fast start)."""
+        if self._coordinator is None:
+            self._coordinator = self._build_coordinator()
+        return self._coordinator
+
+    def _build_coordinator(self) -> GroupCoordinator:
+        from kafka_wire.broker.group.service import GroupCoordinator
+
+        state = self._state
+        return GroupCoordinator(
+            self._group_config,
+            member_id_factory=self._member_id_factory,
             topic_name_of=lambda topic_id: (
                 t.name if (t := state.topic_with_id(topic_id)) is not None else None
             ),
             topic_id_of=lambda name: t.topic_id if (t := state.topic_named(name)) is not None else None,
             partitions_of=lambda name: t.partitions if (t := state.topic_named(name)) is not None else None,
-            timers=timers,
+            timers=self._timers,
             partitioned=True,
+            hooks=state.hooks,
+            topics=lambda: [(t.name, t.topic_id, t.partitions) for t in state.metadata.topics.values()],
         )
 
     @property
@@ -155,16 +189,21 @@ class GroupLink:
             request.api_version,
             now_ms,
             client_id=request.header.client_id or "",
-            client_host=client_host,
+            # Kafka's coordinator keeps the peer's InetAddress.toString(): "/127.0.0.1".
+            client_host=f"/{client_host}" if client_host else "",
         )
         return self._apply(effects, now_ms)
 
     def tick(self, now_ms: int) -> list[GroupAnswer]:
         answers = self.poll(now_ms)
-        return answers + self._apply(self.coordinator.tick(now_ms), now_ms)
+        if self._coordinator is None:  # not built yet: no group, no timer of its own
+            return answers
+        return answers + self._apply(self._coordinator.tick(now_ms), now_ms)
 
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> list[GroupAnswer]:
-        return self._apply(self.coordinator.topics_deleted(topics, now_ms), now_ms)
+        if self._coordinator is None:
+            return []
+        return self._apply(self._coordinator.topics_deleted(topics, now_ms), now_ms)
 
     def transactions_ended(self, ended: list[tuple[int, int, bool]], now_ms: int) -> list[GroupAnswer]:
         """Markers ``__consumer_offsets`` partitions took: (partition, producer id, commit)."""
@@ -176,7 +215,7 @@ class GroupLink:
             deadlines.append(retry)
         if self._loads:
             deadlines.append(self._now_ms)  # a load in progress goes on at once
-        if (group := self.coordinator.next_deadline_ms()) is not None:
+        if self._coordinator is not None and (group := self._coordinator.next_deadline_ms()) is not None:
             deadlines.append(group)
         return min(deadlines) if deadlines else None
 
@@ -219,7 +258,9 @@ class GroupLink:
     def partition_lost(self, partition: int, now_ms: int) -> list[GroupAnswer]:
         """This node no longer leads ``partition`` (see the module docstring)."""
         self._now_ms = max(self._now_ms, now_ms)
-        coordinator = self.coordinator
+        if self._coordinator is None:  # not built: nothing served, loaded or written here
+            return []
+        coordinator = self._coordinator
         self._loads.pop(partition, None)
         held = (
             partition in (coordinator.served_partitions or ()) or partition in coordinator.loading_partitions

@@ -21,17 +21,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    CreateTopicsRequest,
-    CreateTopicsRequestCreatableTopic,
-    CreateTopicsRequestCreatableTopicConfig,
-    CreateTopicsResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ErrorCode
 
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"
@@ -146,14 +141,14 @@ class TopicCreation:
         ]
         if not wanted or cluster.controller_id < 0:
             return False  # no active controller known yet: asked again at the next lookup
-        body = CreateTopicsRequest(
+        body = messages.CreateTopicsRequest(
             topics=[
-                CreateTopicsRequestCreatableTopic(
+                messages.CreateTopicsRequestCreatableTopic(
                     name=name,
                     num_partitions=partitions,
                     replication_factor=replication_factor,
                     configs=[
-                        CreateTopicsRequestCreatableTopicConfig(name=key, value=value)
+                        messages.CreateTopicsRequestCreatableTopicConfig(name=key, value=value)
                         for key, value in configs.items()
                     ],
                 )
@@ -193,7 +188,7 @@ def _replication_factor(config: BrokerConfig, name: str) -> int:
 
 def _creation_error(reply: Message | None, name: str) -> str | None:
     """Why a creation request failed, or None when the topic was made (or already existed)."""
-    if not isinstance(reply, CreateTopicsResponse):
+    if not isinstance(reply, messages.CreateTopicsResponse):
         return "no answer"
     for topic in reply.topics:
         if topic.name == name and topic.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):

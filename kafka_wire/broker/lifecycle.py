@@ -27,22 +27,21 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.metadata import random_uuid
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationRequest,
-    BrokerRegistrationRequestFeature,
-    BrokerRegistrationRequestListener,
-    BrokerRegistrationResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        BrokerHeartbeatRequest,
+        BrokerRegistrationRequest,
+    )
 
 #: What a kafka_wire broker announces it supports (name, min, max): metadata.version 3.3-IV3 (7,
 #: the first KRaft-only level) to 3.9-IV0 (21), kraft.version 0 to 1, transaction.version 0 to 2.
@@ -144,6 +143,9 @@ class BrokerLifecycle:
         self.fenced = True
         #: The broker asks to stay fenced until the node says it caught up with the metadata.
         self._caught_up = False
+        #: The next heartbeat goes as soon as the one in flight is answered (Kafka's
+        #: ``nextSchedulingShouldBeImmediate``).
+        self._heartbeat_at_once = False
         self._due_ms: int | None = None
         self._retry_ms = INITIAL_RETRY_MS
         #: The request in flight (its sequence number), or None.
@@ -181,9 +183,15 @@ class BrokerLifecycle:
         self._move(LifecycleInput.START)
         self._due_ms = now_ms
 
-    def caught_up(self) -> None:
+    def caught_up(self, now_ms: int) -> None:
         """The broker has published its first metadata (caught up with the quorum's high watermark
-        and its own registration): it may be unfenced (Kafka's ``setReadyToUnfence``)."""
+        and its own registration): it may be unfenced (Kafka's ``setReadyToUnfence``), and the
+        next heartbeat, which asks for it, goes at once."""
+        if not self._caught_up:
+            if self._in_flight is not None:
+                self._heartbeat_at_once = True  # after the answer to the one in flight
+            elif self._due_ms is not None:
+                self._due_ms = min(self._due_ms, now_ms)
         self._caught_up = True
 
     def begin_shutdown(self, now_ms: int, *, controlled: bool = True) -> None:
@@ -240,18 +248,18 @@ class BrokerLifecycle:
     # -- requests --------------------------------------------------------------------------------
 
     def _registration(self) -> BrokerRegistrationRequest:
-        return BrokerRegistrationRequest(
+        return messages.BrokerRegistrationRequest(
             broker_id=self._config.node_id,
             cluster_id=self._cluster_id,
             incarnation_id=self.incarnation_id,
             listeners=[
-                BrokerRegistrationRequestListener(
+                messages.BrokerRegistrationRequestListener(
                     name=e.listener, host=e.host, port=e.port, security_protocol=PLAINTEXT_ID
                 )
                 for e in self._listeners
             ],
             features=[
-                BrokerRegistrationRequestFeature(
+                messages.BrokerRegistrationRequestFeature(
                     name=name, min_supported_version=low, max_supported_version=high
                 )
                 for name, low, high in self._features
@@ -262,7 +270,7 @@ class BrokerLifecycle:
         )
 
     def _heartbeat(self) -> BrokerHeartbeatRequest:
-        return BrokerHeartbeatRequest(
+        return messages.BrokerHeartbeatRequest(
             broker_id=self._config.node_id,
             broker_epoch=self.broker_epoch,
             current_metadata_offset=self._metadata_offset(),
@@ -301,8 +309,8 @@ class BrokerLifecycle:
     def _on_registration(self, reply: Message | None, now_ms: int) -> None:
         if self._state is not LifecycleState.STARTING:
             return
-        if not isinstance(reply, BrokerRegistrationResponse) or reply.error_code != ErrorCode.NONE:
-            if isinstance(reply, BrokerRegistrationResponse):
+        if not isinstance(reply, messages.BrokerRegistrationResponse) or reply.error_code != ErrorCode.NONE:
+            if isinstance(reply, messages.BrokerRegistrationResponse):
                 self._log.info("broker registration refused: %r", ErrorCode.lookup(reply.error_code))
             self._retry(now_ms)
             return
@@ -318,7 +326,7 @@ class BrokerLifecycle:
             LifecycleState.PENDING_CONTROLLED_SHUTDOWN,
         ):
             return
-        if not isinstance(reply, BrokerHeartbeatResponse):
+        if not isinstance(reply, messages.BrokerHeartbeatResponse):
             self._retry(now_ms)
             return
         if reply.error_code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
@@ -343,4 +351,5 @@ class BrokerLifecycle:
                 self._shutdown_answered = True
                 self._due_ms = now_ms + SHUTDOWN_RECHECK_MS
                 return
-        self._due_ms = now_ms + self._config.broker_heartbeat_interval_ms
+        at_once, self._heartbeat_at_once = self._heartbeat_at_once, False
+        self._due_ms = now_ms if at_once else now_ms + self._config.broker_heartbeat_interval_ms

@@ -1,8 +1,8 @@
 """``LocalLink``: a node's requests to its own controller, answered in the same process.
 
-A node with the controller role that sends a request to itself on a controller listener (its
-broker side registering, heartbeating, forwarding an admin request or asking for producer ids
-while its own controller is the active one) needs no connection: the link hands the request to
+The only voter of its quorum (a single node), sending a request to itself on a controller
+listener (its broker side registering, heartbeating, forwarding an admin request or asking for
+producer ids), needs no connection: the link hands the request to
 the node's controller (or raft replica) at the next :meth:`LocalLink.pump`, and gives the answer
 to the request's ``on_reply`` when it is ready: at once, or when the held answer (a
 :class:`~kafka_wire.broker.state.Waiting`: records waiting for their commit) is done. As on a

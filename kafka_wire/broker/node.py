@@ -21,12 +21,11 @@ interfaces, the protocols below, are used here). The wiring, after every input (
 3. once the image has applied everything the quorum committed, the lifecycle may ask to be
    unfenced;
 4. the raft replica's outbound requests go to the peer links;
-5. requests to this node's own controller (the broker side's registration, heartbeats and
-   forwarded requests while its controller is the active one) are answered in-process by the
+5. on the only voter of its quorum (a single node), requests to its own controller (the broker
+   side's registration, heartbeats and forwarded requests) are answered in-process by the
    :class:`~kafka_wire.broker.local_link.LocalLink`, with no connection; their answers may move
-   the steps above again, so the pump repeats until nothing moves. A node that is the only
-   voter of its quorum (a single node) starts, elects itself, registers and is unfenced within
-   its first call, and needs no controller socket.
+   the steps above again, so the pump repeats until nothing moves. Such a node starts, elects
+   itself, registers and is unfenced within its first call, and needs no controller socket.
 
 Requests on a controller listener go to the raft replica (Vote, BeginQuorumEpoch,
 EndQuorumEpoch, Fetch and FetchSnapshot of ``__cluster_metadata``, DescribeQuorum) or to the
@@ -41,9 +40,11 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
 from kafka_wire.broker.controller.controller import CONTROLLER_APIS as QUORUM_CONTROLLER_APIS
@@ -69,10 +70,11 @@ from kafka_wire.broker.peers import PeerLinks
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.raft.config import METADATA_TOPIC
 from kafka_wire.broker.state import BrokerState, Waiting
+from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, unlimited
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.logformat.names import partition_dir
-from kafka_wire.messages import REQUESTS, ApiKey
+from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import api_versions_response
 
@@ -107,9 +109,9 @@ def controller_api_versions() -> dict[int, tuple[int, int]]:
     """What a controller listener accepts: every version kafka_wire knows of :data:`CONTROLLER_APIS`."""
     versions: dict[int, tuple[int, int]] = {}
     for key in sorted(CONTROLLER_APIS):
-        cls = REQUESTS.get(key)
-        if cls is not None:
-            versions[key] = (min(cls.VERSIONS), max(cls.VERSIONS))
+        known = messages.VALID_VERSIONS.get(key)
+        if known is not None:
+            versions[key] = (min(known), max(known))
     return versions
 
 
@@ -156,13 +158,14 @@ class Node:
             logger=self._log,
         )
         self.view = MetadataView(config.node_id, self.settings, self._send)
-        #: Requests to this node's own controller, answered in-process.
+        #: Requests to this node's own controller, answered in-process (the only voter).
         self.local = LocalLink(self._serve_local)
         #: Requests of the broker's parts to this node's broker side (a transaction coordinator's
         #: markers for partitions led here, a leader's verification with the coordinator here):
         #: served in-process by the broker (``Broker``'s loopback), as Kafka's would be over a
         #: connection to itself.
         self.loopback: LocalLink | None = None
+        self._sole_voter = self.settings.sole_voter(config.node_id)
         self._parts: NodeParts | None = None
         self._state: BrokerState | None = None
         self._effects = EffectSink()
@@ -171,6 +174,12 @@ class Node:
         #: Deltas applied to the image and not yet to the broker's parts (until first caught up).
         self._unpublished: list[DeltaLike] = []
         self._published = False
+        #: Committed batches (or snapshots) taken from the raft replica and not replayed yet, and
+        #: the one being replayed in steps.
+        self._committed: deque[object] = deque()
+        self._replaying: Stepping[DeltaLike] | None = None
+        #: The deltas being published to the broker's parts, in steps.
+        self._publishing: Stepping[None] | None = None
         #: Coordinator partitions (``__consumer_offsets``, ``__transaction_state``) whose leadership
         #: here began (True) or ended (False).
         self._coordinator_changes: list[tuple[str, int, bool]] = []
@@ -194,9 +203,13 @@ class Node:
         self.loopback = link
 
     def _is_local(self, outbound: Outbound) -> bool:
-        """A request for this node's own controller (it has the role): served in-process."""
+        """A request for this node's own controller when it is the quorum's only voter: served
+        in-process. A node of a larger quorum reaches its own controller over its controller
+        listener, as a Kafka combined node does (its heartbeats then take a network hop, as
+        every other broker's do)."""
         return (
-            outbound.destination == self.config.node_id
+            self._sole_voter
+            and outbound.destination == self.config.node_id
             and outbound.listener in self.settings.controller_listener_names
             and self._parts is not None
             and self._parts.controller is not None
@@ -252,7 +265,7 @@ class Node:
             )
             lifecycle = self.lifecycle
             state.producer_ids = ProducerIdBlocks(self.view, lambda: lifecycle.broker_epoch)
-            if parts.controller is not None:
+            if parts.controller is not None and self._sole_voter:
                 parts.controller.local_broker(lifecycle.incarnation_id)
             self.lifecycle.start(now_ms)
         self._pump(now_ms)
@@ -324,6 +337,8 @@ class Node:
     def next_deadline_ms(self) -> int | None:
         if self._parts is None:
             return None
+        if self._stepping and self._may_step():
+            return self._now_ms  # the replay or the publication goes on at once
         parts = self._parts
         candidates = [
             self.links.next_deadline_ms(),
@@ -347,11 +362,13 @@ class Node:
         return changes
 
     def begin_shutdown(self, now_ms: int) -> None:
-        """A controlled shutdown; none for the only broker registered (a single node): its
-        leaderships have nowhere to move, and its restart replaces its registration at once."""
+        """A controlled shutdown; none for a single node (the only voter, and the only broker
+        registered): its leaderships have nowhere to move, and its restart replaces its
+        registration at once."""
         self._now_ms = now_ms
         if self.lifecycle is not None:
-            alone = [b.node_id for b in self.parts.image.brokers()] == [self.config.node_id]
+            brokers = [b.node_id for b in self.parts.image.brokers()]
+            alone = self._sole_voter and brokers == [self.config.node_id]
             self.lifecycle.begin_shutdown(now_ms, controlled=not alone)
             self.lifecycle.tick(now_ms)
         self._pump(now_ms)
@@ -377,19 +394,10 @@ class Node:
     def _pump_once(self, now_ms: int) -> bool:
         """One round of the wiring; whether metadata was committed or leadership changed."""
         parts = self.parts
-        deltas = [self._apply_committed(item, now_ms) for item in parts.raft.take_committed()]
+        deltas = self._replay_committed(now_ms)
         if self.settings.is_broker:
             self._unpublished += deltas
-        if self._unpublished and (self._published or self._may_publish()):
-            # Merged and published once caught up with the quorum, as Kafka's metadata loader
-            # publishes: a restarted node replaying its log never acts on the stale states
-            # along the way.
-            first = not self._published
-            self._published = True
-            deltas, self._unpublished = self._unpublished, []
-            self._apply_delta(merged(deltas), now_ms)
-            if first:
-                self._move_strays()
+        self._publish(now_ms)
         leadership = (parts.raft.leader_id, parts.raft.epoch, parts.raft.leader_ready)
         changed = leadership != self._leadership
         if changed:
@@ -406,11 +414,12 @@ class Node:
             # registration). Not "image offset at the HW": a committed tail of control batches
             # (a new quorum leader's LeaderChangeMessage) never reaches the image, and with no
             # record after it the broker would stay fenced for good.
-            if self._published and not self._unpublished:
-                self.lifecycle.caught_up()
+            if self._published and not self._unpublished and self._publishing is None:
+                self.lifecycle.caught_up(now_ms)
             self.lifecycle.tick(now_ms)
-            if not self.lifecycle.fenced and self._state is not None and self._state.producer_ids is not None:
-                self._state.producer_ids.prefetch(now_ms)
+            producer_ids = self._state.producer_ids if self._state is not None else None
+            if self._sole_voter and not self.lifecycle.fenced and producer_ids is not None:
+                producer_ids.prefetch(now_ms)  # answered in-process: ready before any client
         for outbound in parts.raft.poll_outbound(now_ms):
             self.links.send(outbound, now_ms)
         return bool(deltas) or changed
@@ -425,55 +434,125 @@ class Node:
         lifecycle = self.lifecycle
         return lifecycle is None or 0 <= lifecycle.broker_epoch <= parts.image.offset
 
-    def _apply_committed(self, item: object, now_ms: int) -> DeltaLike:
+    @property
+    def _stepping(self) -> bool:
+        """A replay or a publication is in progress."""
+        return self._replaying is not None or bool(self._committed) or self._publishing is not None
+
+    @property
+    def _budget(self) -> WorkBudget:
+        """The call's work budget once the first metadata is published; until then (a node
+        catching up with the quorum, serving no client yet) none: all of it at once."""
+        assert self._state is not None
+        return self._state.budget if self._published else unlimited()
+
+    def _may_step(self) -> bool:
+        """Steps go on unless the writes of earlier slices are in flight (``BrokerState.may_slice``)."""
+        return self._state is None or self._state.may_slice()
+
+    def _replay_committed(self, now_ms: int) -> list[DeltaLike]:
+        """Replay committed batches while the call's work budget lasts; the deltas of those
+        replayed whole (a large batch goes on at the next tick: until then nothing of it is
+        published)."""
+        assert self._state is not None
+        deltas: list[DeltaLike] = []
+        while True:
+            if self._replaying is None:
+                if not self._committed:
+                    self._committed.extend(self.parts.raft.take_committed())
+                    if not self._committed:
+                        return deltas
+                self._replaying = Stepping(self._replay_steps(self._committed.popleft(), now_ms))
+            if not self._may_step() or not self._replaying.take(self._budget):
+                return deltas
+            assert self._replaying.result is not None
+            deltas.append(self._replaying.result)
+            self._replaying = None
+
+    def _replay_steps(self, item: object, now_ms: int) -> Steps[DeltaLike]:
         """Apply one committed batch (or snapshot) to the image and the controller."""
         parts = self.parts
         if isinstance(item, SnapshotLoadLike):
             offset = item.snapshot_id.end_offset - 1
             if parts.controller is not None:
-                delta = parts.controller.load_snapshot(offset, item.records)
-            else:
-                delta = parts.image.load_snapshot(offset, [self._decode(r) for r in item.records])
-        elif isinstance(item, CommittedBatchLike):
+                return parts.controller.load_snapshot(offset, item.records)
+            return parts.image.load_snapshot(offset, [self._decode(r) for r in item.records])
+        if isinstance(item, CommittedBatchLike):
             if parts.controller is not None:
-                delta = parts.controller.replay(item.last_offset, item.records, now_ms)
-            else:
-                delta = parts.image.apply_batch(item.last_offset, [self._decode(r) for r in item.records])
-        else:
-            raise LocalProtocolError(f"the raft replica committed {type(item).__name__}")
-        return delta
+                return (yield from parts.controller.replay_steps(item.last_offset, item.records, now_ms))
+            decoded: list[Message] = []
+            for chunk in chunks(item.records):
+                decoded += [self._decode(r) for r in chunk]
+                yield len(chunk)
+            return (yield from parts.image.apply_steps(item.last_offset, decoded))
+        raise LocalProtocolError(f"the raft replica committed {type(item).__name__}")
 
-    def _apply_delta(self, delta: DeltaLike, now_ms: int) -> None:
+    def _publish(self, now_ms: int) -> None:
+        """Publish the deltas replayed so far, in steps while the call's work budget lasts (the
+        rest at the next tick, the deltas replayed meanwhile after them)."""
+        assert self._state is not None
+        if self._publishing is None:
+            if not self._unpublished or not (self._published or self._may_publish()):
+                return
+            # Merged and published once caught up with the quorum, as Kafka's metadata loader
+            # publishes: a restarted node replaying its log never acts on the stale states
+            # along the way.
+            first = not self._published
+            self._published = True
+            deltas, self._unpublished = self._unpublished, []
+            self._publishing = Stepping(self._publish_steps(merged(deltas), first, now_ms))
+        if self._may_step() and self._publishing.take(self._budget):
+            self._publishing = None
+
+    def _publish_steps(self, delta: DeltaLike, first: bool, now_ms: int) -> Steps[None]:
         """The broker's topic list (``BrokerState.metadata``) follows the image; the replica
-        manager follows the partitions."""
+        manager follows the partitions. The topics are read in steps and changed in one, so
+        that no client sees part of a topic."""
         assert self._state is not None
         topics = self._state.metadata.topics
         image = self.parts.image
         removed: list[tuple[str, int]] = []
+        gone: set[str] = set()
         for name, topic_id in delta.removed_topics:
             topic = topics.get(name)
             if topic is not None and topic.topic_id == topic_id:
-                del topics[name]
+                gone.add(name)
                 removed += [(name, p) for p in range(topic.partitions)]
-                self._state.deleted_topics.append(name)
-        for state in delta.partitions:
-            topic = topics.get(state.topic)
-            if topic is None or topic.topic_id != state.topic_id:
-                if topic is not None:  # the name now belongs to a new topic
-                    removed += [(topic.name, p) for p in range(topic.partitions)]
-                topics[state.topic] = TopicInfo(
-                    state.topic, state.topic_id, state.partition + 1, configs=image.topic_configs(state.topic)
-                )
-            elif state.partition >= topic.partitions:
-                topic.partitions = state.partition + 1
+        new: dict[str, TopicInfo] = {}
+        grown: dict[str, int] = {}
+        for chunk in chunks(delta.partitions):
+            for state in chunk:
+                name = state.topic
+                topic = new.get(name) or (None if name in gone else topics.get(name))
+                if topic is None or topic.topic_id != state.topic_id:
+                    if topic is not None:  # the name now belongs to a new topic
+                        removed += [(topic.name, p) for p in range(topic.partitions)]
+                    new[name] = TopicInfo(
+                        name, state.topic_id, state.partition + 1, configs=image.topic_configs(name)
+                    )
+                elif name in new:
+                    topic.partitions = max(topic.partitions, state.partition + 1)
+                elif state.partition >= grown.get(name, topic.partitions):
+                    grown[name] = state.partition + 1
+            yield len(chunk)
+        for name in gone:
+            del topics[name]
+            self._state.deleted_topics.append(name)
+        for name, count in grown.items():
+            topics[name].partitions = count
+        topics.update(new)
         for kind, name in delta.configs:
             if kind == _TOPIC_RESOURCE and name in topics:
                 self._state.update_topic_configs(topics[name], image.topic_configs(name))
         replication = self.parts.replication
         if replication is not None and (delta.partitions or removed):
-            replication.apply(delta.partitions, removed, now_ms)
+            for i, chunk in enumerate(list(chunks(delta.partitions)) or [()]):
+                replication.apply(chunk, () if i else removed, now_ms)
+                yield len(chunk)
         self._coordinator_changes += [(name, p, False) for name, p in removed if name in COORDINATOR_TOPICS]
         self._follow_applied()
+        if first:
+            self._move_strays()
 
     def _move_strays(self) -> None:
         """Partition directories the metadata does not give this broker (a topic deleted while

@@ -18,6 +18,7 @@ from kafka_wire.broker.cluster_view import BrokerInfo, ClusterView, Outbound, Pa
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.state import BrokerState, Waiting
+from kafka_wire.broker.work import Steps
 from kafka_wire.codec.structs import Message
 
 
@@ -117,7 +118,9 @@ class ImagePart(Protocol):
 
     def topic_configs(self, topic: str) -> dict[str, str]: ...
 
-    def apply_batch(self, offset: int, records: Sequence[Message]) -> DeltaLike: ...
+    def apply_steps(self, offset: int, records: Sequence[Message]) -> Steps[DeltaLike]:
+        """Apply a committed batch in steps (``MetadataImage.apply_steps``)."""
+        ...
 
     def load_snapshot(self, offset: int, records: Sequence[Message]) -> DeltaLike: ...
 
@@ -128,8 +131,9 @@ class ControllerPart(Protocol):
 
     def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting: ...
 
-    def replay(self, offset: int, records: Sequence[bytes], now_ms: int) -> DeltaLike:
-        """Records the quorum committed (the controller's own proposals included), in order."""
+    def replay_steps(self, offset: int, records: Sequence[bytes], now_ms: int) -> Steps[DeltaLike]:
+        """Records the quorum committed (the controller's own proposals included), in order,
+        applied in steps."""
         ...
 
     def load_snapshot(self, offset: int, records: Sequence[bytes]) -> DeltaLike: ...

@@ -74,6 +74,9 @@ def build_parts(context: PartsContext) -> NodeParts:
             MetadataLogOfRaft(raft),
             context.rng,
             bootstrap=context.state.bootstrap_records,
+            budget=context.state.budget,
+            may_step=lambda: context.state.may_slice(),
+            hooks=context.state.hooks,
         )
     replication = None
     if settings.is_broker:
@@ -93,7 +96,7 @@ def build_parts(context: PartsContext) -> NodeParts:
         )
     return NodeParts(
         raft=raft,
-        image=controller.committed if controller is not None else MetadataImage(),
+        image=controller.committed if controller is not None else MetadataImage(context.state.hooks),
         controller=controller,
         replication=replication,
     )

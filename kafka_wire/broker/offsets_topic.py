@@ -14,9 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
-from kafka_wire.broker.group import Persist
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.partition.transactions import marker_of
@@ -26,6 +25,9 @@ from kafka_wire.logformat.batch_header import BatchHeader, parse_header
 from kafka_wire.messages import ErrorCode
 from kafka_wire.records import NewRecord, RecordBatch, build_batch, read_batches
 from kafka_wire.records.constants import COMPRESSION_NAMES
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.group import Persist
 
 #: Skipped records logged one by one per partition; past that, one line gives the count.
 MAX_SKIPPED_LOGGED: Final = 10

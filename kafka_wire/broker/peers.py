@@ -45,13 +45,12 @@ import logging
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.effects import CloseConnection, Effect, OpenConnection, Send
 from kafka_wire.errors import EncodeError, ProtocolError, UnsupportedVersionError
 from kafka_wire.messages import ApiKey
-from kafka_wire.protocol.client import ClientConfig, ClientConnection
 from kafka_wire.protocol.events import (
     NEED_DATA,
     ConnectionClosed,
@@ -61,6 +60,9 @@ from kafka_wire.protocol.events import (
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
 from kafka_wire.protocol.machine import step
+
+if TYPE_CHECKING:
+    from kafka_wire.protocol.client import ClientConfig, ClientConnection
 
 #: Kafka's ``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms`` defaults.
 DEFAULT_RECONNECT_BACKOFF_MS: Final = 50
@@ -173,11 +175,9 @@ class PeerLinks:
         self._endpoint_of = endpoint_of
         self._backoff_ms = reconnect_backoff_ms
         self._backoff_max_ms = reconnect_backoff_max_ms
-        self._client_config = ClientConfig(
-            client_id=f"kafka-wire-node-{node_id}",
-            request_timeout_ms=None,  # each request brings its own
-            max_frame_bytes=max_frame_bytes,
-        )
+        self._max_frame_bytes = max_frame_bytes
+        #: Built with the first link (a one-voter node never opens one, nor loads the client side).
+        self._client_config: ClientConfig | None = None
         self._log = logger or _SILENT
         self._links: dict[tuple[int, str, str], _Link] = {}
         self._by_conn: dict[int, _Link] = {}
@@ -201,6 +201,17 @@ class PeerLinks:
         elif link.state is LinkState.READY:
             self._write_waiting(link, now_ms)
 
+    def _new_client(self, now_ms: int) -> ClientConnection:
+        from kafka_wire.protocol.client import ClientConfig, ClientConnection
+
+        if self._client_config is None:
+            self._client_config = ClientConfig(
+                client_id=f"kafka-wire-node-{self.node_id}",
+                request_timeout_ms=None,  # each request brings its own
+                max_frame_bytes=self._max_frame_bytes,
+            )
+        return ClientConnection(self._client_config, now_ms=now_ms)
+
     def owns(self, conn_id: int) -> bool:
         return conn_id in self._by_conn
 
@@ -209,7 +220,7 @@ class PeerLinks:
         if link is None or link.state is not LinkState.CONNECTING:
             return  # a connection given up meanwhile: its close was already asked
         link.move(LinkInput.ESTABLISHED)
-        link.client = ClientConnection(self._client_config, now_ms=now_ms)
+        link.client = self._new_client(now_ms)
         self._flush(link)
 
     def receive_data(self, conn_id: int, data: bytes, now_ms: int) -> None:

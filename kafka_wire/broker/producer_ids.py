@@ -5,8 +5,9 @@ broker's id and epoch; the controller records each block as a ProducerIdsRecord 
 log, so no id is handed out twice, across brokers or restarts). :class:`ProducerIdBlocks` is the
 broker's side, as Kafka's ``RPCProducerIdManager``:
 
-* the first block is asked for once the broker is unfenced (:meth:`ProducerIdBlocks.prefetch`:
-  a single node, whose controller answers in-process, has it before its first client);
+* the first block is asked for by the first InitProducerId, except on a single node (the only
+  voter), which asks once it is unfenced (:meth:`ProducerIdBlocks.prefetch`): its controller
+  answers in-process, so it has the block before its first client;
 * ids are taken in order from the current block;
 * when 90% of the current block is used, the next block is asked for (one request in flight);
 * when the current block is used up and the next has not come, there is no id:
@@ -25,9 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import AllocateProducerIdsRequest, AllocateProducerIdsResponse, ErrorCode
+from kafka_wire.messages import ErrorCode
 
 #: Kafka's ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``: what the controller hands out at once.
 BLOCK_SIZE: Final = 1000
@@ -132,7 +134,9 @@ class ProducerIdBlocks:
             Outbound(
                 cluster.controller_id,
                 cluster.controller_listener,
-                AllocateProducerIdsRequest(broker_id=cluster.node_id, broker_epoch=self._broker_epoch()),
+                messages.AllocateProducerIdsRequest(
+                    broker_id=cluster.node_id, broker_epoch=self._broker_epoch()
+                ),
                 self._on_reply,
                 self._timeout_ms,
             )
@@ -147,7 +151,7 @@ class ProducerIdBlocks:
         self._prefetched = block
 
     def _accepted(self, body: Message | None) -> IdBlock | None:
-        if not isinstance(body, AllocateProducerIdsResponse):
+        if not isinstance(body, messages.AllocateProducerIdsResponse):
             self._log.warning("AllocateProducerIds to the controller failed (no answer); retrying")
             return None
         if body.error_code:

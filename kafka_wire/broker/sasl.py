@@ -11,15 +11,24 @@ import hashlib
 import hmac
 from collections.abc import Callable, Mapping
 from functools import partial
+from typing import TYPE_CHECKING
 
-from kafka_wire.protocol.sasl import MIN_SCRAM_ITERATIONS, PlainServer, ScramCredential, ScramServer
+from kafka_wire import messages
+from kafka_wire.codec.structs import Message
+from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
 from kafka_wire.protocol.server import ServerSasl
+
+if TYPE_CHECKING:
+    from kafka_wire.protocol.sasl import ScramCredential, ScramServer
 
 
 def server_sasl(users: Mapping[str, Mapping[str, str]], nonce: Callable[[], str]) -> ServerSasl | None:
     if not users:
         return None
+    # The mechanisms load only for a broker that has users (kafka_wire.protocol.sasl is lazy).
+    from kafka_wire.protocol.sasl import MIN_SCRAM_ITERATIONS, PlainServer, ScramCredential
+
     mechanisms: dict[str, Callable[[], SaslServerMechanism]] = {}
     for mechanism, passwords in users.items():
         if mechanism == "PLAIN":
@@ -36,6 +45,16 @@ def server_sasl(users: Mapping[str, Mapping[str, str]], nonce: Callable[[], str]
     return ServerSasl(mechanisms=mechanisms)
 
 
+def sasl_refusal(api_key: int) -> Message:
+    """The answer to SaslHandshake or SaslAuthenticate on a listener without SASL (they reach the
+    broker only without a gate): Kafka refuses SASL on a plaintext listener."""
+    if api_key == ApiKey.SASL_HANDSHAKE:
+        return messages.SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE)
+    return messages.SaslAuthenticateResponse(
+        error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="SASL is not enabled"
+    )
+
+
 def _check_plain(table: Mapping[str, str], user: str, password: str) -> bool:
     expected = table.get(user)
     return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
@@ -44,4 +63,6 @@ def _check_plain(table: Mapping[str, str], user: str, password: str) -> bool:
 def _scram_server(
     mechanism: str, credentials: Mapping[str, ScramCredential], nonce: Callable[[], str]
 ) -> ScramServer:
+    from kafka_wire.protocol.sasl import ScramServer
+
     return ScramServer(mechanism, credentials.get, nonce())

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
@@ -97,6 +98,10 @@ class BrokerState:
     touched: dict[tuple[str, int], None] = field(default_factory=dict)
     #: What the current engine call may still do (see ``kafka_wire.broker.work``).
     budget: WorkBudget = field(default_factory=lambda: WorkBudget(DEFAULT_MAX_WORK_BYTES_PER_CALL))
+    #: Whether work done in slices (jobs, the partitions the replica manager opens) may take a
+    #: step now: not while the writes of earlier slices are in flight
+    #: (``kafka_wire.broker.storage_pipeline.JOB_BATCHES_IN_FLIGHT``).
+    may_slice: Callable[[], bool] = lambda: True
     #: ``directory.id`` of the data directory's ``meta.properties`` (None: an older file without it).
     directory_id: uuid.UUID | None = None
     #: Producer id blocks from the controller (``kafka_wire.broker.producer_ids``); None on a
@@ -110,6 +115,9 @@ class BrokerState:
     #: The records a new metadata log starts with: an old single node's topics, imported
     #: (``kafka_wire.broker.legacy_import``).
     bootstrap_records: list[Message] = field(default_factory=list)
+    #: The simulator's BUGGIFY points and planted bugs (``buggify.OFF`` outside it), handed to
+    #: every part built from this state.
+    hooks: Hooks = OFF
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""
@@ -148,9 +156,16 @@ class BrokerState:
         if self.storage.size(f"{directory}/partition.metadata") is None:
             effects.emit(MakeDir(directory))
             effects.extend(partition_metadata_effects(topic, index))
-        log = PartitionLog.open(directory, config or self.log_config(topic), self.storage, now_ms)
+        log = PartitionLog.open(
+            directory, config or self.log_config(topic), self.storage, now_ms, progress=effects.progress
+        )
         replica = PartitionReplica(
-            topic=topic.name, partition=index, topic_id=topic.topic_id, log=log, node_id=self.config.node_id
+            topic=topic.name,
+            partition=index,
+            topic_id=topic.topic_id,
+            log=log,
+            node_id=self.config.node_id,
+            hooks=self.hooks,
         )
         replica.open()
         self.partitions[topic.name, index] = replica

@@ -152,11 +152,11 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        from kafka_wire.adapters.broker_server import serve_node_until_signalled
+        from kafka_wire.cli.serve_process import serve_node_until_signalled
 
         return serve_node_until_signalled(loaded.config, data_dir, args.control_port)
     host, port, advertised_host, advertised_port = endpoints(args, loaded)
-    from kafka_wire.adapters.broker_server import serve_until_signalled
+    from kafka_wire.cli.serve_process import serve_until_signalled
 
     return serve_until_signalled(
         loaded.config,

@@ -188,6 +188,7 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
         "catalog",
         "REQUESTS",
         "RESPONSES",
+        "VALID_VERSIONS",
         "HEADERS",
         "DATA",
         "ApiKey",
@@ -294,6 +295,8 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
     w.line(
         "RESPONSES: Mapping[int, type[Message]] = _Classes({a.api_key: a.response_name for a in _CATALOG})"
     )
+    w.line("#: Api key to the versions its request and response classes define, without loading them.")
+    w.line("VALID_VERSIONS: Mapping[int, tuple[int, ...]] = {a.api_key: a.versions for a in _CATALOG}")
     w.line()
     w.line()
     with w.block("def catalog() -> tuple[ApiInfo, ...]:"):

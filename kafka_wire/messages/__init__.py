@@ -1540,6 +1540,8 @@ _CATALOG: tuple[ApiInfo, ...] = (
 )
 REQUESTS: Mapping[int, type[Message]] = _Classes({a.api_key: a.request_name for a in _CATALOG})
 RESPONSES: Mapping[int, type[Message]] = _Classes({a.api_key: a.response_name for a in _CATALOG})
+#: Api key to the versions its request and response classes define, without loading them.
+VALID_VERSIONS: Mapping[int, tuple[int, ...]] = {a.api_key: a.versions for a in _CATALOG}
 
 
 def catalog() -> tuple[ApiInfo, ...]:
@@ -1552,6 +1554,7 @@ __all__ = [
     'HEADERS',
     'REQUESTS',
     'RESPONSES',
+    'VALID_VERSIONS',
     'AbortedTxn',
     'AddOffsetsToTxnRequest',
     'AddOffsetsToTxnResponse',

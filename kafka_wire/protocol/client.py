@@ -14,9 +14,9 @@ import struct
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from kafka_wire import __version__
+from kafka_wire import __version__, messages
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import (
     AuthenticationError,
@@ -25,25 +25,14 @@ from kafka_wire.errors import (
     RemoteProtocolError,
     UnsupportedVersionError,
 )
-from kafka_wire.messages import (
-    REQUESTS,
-    ApiKey,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    ErrorCode,
-    RequestHeader,
-    ResponseHeader,
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
+from kafka_wire.messages import REQUESTS, VALID_VERSIONS, ApiKey, ErrorCode
 from kafka_wire.protocol.events import (
     NEED_DATA,
     Authenticated,
     ClientEvent,
     ConnectionClosed,
     NeedData,
+    RawResponse,
     RequestTimedOut,
     Response,
     VersionsNegotiated,
@@ -54,8 +43,16 @@ from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
 
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        ApiVersionsResponse,
+        ResponseHeader,
+        SaslHandshakeResponse,
+    )
+
 _SIZE: Final = struct.Struct(">i")
 _INT16: Final = struct.Struct(">h")
+_KEY_VERSION: Final = struct.Struct(">hh")
 _MAX_CORRELATION_ID: Final = 0x7FFFFFFF
 #: How many acks=0 requests at the head of the queue are remembered (to drop a stray answer).
 _MAX_NO_RESPONSE_TRACKED: Final = 1024
@@ -126,7 +123,7 @@ DEFAULT_REQUEST_TIMEOUT_MS: Final = 30_000
 REAUTHENTICATE_AT: Final = 0.90
 
 #: The ApiVersions version a client tries first: the newest this library knows.
-DEFAULT_API_VERSIONS_VERSION: Final = max(ApiVersionsRequest.VERSIONS)
+DEFAULT_API_VERSIONS_VERSION: Final = max(VALID_VERSIONS[ApiKey.API_VERSIONS])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,10 +159,12 @@ class ClientConfig:
     max_idle_ms: int | None = None
 
     def __post_init__(self) -> None:
-        if self.api_versions_version not in ApiVersionsRequest.VERSIONS:
-            raise ValueError(f"api_versions_version must be one of {ApiVersionsRequest.VERSIONS}")
-        if self.sasl_handshake_version not in (None, *SaslHandshakeRequest.VERSIONS):
-            raise ValueError(f"sasl_handshake_version must be None or one of {SaslHandshakeRequest.VERSIONS}")
+        if self.api_versions_version not in VALID_VERSIONS[ApiKey.API_VERSIONS]:
+            raise ValueError(f"api_versions_version must be one of {VALID_VERSIONS[ApiKey.API_VERSIONS]}")
+        if self.sasl_handshake_version not in (None, *VALID_VERSIONS[ApiKey.SASL_HANDSHAKE]):
+            raise ValueError(
+                f"sasl_handshake_version must be None or one of {VALID_VERSIONS[ApiKey.SASL_HANDSHAKE]}"
+            )
         if self.max_frame_bytes < 8:
             raise ValueError("max_frame_bytes must be at least 8")
         if not 0 <= self.first_correlation_id <= _MAX_CORRELATION_ID:
@@ -197,6 +196,8 @@ class _InFlight:
     context: object = None
     #: When it fails for want of a response (None: no response expected, or no timeout).
     deadline_ms: int | None = None
+    #: Sent with ``send_raw(decode=False)``: the response is handed back undecoded.
+    raw: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,15 +206,18 @@ class _Held:
     encoded at once, with correlation id 0 until it leaves."""
 
     frame: bytes
-    request: Message
+    request: Message | None
+    api_key: int
     api_version: int
     context: object
     timeout_ms: int | None
+    expects_response: bool = True
+    raw: bool = False
 
 
 def _our_versions(api_key: int) -> tuple[int, int] | None:
-    cls = REQUESTS.get(api_key)
-    return None if cls is None else (min(cls.VERSIONS), max(cls.VERSIONS))
+    versions = VALID_VERSIONS.get(api_key)
+    return None if versions is None else (min(versions), max(versions))
 
 
 #: A SASL mechanism, or a factory making a fresh one per exchange (needed to re-authenticate).
@@ -365,8 +369,20 @@ class ClientConnection(Guarded):
             if self._may_write():
                 self._write_request(_Kind.USER, request, api_version, context, timeout)
             else:
-                frame = encode_request(RequestHeader(client_id=self.config.client_id), request, api_version)
-                self._held.append(_Held(frame, request, api_version, context, timeout))
+                frame = encode_request(
+                    messages.RequestHeader(client_id=self.config.client_id), request, api_version
+                )
+                self._held.append(
+                    _Held(
+                        frame,
+                        request,
+                        request.API_KEY,
+                        api_version,
+                        context,
+                        timeout,
+                        expects_response(request),
+                    )
+                )
             return self.data_to_send()
         except BaseException as exc:
             self._fail(exc)
@@ -390,7 +406,57 @@ class ClientConnection(Guarded):
             h = held.popleft()
             frame = bytearray(h.frame)
             _SIZE.pack_into(frame, 8, self._next_correlation_id)  # every header has it at byte 8
-            self._track(_Kind.USER, bytes(frame), h.request, h.api_version, h.context, h.timeout_ms)
+            self._track(
+                _Kind.USER,
+                frame,
+                h.request,
+                h.api_key,
+                h.api_version,
+                h.context,
+                h.timeout_ms,
+                expects=h.expects_response,
+                raw=h.raw,
+            )
+
+    def send_raw(
+        self,
+        frame: Buffer,
+        *,
+        decode: bool = False,
+        request: Message | None = None,
+        expects_response: bool = True,
+        context: object = None,
+        timeout_ms: int | None = None,
+        now_ms: int | None = None,
+    ) -> bytes:
+        """Send a whole request frame (size prefix included) built elsewhere, as a proxy relays a
+        client's frame: its api key and version are read from its header, its correlation id is
+        replaced by this connection's, and the rest (client id included) leaves untouched.
+
+        The response comes back as a :class:`RawResponse` (the frame undecoded) or, with
+        ``decode``, as a :class:`Response` whose ``request`` is ``request``. ``expects_response``
+        is False for a Produce with acks=0. Flow control, timeouts and ``context`` work as in
+        :meth:`send`. The caller vouches that the version is one the broker supports.
+        """
+        self._live()
+        try:
+            self._tick(now_ms)
+            self._machine.move(ClientInput.REQUEST_SENT)  # a self-loop: legal or ERROR, before anything
+            if len(frame) < 12 or _SIZE.unpack_from(frame, 0)[0] != len(frame) - 4:
+                raise LocalProtocolError("send_raw takes one whole size-prefixed request frame")
+            api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
+            if _our_versions(api_key) is None:
+                raise LocalProtocolError(f"kafka_wire does not know api key {api_key}")
+            timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+            held = _Held(
+                bytes(frame), request, api_key, api_version, context, timeout, expects_response, not decode
+            )
+            self._held.append(held)
+            self._write_held()
+            return self.data_to_send()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
     def data_to_send(self) -> bytes:
         """Bytes queued by the connection itself (ApiVersions, SASL, held requests) or by ``send``."""
@@ -408,33 +474,46 @@ class ClientConnection(Guarded):
         context: object = None,
         timeout_ms: int | None = None,
     ) -> None:
-        header = RequestHeader(correlation_id=self._next_correlation_id, client_id=self.config.client_id)
+        header = messages.RequestHeader(
+            correlation_id=self._next_correlation_id, client_id=self.config.client_id
+        )
         if kind is not _Kind.USER:
             timeout_ms = self.config.request_timeout_ms
+        assert request.API_KEY is not None
         self._track(
-            kind, encode_request(header, request, api_version), request, api_version, context, timeout_ms
+            kind,
+            encode_request(header, request, api_version),
+            request,
+            request.API_KEY,
+            api_version,
+            context,
+            timeout_ms,
+            expects=expects_response(request),
         )
 
     def _track(
         self,
         kind: _Kind,
-        frame: bytes,
-        request: Message,
+        frame: Buffer,
+        request: Message | None,
+        api_key: int,
         api_version: int,
         context: object,
         timeout_ms: int | None,
+        *,
+        expects: bool,
+        raw: bool = False,
     ) -> None:
         correlation_id = self._next_correlation_id
-        assert request.API_KEY is not None  # checked by encode_request
         self._out += frame
         self._next_correlation_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
         deadline = None if timeout_ms is None else self._now_ms + timeout_ms
-        if not expects_response(request):
+        if not expects:
             kind, deadline = _Kind.NO_RESPONSE, None  # tracked only to tolerate brokers that answer anyway
         elif kind is _Kind.USER:
             self._user_in_flight += 1
         self._in_flight.append(
-            _InFlight(kind, correlation_id, request.API_KEY, api_version, request, context, deadline)
+            _InFlight(kind, correlation_id, api_key, api_version, request, context, deadline, raw)
         )
         while (
             len(self._in_flight) > _MAX_NO_RESPONSE_TRACKED and self._in_flight[0].kind is _Kind.NO_RESPONSE
@@ -442,7 +521,7 @@ class ClientConnection(Guarded):
             self._in_flight.popleft()
 
     def _send_api_versions(self, api_version: int) -> None:
-        request = ApiVersionsRequest(
+        request = messages.ApiVersionsRequest(
             client_software_name=self.config.software_name,
             client_software_version=self.config.software_version,
         )
@@ -455,7 +534,9 @@ class ClientConnection(Guarded):
             has_authenticate = not self._broker_versions or ApiKey.SASL_AUTHENTICATE in self._api_versions
             version = 1 if has_authenticate else 0
         self._sasl_raw = version == 0
-        self._write_request(_Kind.SASL_HANDSHAKE, SaslHandshakeRequest(mechanism=self._sasl.name), version)
+        self._write_request(
+            _Kind.SASL_HANDSHAKE, messages.SaslHandshakeRequest(mechanism=self._sasl.name), version
+        )
 
     def _send_token(self, token: bytes) -> None:
         if self._sasl_raw:
@@ -467,7 +548,7 @@ class ClientConnection(Guarded):
             )
             self._in_flight.append(_InFlight(_Kind.SASL_RAW, -1, -1, -1, None, None, deadline))
         else:
-            request = SaslAuthenticateRequest(auth_bytes=token)
+            request = messages.SaslAuthenticateRequest(auth_bytes=token)
             self._write_request(_Kind.SASL_AUTHENTICATE, request, self.version_for(ApiKey.SASL_AUTHENTICATE))
 
     # -- receiving -----------------------------------------------------------------------------
@@ -548,7 +629,7 @@ class ClientConnection(Guarded):
 
     def _unanswered(self) -> tuple[Message, ...]:
         written = [f.request for f in self._in_flight if f.kind is _Kind.USER and f.request is not None]
-        return tuple(written + [h.request for h in self._held])
+        return tuple(written + [h.request for h in self._held if h.request is not None])
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -650,6 +731,10 @@ class ClientConnection(Guarded):
                 f"response correlation id {correlation_id} does not match the oldest request in flight "
                 f"({REQUESTS[pending.api_key].__name__} v{pending.api_version}, correlation id {pending.correlation_id})"
             )
+        if pending.raw:
+            self._in_flight.popleft()
+            self._user_in_flight -= 1
+            return RawResponse(frame, pending.api_key, pending.api_version, correlation_id, pending.context)
         header, body = self._decode(frame, pending)
         self._in_flight.popleft()
         if pending.kind is _Kind.USER:
@@ -663,12 +748,12 @@ class ClientConnection(Guarded):
                 request=pending.request,
                 context=pending.context,
             )
-        if isinstance(body, ApiVersionsResponse):
+        if isinstance(body, messages.ApiVersionsResponse):
             return self._on_api_versions(body, pending.api_version)
-        if isinstance(body, SaslHandshakeResponse):
+        if isinstance(body, messages.SaslHandshakeResponse):
             self._on_sasl_handshake(body)
             return None
-        assert isinstance(body, SaslAuthenticateResponse)
+        assert isinstance(body, messages.SaslAuthenticateResponse)
         if body.error_code != ErrorCode.NONE:
             raise AuthenticationError(
                 body.error_message or f"SASL authentication failed ({ErrorCode.lookup(body.error_code)!r})",

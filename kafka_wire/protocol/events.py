@@ -5,7 +5,9 @@ Events are small frozen values. ``ClientConnection.next_event()`` yields :class:
 :class:`ConnectionClosed`; ``ServerConnection.next_event()`` yields :class:`Request`,
 :class:`UnsupportedRequest`, :class:`Authenticated`, :class:`AuthenticationFailed` and
 :class:`ConnectionClosed`. Either returns ``NEED_DATA`` when it has no complete frame; a server
-at its in-flight limit returns ``PAUSED`` until responses go out.
+at its in-flight limit returns ``PAUSED`` until responses go out. In passthrough (a proxy's use),
+frames of the api keys asked for stay undecoded: :class:`RawRequest` on a server,
+:class:`RawResponse` on a client.
 """
 
 from __future__ import annotations
@@ -13,10 +15,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ApiKey, ApiVersionsResponse, RequestHeader, ResponseHeader
+from kafka_wire.messages import ApiKey
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        ApiVersionsResponse,
+        RequestHeader,
+        ResponseHeader,
+    )
 
 
 class _Sentinel(enum.Enum):
@@ -61,14 +70,12 @@ class Response:
     context: object = None
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """A request a server received: the header and the typed body."""
+class HeaderFields:
+    """``api_key``, ``api_version`` and ``correlation_id`` read from a ``header`` attribute (a
+    :class:`~kafka_wire.messages.RequestHeader`)."""
 
+    __slots__ = ()
     header: RequestHeader
-    body: Message
-    #: Bytes the client sent after the body (librdkafka sends some; Kafka ignores them).
-    trailing: bytes = b""
 
     @property
     def api_key(self) -> int:
@@ -81,6 +88,16 @@ class Request:
     @property
     def correlation_id(self) -> int:
         return self.header.correlation_id
+
+
+@dataclass(frozen=True, slots=True)
+class Request(HeaderFields):
+    """A request a server received: the header and the typed body."""
+
+    header: RequestHeader
+    body: Message
+    #: Bytes the client sent after the body (librdkafka sends some; Kafka ignores them).
+    trailing: bytes = b""
 
     @property
     def expects_response(self) -> bool:
@@ -95,6 +112,30 @@ class Request:
             correlation_id=self.correlation_id,
             request=self.body,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RawRequest(HeaderFields):
+    """A request a server in passthrough received and did not decode (``ServerConfig.passthrough``):
+    the decoded header and the whole frame, size prefix included. Answer it with
+    ``ServerConnection.send_raw``."""
+
+    header: RequestHeader
+    frame: bytes
+    #: False for a Produce request with ``acks=0`` (read from the frame without decoding the body).
+    expects_response: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """A response to a frame sent with ``ClientConnection.send_raw(..., decode=False)``: the whole
+    response frame, size prefix included, undecoded."""
+
+    frame: bytes
+    api_key: int
+    api_version: int
+    correlation_id: int
+    context: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,5 +209,7 @@ class RequestTimedOut:
     contexts: tuple[object, ...]
 
 
-ClientEvent = Response | VersionsNegotiated | Authenticated | RequestTimedOut | ConnectionClosed
-ServerEvent = Request | UnsupportedRequest | Authenticated | AuthenticationFailed | ConnectionClosed
+ClientEvent = Response | RawResponse | VersionsNegotiated | Authenticated | RequestTimedOut | ConnectionClosed
+ServerEvent = (
+    Request | RawRequest | UnsupportedRequest | Authenticated | AuthenticationFailed | ConnectionClosed
+)

@@ -93,7 +93,8 @@ class FrameReader:
         end = begin + size
         if end > len(self._buf):
             return None
-        frame = bytes(self._buf[self._start : end])
+        with memoryview(self._buf) as view:  # one copy (a bytearray slice would copy twice)
+            frame = bytes(view[self._start : end])
         self._start = end
         if self._start * 2 >= len(self._buf):
             del self._buf[: self._start]

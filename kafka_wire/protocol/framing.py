@@ -18,6 +18,7 @@ from kafka_wire.messages import REQUESTS, RESPONSES, ApiKey, RequestHeader, Resp
 
 _SIZE: Final = struct.Struct(">i")
 _KEY_VERSION_CORRELATION: Final = struct.Struct(">hhi")
+_INT16: Final = struct.Struct(">h")
 
 Buffer = bytes | bytearray | memoryview
 
@@ -124,6 +125,32 @@ def encode_response_spliced(
             f"{len(wanted)} splice placeholder(s) are not records of the response", version=version
         )
     return parts
+
+
+def produce_acks(frame: Buffer, pos: int, api_version: int) -> int:
+    """The ``acks`` of a Produce request whose body starts at ``pos``, read without decoding the
+    body: it follows the transactional id (v3+: a nullable string, compact from v9)."""
+    if api_version >= 9:
+        length, shift = 0, 0
+        while True:  # an unsigned varint: the length plus one, 0 for null
+            if pos >= len(frame) or shift > 28:
+                raise TruncatedError("a Produce request ends in its transactional id", offset=pos)
+            byte = frame[pos]
+            pos += 1
+            length |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        pos += max(length - 1, 0)
+    elif api_version >= 3:
+        if pos + 2 > len(frame):
+            raise TruncatedError("a Produce request ends in its transactional id", offset=pos)
+        (length,) = _INT16.unpack_from(frame, pos)
+        pos += 2 + max(length, 0)
+    if pos + 2 > len(frame):
+        raise TruncatedError("a Produce request ends before its acks", offset=pos)
+    acks: int = _INT16.unpack_from(frame, pos)[0]
+    return acks
 
 
 def _open_frame(frame: Buffer) -> bytes:

@@ -15,8 +15,9 @@ import struct
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import (
     AuthenticationError,
@@ -25,18 +26,7 @@ from kafka_wire.errors import (
     RemoteProtocolError,
     UnsupportedApiError,
 )
-from kafka_wire.messages import (
-    REQUESTS,
-    ApiKey,
-    ApiVersionsResponse,
-    ApiVersionsResponseApiVersion,
-    ErrorCode,
-    ResponseHeader,
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
+from kafka_wire.messages import REQUESTS, VALID_VERSIONS, ApiKey, ErrorCode
 from kafka_wire.protocol.events import (
     NEED_DATA,
     PAUSED,
@@ -45,17 +35,32 @@ from kafka_wire.protocol.events import (
     ConnectionClosed,
     NeedData,
     Paused,
+    RawRequest,
     Request,
     Response,
     ServerEvent,
     UnsupportedRequest,
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, END, Buffer, FrameReader
-from kafka_wire.protocol.framing import decode_request_frame, encode_response, encode_response_spliced
+from kafka_wire.protocol.framing import (
+    decode_request_frame,
+    encode_response,
+    encode_response_spliced,
+    produce_acks,
+    request_header_version,
+)
 from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
 
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        ApiVersionsResponse,
+        SaslAuthenticateRequest,
+        SaslHandshakeRequest,
+    )
+
 _SIZE: Final = struct.Struct(">i")
+_KEY_VERSION: Final = struct.Struct(">hh")
 
 #: Kafka's ``sasl.server.max.receive.size``: the largest frame accepted before authentication.
 DEFAULT_MAX_PREAUTH_FRAME_BYTES: Final = 512 * 1024
@@ -138,14 +143,14 @@ _PREAUTH: Final[Mapping[ServerState, frozenset[int]]] = {
 
 def all_api_versions() -> dict[int, tuple[int, int]]:
     """Per api key, the (min, max) request versions this library can decode."""
-    return {key: (min(cls.VERSIONS), max(cls.VERSIONS)) for key, cls in sorted(REQUESTS.items())}
+    return {key: (min(versions), max(versions)) for key, versions in sorted(VALID_VERSIONS.items())}
 
 
 def api_versions_response(api_versions: Mapping[int, tuple[int, int]]) -> ApiVersionsResponse:
     """An ApiVersions response body listing ``api_versions`` in api key order."""
-    return ApiVersionsResponse(
+    return messages.ApiVersionsResponse(
         api_keys=[
-            ApiVersionsResponseApiVersion(api_key=key, min_version=lo, max_version=hi)
+            messages.ApiVersionsResponseApiVersion(api_key=key, min_version=lo, max_version=hi)
             for key, (lo, hi) in sorted(api_versions.items())
         ]
     )
@@ -172,6 +177,11 @@ class ServerConfig:
     #: lasts this long; SaslAuthenticate v1+ tells the client, which re-authenticates in time, and
     #: a connection whose session expired is closed. 0 (Kafka's default): sessions never expire.
     max_reauth_ms: int = 0
+    #: Api keys whose requests are not decoded (a proxy forwarding frames): they come out of
+    #: ``next_event`` as :class:`RawRequest` (header decoded, body left as bytes) and are answered
+    #: with ``send_raw``. ApiVersions is always decoded, and so are the SASL requests before
+    #: authentication.
+    passthrough: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         if self.max_frame_bytes < 12 or self.max_preauth_frame_bytes < 12:
@@ -182,9 +192,11 @@ class ServerConfig:
             raise ValueError("max_idle_ms must be None or >= 0")
         if self.max_reauth_ms < 0:
             raise ValueError("max_reauth_ms must be >= 0")
+        if ApiKey.API_VERSIONS in self.passthrough:
+            raise ValueError("ApiVersions cannot be passed through: the connection answers it")
         for key, (lo, hi) in (self.api_versions or {}).items():
-            cls = REQUESTS.get(key)
-            if cls is None or lo > hi or lo not in cls.VERSIONS or hi not in cls.VERSIONS:
+            versions = VALID_VERSIONS.get(key)
+            if versions is None or lo > hi or lo not in versions or hi not in versions:
                 raise ValueError(f"api_versions[{key}] = ({lo}, {hi}) is not a range this library can decode")
 
 
@@ -210,6 +222,8 @@ class _Slot:
     #: The encoded response: bytes, and opaque parts standing for bytes (file regions) when it
     #: was built with :meth:`ServerConnection.send_spliced`.
     data: tuple[object, ...] | None = None
+    #: A request passed through undecoded (``request`` is None, yet it is supported).
+    raw: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -257,7 +271,7 @@ class ServerConnection(Guarded):
         self.config = config = config or ServerConfig()
         self._versions = dict(config.api_versions) if config.api_versions is not None else all_api_versions()
         if sasl is not None:  # the gate needs its two APIs whatever the table says
-            for api in (SaslHandshakeRequest, SaslAuthenticateRequest):
+            for api in (messages.SaslHandshakeRequest, messages.SaslAuthenticateRequest):
                 assert api.API_KEY is not None
                 self._versions.setdefault(api.API_KEY, (min(api.VERSIONS), max(api.VERSIONS)))
         self._sasl = sasl
@@ -379,8 +393,33 @@ class ServerConnection(Guarded):
         try:
             self._tick(now_ms)
             slot = self._slot_for(response)
-            header = ResponseHeader(correlation_id=slot.correlation_id)
+            header = messages.ResponseHeader(correlation_id=slot.correlation_id)
             slot.data = (encode_response(header, response.body, slot.api_version),)
+            self._owed -= 1
+            return self.data_to_send()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+
+    def send_raw(self, correlation_id: int, frame: Buffer, *, now_ms: int | None = None) -> bytes:
+        """Queue a whole response frame (size prefix included) for the request with
+        ``correlation_id``, whose correlation id field is set to it (a proxy relays the upstream's
+        frame untouched otherwise), and return the bytes now ready to write, as :meth:`send`.
+
+        The caller vouches that the frame answers that request at its version."""
+        self._live()
+        try:
+            self._tick(now_ms)
+            self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
+            slot = next(
+                (s for s in self._slots if s.correlation_id == correlation_id and s.data is None), None
+            )
+            if slot is None or (slot.request is None and not slot.raw):
+                raise LocalProtocolError(f"no request with correlation id {correlation_id} awaits a response")
+            if len(frame) < 8 or _SIZE.unpack_from(frame, 0)[0] != len(frame) - 4:
+                raise LocalProtocolError("send_raw takes one whole size-prefixed response frame")
+            with memoryview(frame) as view:  # one copy of the frame, its correlation id replaced
+                slot.data = (b"".join((view[:4], _SIZE.pack(correlation_id), view[8:])),)
             self._owed -= 1
             return self.data_to_send()
         except BaseException as exc:
@@ -397,7 +436,7 @@ class ServerConnection(Guarded):
         try:
             self._tick(now_ms)
             slot = self._slot_for(response)
-            header = ResponseHeader(correlation_id=slot.correlation_id)
+            header = messages.ResponseHeader(correlation_id=slot.correlation_id)
             parts = encode_response_spliced(
                 header, response.body, slot.api_version, [(s.placeholder, s.parts) for s in splices]
             )
@@ -421,14 +460,16 @@ class ServerConnection(Guarded):
             slot = next(
                 (s for s in self._slots if s.correlation_id == event.correlation_id and s.data is None), None
             )
-            if slot is None or slot.request is not None:
+            if slot is None or slot.request is not None or slot.raw:
                 raise LocalProtocolError(
                     f"no unsupported request with correlation id {event.correlation_id} is pending"
                 )
             if event.api_key == ApiKey.API_VERSIONS and ApiKey.API_VERSIONS in self._versions:
                 body = api_versions_response({ApiKey.API_VERSIONS: self._versions[ApiKey.API_VERSIONS]})
                 body.error_code = ErrorCode.UNSUPPORTED_VERSION
-                slot.data = (encode_response(ResponseHeader(correlation_id=event.correlation_id), body, 0),)
+                slot.data = (
+                    encode_response(messages.ResponseHeader(correlation_id=event.correlation_id), body, 0),
+                )
                 self._owed -= 1
             else:
                 self._slots.remove(slot)
@@ -560,6 +601,10 @@ class ServerConnection(Guarded):
     def _on_frame(self, frame: bytes) -> ServerEvent | None:
         state = self._machine.state
         allowed = _PREAUTH.get(state)
+        if allowed is None and self.config.passthrough and len(frame) >= 12:
+            raw = self._raw(frame)
+            if raw is not None:
+                return raw
         try:
             decoded = decode_request_frame(frame, strict=self.config.strict)
         except UnsupportedApiError as exc:
@@ -579,22 +624,24 @@ class ServerConnection(Guarded):
         request = Request(header, body, decoded.trailing)
         if self._sasl is not None:
             if state is ServerState.READY and isinstance(
-                body, SaslHandshakeRequest | SaslAuthenticateRequest
+                body, messages.SaslHandshakeRequest | messages.SaslAuthenticateRequest
             ):
-                if isinstance(body, SaslHandshakeRequest) and self._may_reauthenticate(request):
+                if isinstance(body, messages.SaslHandshakeRequest) and self._may_reauthenticate(request):
                     return self._on_reauthentication(request, body)
                 # Kafka answers these after authentication (without re-authentication) with ILLEGAL_SASL_STATE.
                 illegal = ErrorCode.ILLEGAL_SASL_STATE
                 refusal = (
-                    SaslHandshakeResponse(error_code=illegal, mechanisms=list(self._sasl.mechanisms))
-                    if isinstance(body, SaslHandshakeRequest)
-                    else SaslAuthenticateResponse(error_code=illegal, error_message="already authenticated")
+                    messages.SaslHandshakeResponse(error_code=illegal, mechanisms=list(self._sasl.mechanisms))
+                    if isinstance(body, messages.SaslHandshakeRequest)
+                    else messages.SaslAuthenticateResponse(
+                        error_code=illegal, error_message="already authenticated"
+                    )
                 )
                 self._answer(request, refusal)
                 return None
-            if isinstance(body, SaslHandshakeRequest):
+            if isinstance(body, messages.SaslHandshakeRequest):
                 return self._on_handshake(request, body)
-            if isinstance(body, SaslAuthenticateRequest):
+            if isinstance(body, messages.SaslAuthenticateRequest):
                 return self._on_authenticate(request, body)
         if request.expects_response:
             self._slots.append(
@@ -602,6 +649,23 @@ class ServerConnection(Guarded):
             )
             self._owed += 1
         return request
+
+    def _raw(self, frame: bytes) -> RawRequest | None:
+        """A passthrough request as a :class:`RawRequest`, or None to decode it as usual."""
+        api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
+        if api_key not in self.config.passthrough:
+            return None
+        lo, hi = self._versions.get(api_key, (0, -1))
+        if not lo <= api_version <= hi:
+            return None  # decoded, to be refused as unsupported
+        header, pos = messages.RequestHeader.decode_from(
+            frame, 4, request_header_version(api_key, api_version)
+        )
+        expects = api_key != ApiKey.PRODUCE or produce_acks(frame, pos, api_version) != 0
+        if expects:
+            self._slots.append(_Slot(header.correlation_id, api_key, api_version, None, raw=True))
+            self._owed += 1
+        return RawRequest(header, frame, expects)
 
     def _not_allowed(self, api_key: int) -> RemoteProtocolError:
         name = REQUESTS[api_key].__name__ if api_key in REQUESTS else f"api key {api_key}"
@@ -619,7 +683,7 @@ class ServerConnection(Guarded):
 
     def _answer(self, request: Request, body: Message) -> None:
         data = encode_response(
-            ResponseHeader(correlation_id=request.correlation_id), body, request.api_version
+            messages.ResponseHeader(correlation_id=request.correlation_id), body, request.api_version
         )
         self._slots.append(
             _Slot(request.correlation_id, request.api_key, request.api_version, request.body, (data,))
@@ -636,7 +700,9 @@ class ServerConnection(Guarded):
             # Kafka refuses a re-authentication that changes the mechanism, and closes.
             self._answer(
                 request,
-                SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled),
+                messages.SaslHandshakeResponse(
+                    error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
+                ),
             )
             self._machine.move(ServerInput.GIVE_UP)
             return AuthenticationFailed(
@@ -645,7 +711,7 @@ class ServerConnection(Guarded):
                 error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
             )
         self._mechanism = self._sasl.mechanisms[body.mechanism]()
-        self._answer(request, SaslHandshakeResponse(mechanisms=enabled))
+        self._answer(request, messages.SaslHandshakeResponse(mechanisms=enabled))
         self._machine.move(ServerInput.REAUTHENTICATION_STARTED)
         return None
 
@@ -656,7 +722,9 @@ class ServerConnection(Guarded):
         if factory is None:
             self._answer(
                 request,
-                SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled),
+                messages.SaslHandshakeResponse(
+                    error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
+                ),
             )
             self._machine.move(ServerInput.GIVE_UP)
             return AuthenticationFailed(
@@ -665,7 +733,7 @@ class ServerConnection(Guarded):
                 error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
             )
         self._mechanism, self._mechanism_name = factory(), body.mechanism
-        self._answer(request, SaslHandshakeResponse(mechanisms=enabled))
+        self._answer(request, messages.SaslHandshakeResponse(mechanisms=enabled))
         self._machine.move(ServerInput.HANDSHAKE_V0 if request.api_version == 0 else ServerInput.HANDSHAKE_V1)
         return None
 
@@ -682,12 +750,16 @@ class ServerConnection(Guarded):
             failure = self._principal_change()
         if failure is not None:
             code = failure.error_code or ErrorCode.SASL_AUTHENTICATION_FAILED
-            self._answer(request, SaslAuthenticateResponse(error_code=code, error_message=failure.reason))
+            self._answer(
+                request, messages.SaslAuthenticateResponse(error_code=code, error_message=failure.reason)
+            )
             return self._failed(failure.reason, code)
         lifetime = 0
         if self._mechanism is not None and self._mechanism.complete and request.api_version >= 1:
             lifetime = self.config.max_reauth_ms  # KIP-368: the client re-authenticates before it ends
-        self._answer(request, SaslAuthenticateResponse(auth_bytes=reply, session_lifetime_ms=lifetime))
+        self._answer(
+            request, messages.SaslAuthenticateResponse(auth_bytes=reply, session_lifetime_ms=lifetime)
+        )
         return self._succeeded()
 
     def _principal_change(self) -> AuthenticationError | None:

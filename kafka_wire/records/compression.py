@@ -3,15 +3,15 @@
 Every ``decompress`` call is bounded by ``max_bytes`` (a :class:`LimitExceededError` past it)
 and turns codec library errors into :class:`InvalidValueError`. Offsets in these errors are 0;
 the batch reader re-locates them to the batch.
+
+The snappy, lz4 and zstd libraries load on the first batch that uses them (together they take tens
+of milliseconds to import, which a broker start or a program without compression need not pay).
 """
 
 from __future__ import annotations
 
 from kafka_wire.errors import EncodeError, InvalidValueError
 from kafka_wire.records.codec_gzip import gzip_compress, gzip_decompress
-from kafka_wire.records.codec_lz4 import lz4_compress, lz4_decompress
-from kafka_wire.records.codec_snappy import snappy_compress, snappy_decompress
-from kafka_wire.records.codec_zstd import zstd_compress, zstd_decompress
 from kafka_wire.records.constants import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -39,12 +39,18 @@ def compress(codec: int, data: BufferLike, *, magic: int, level: int | None = No
     if codec == CODEC_GZIP:
         return gzip_compress(data, level)
     if codec == CODEC_SNAPPY:
+        from kafka_wire.records.codec_snappy import snappy_compress
+
         return snappy_compress(data)
     if codec == CODEC_LZ4:
+        from kafka_wire.records.codec_lz4 import lz4_compress
+
         return lz4_compress(data, magic=magic, level=level)
     if codec == CODEC_ZSTD:
         if magic < 2:
             raise EncodeError("zstd needs magic v2")
+        from kafka_wire.records.codec_zstd import zstd_compress
+
         return zstd_compress(data, level)
     if codec == CODEC_NONE:
         return bytes(data)
@@ -56,11 +62,17 @@ def decompress(codec: int, data: BufferLike, *, magic: int, max_bytes: int) -> b
     if codec == CODEC_GZIP:
         return gzip_decompress(data, max_bytes)
     if codec == CODEC_SNAPPY:
+        from kafka_wire.records.codec_snappy import snappy_decompress
+
         return snappy_decompress(data, max_bytes)
     if codec == CODEC_LZ4:
+        from kafka_wire.records.codec_lz4 import lz4_decompress
+
         return lz4_decompress(data, magic=magic, max_bytes=max_bytes)
     if codec == CODEC_ZSTD:
         if magic < 2:
             raise InvalidValueError(f"zstd compression in a magic v{magic} message (zstd needs v2)")
+        from kafka_wire.records.codec_zstd import zstd_decompress
+
         return zstd_decompress(data, max_bytes)
     raise InvalidValueError(f"unknown compression {COMPRESSION_NAMES[codec & 7]} (codec id {codec})")

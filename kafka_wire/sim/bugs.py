@@ -1,13 +1,13 @@
 """The planted bugs the simulator can switch on, and its BUGGIFY hooks.
 
-Each planted bug is a wrong branch beside the right code in the engine, taken only while
-``kafka_wire.broker.buggify.hooks.planted(name)`` says so; :data:`BUGS` names them, with the
+Each planted bug is a wrong branch beside the right code in the engine, taken only while the
+engine's hooks (``kafka_wire.broker.buggify.Hooks``) say ``planted(name)``; :data:`BUGS` names them, with the
 invariant of ENGINE-NOTES §7 that catches each (``kafka-wire simulate --list-bugs``).
 :data:`POINTS` names the BUGGIFY points: rare but legal paths the engine takes on purpose when
 ``hooks.fire(point)`` says so.
 
-:class:`SimHooks` is what a simulated run installs (``buggify.installed(SimHooks(...))``): the
-bugs asked for are planted, and each BUGGIFY point is, FoundationDB-style, enabled for the whole
+:class:`SimHooks` are the hooks a simulated run builds every node's engine with
+(``Broker(..., hooks=SimHooks(...))``): the bugs asked for are planted, and each BUGGIFY point is, FoundationDB-style, enabled for the whole
 run with probability ``enable_probability`` and then fires at each visit with probability
 ``fire_probability``, all drawn from the run's buggify generator, so a run stays a pure function
 of its seed.
@@ -49,6 +49,10 @@ BUGS: Final[dict[str, str]] = {
         "a group coordinator loading a partition of __consumer_offsets (a restart, a new "
         "leadership) skips the committed offsets, so members start again from the beginning "
         "(#16 committed offsets regress)"
+    ),
+    "assign-before-revoke": (
+        "a KIP-848 coordinator gives a member a partition of its target while another member "
+        "still owns it, before that member revoked it (#16 one owner per partition)"
     ),
     "no-epoch-bump": (
         "a partition change that names a new leader keeps the old leader epoch "

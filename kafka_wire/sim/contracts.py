@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
     from kafka_wire.broker.broker import Broker
     from kafka_wire.broker.node import Node
-    from kafka_wire.broker.storage import MemoryStorage
     from kafka_wire.sim.history import History
+    from kafka_wire.testing.memory_storage import MemoryStorage
 
 
 class ClientIO(Protocol):

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.broker import Broker
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.config import BrokerConfig, standalone
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import (
@@ -36,7 +37,7 @@ from kafka_wire.broker.effects import (
 )
 from kafka_wire.broker.node import Node
 from kafka_wire.broker.server_properties import load_server_properties
-from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 if TYPE_CHECKING:
     from kafka_wire.sim.network import Connection, Network
@@ -151,8 +152,11 @@ class NodeHost:
         scheduler: Scheduler,
         network: Network,
         engine_rng: Callable[[int, int], random.Random],
+        hooks: Hooks = OFF,
     ) -> None:
         self.node_id = node_id
+        #: The BUGGIFY points and planted bugs the engine is built with at each start.
+        self.hooks = hooks
         self.location = f"n{node_id}"
         self.config = config
         self.storage = MemoryStorage()
@@ -195,7 +199,7 @@ class NodeHost:
         self.failure = None
         rng = self._engine_rng(self.node_id, self.incarnation)
         self.node = Node(self.config, rng=rng)
-        self.broker = Broker(self.config, self.storage, rng=rng, cluster=self.node)
+        self.broker = Broker(self.config, self.storage, rng=rng, cluster=self.node, hooks=self.hooks)
         self._apply(self.broker.start(self.now_ms))
         self._reschedule()
 

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from kafka_wire.broker import buggify
 from kafka_wire.sim.bugs import SimHooks
 from kafka_wire.sim.contracts import Checker, SimClient, Violation
 from kafka_wire.sim.faults import DEFAULT_FAULT_INTERVAL_MS, Fault, FaultPlan, isr_full
@@ -104,8 +103,7 @@ def simulate(options: SimOptions, *, clock: Callable[[], float] | None = None) -
         enable_probability=options.buggify_enable,
         fire_probability=options.buggify_fire,
     )
-    with buggify.installed(hooks):
-        result = _Run(options).run()
+    result = _Run(options, hooks).run()
     result.extra.update({f"buggify:{k}": v for k, v in sorted(hooks.fired.items())})
     if clock is not None:
         result.wall_s = clock() - started
@@ -113,7 +111,7 @@ def simulate(options: SimOptions, *, clock: Callable[[], float] | None = None) -
 
 
 class _Run:
-    def __init__(self, options: SimOptions) -> None:
+    def __init__(self, options: SimOptions, hooks: SimHooks) -> None:
         self.options = options
         self.world = World(
             WorldConfig(
@@ -123,7 +121,8 @@ class _Run:
                 rf=options.rf,
                 unclean=options.unclean,
                 trace=options.trace,
-            )
+            ),
+            hooks,
         )
         self.checker = options.checker(self.world) if options.checker is not None else None
         self.violations: list[Violation] = []

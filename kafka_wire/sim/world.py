@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.lifecycle import LifecycleState
 from kafka_wire.sim.history import History
 from kafka_wire.sim.host import NodeHost, node_config
@@ -47,7 +48,8 @@ class WorldConfig:
 class World:
     """Everything of one run; implements :class:`~kafka_wire.sim.contracts.WorldView`."""
 
-    def __init__(self, config: WorldConfig) -> None:
+    def __init__(self, config: WorldConfig, hooks: Hooks = OFF) -> None:
+        """``hooks``: the BUGGIFY points and planted bugs every node's engine is built with."""
         self.config = config
         self.seed = config.seed
         self.scheduler = Scheduler(START_MS, trace=config.trace)
@@ -73,6 +75,7 @@ class World:
                 self.scheduler,
                 self.network,
                 lambda node_id, incarnation: derived_rng(config.seed, "engine", node_id, incarnation),
+                hooks,
             )
             for n in range(1, config.nodes + 1)
         ]

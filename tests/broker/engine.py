@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import deque
 from pathlib import Path
 from typing import Final, TypeVar
 
 from kafka_wire.broker import Broker, BrokerConfig
-from kafka_wire.broker.driving import settle
+from kafka_wire.broker.driving import StorageFailure, settle
 from kafka_wire.broker.effects import (
     CloseConnection,
     Effect,
@@ -18,10 +19,10 @@ from kafka_wire.broker.effects import (
     Send,
     StorageEffect,
 )
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.structs import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 #: The data directory of a single node of the release before the one-voter node
 #: (``tests/data/legacy-single-node.toml`` says how it was made).
@@ -55,7 +56,12 @@ def on_the_wire(answer: object, cls: type[M], version: int) -> M:
 
 class Engine:
     """A broker on MemoryStorage (a node of its own one-voter cluster); effects are applied as a
-    driver would apply them."""
+    driver would apply them.
+
+    With ``lag``, up to that many batches of storage effects stay in flight (as with a driver
+    that writes on another thread while the engine goes on): the oldest is applied and reported
+    when another arrives, and all of them before the clock moves (:meth:`advance`) or on
+    :meth:`drain`."""
 
     def __init__(
         self,
@@ -64,6 +70,7 @@ class Engine:
         seed: int = 7,
         storage: MemoryStorage | None = None,
         logger: logging.Logger | None = None,
+        lag: int = 0,
     ) -> None:
         self.storage = storage or MemoryStorage()
         self.config = config or BrokerConfig(group_initial_rebalance_delay_ms=0)
@@ -83,12 +90,43 @@ class Engine:
         self.closed: set[int] = set()
         #: Connections the broker asked not to read (PauseReading without ResumeReading yet).
         self.paused: set[int] = set()
+        self.lag = lag
+        #: Batches handed out and not yet applied (with ``lag``), oldest first.
+        self.in_flight: deque[list[StorageEffect]] = deque()
         self._apply(self.broker.start(self.now_ms))
+        self.drain()  # no other input before start's writes are applied
 
     def _apply(self, effects: list[Effect]) -> None:
-        done = settle(self.broker, effects, self.storage.apply_one, self.now_ms)
-        self.log += [e for e in effects if isinstance(e, StorageEffect)] + done
-        effects = done
+        batch = [e for e in effects if isinstance(e, StorageEffect)]
+        self.log += batch
+        if not self.lag:
+            self._carry_out(settle(self.broker, effects, self.storage.apply_one, self.now_ms))
+            return
+        rest: list[Effect] = [e for e in effects if not isinstance(e, StorageEffect)]
+        if batch:
+            self.in_flight.append(batch)
+        self._carry_out(rest)
+        while len(self.in_flight) > self.lag:
+            self.apply_oldest()
+
+    def apply_oldest(self) -> None:
+        """Apply the oldest batch in flight and report its outcome."""
+        batch = self.in_flight.popleft()
+        for effect in batch:
+            try:
+                self.storage.apply_one(effect)
+            except OSError as exc:
+                self.in_flight.clear()  # nothing more is applied
+                self._apply(self.broker.storage_failed(StorageFailure.of(effect, exc), self.now_ms))
+                return
+        self._apply(self.broker.storage_applied(self.now_ms))
+
+    def drain(self) -> None:
+        while self.in_flight:
+            self.apply_oldest()
+
+    def _carry_out(self, effects: list[Effect]) -> None:
+        self.log += effects
         for effect in effects:
             if isinstance(effect, Send):
                 for part in effect.parts:
@@ -109,8 +147,14 @@ class Engine:
     def feed(self, conn_id: int, data: bytes) -> None:
         self._apply(self.broker.receive_data(conn_id, data, self.now_ms))
 
+    def tick(self) -> None:
+        """One tick at the current time."""
+        self._apply(self.broker.tick(self.now_ms))
+
     def advance(self, ms: int) -> None:
-        """Move the clock, ticking at every deadline on the way."""
+        """Move the clock, ticking at every deadline on the way (the writes in flight are applied
+        first)."""
+        self.drain()
         target = self.now_ms + ms
         while (deadline := self.broker.next_deadline_ms()) is not None and deadline <= target:
             self.now_ms = max(self.now_ms, deadline)
@@ -156,7 +200,10 @@ class Client:
             for event in self._pump():
                 if isinstance(event, Response):
                     return event
-            self.engine.advance(100)
+            if self.engine.in_flight:  # the answer may wait for writes: the disk catches up first
+                self.engine.drain()
+            else:
+                self.engine.advance(100)
         raise AssertionError(f"no response to {type(body).__name__}")
 
     def send(self, body: Message, version: int | None = None) -> None:

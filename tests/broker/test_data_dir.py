@@ -10,10 +10,10 @@ from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.data_dir import DataDirError, read_properties
 from kafka_wire.broker.legacy_import import IMPORTED_FILE, METADATA_FILE, LegacyTopic, read_metadata_file
 from kafka_wire.broker.raft.config import METADATA_DIRECTORY
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.logformat.meta_properties import META_PROPERTIES
 from kafka_wire.logformat.partition_metadata import format_partition_metadata
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine, legacy_storage
 from tests.broker.test_engine import create, fetch, produce, records_of
 

@@ -11,7 +11,6 @@ import pytest
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.effects import CloseConnection, FileRegion, Send
 from kafka_wire.broker.partition.replica import PartitionReplica
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     ApiKey,
     ApiVersionsRequest,
@@ -56,6 +55,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.records import NewRecord, build_batch, read_records
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")

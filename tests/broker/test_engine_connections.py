@@ -52,14 +52,15 @@ def long_poll(topic: str, max_wait_ms: int, offset: int = 0) -> FetchRequest:
     )
 
 
-def produce_request(topic: str, value: bytes, now_ms: int) -> ProduceRequest:
+def produce_request(topic: str, value: bytes, now_ms: int, partition: int = 0) -> ProduceRequest:
     batch = build_batch([NewRecord(None, value)], default_timestamp=now_ms)
     return ProduceRequest(
         acks=-1,
         timeout_ms=1000,
         topic_data=[
             ProduceRequestTopicProduceData(
-                name=topic, partition_data=[ProduceRequestPartitionProduceData(index=0, records=batch)]
+                name=topic,
+                partition_data=[ProduceRequestPartitionProduceData(index=partition, records=batch)],
             )
         ],
     )

@@ -218,7 +218,7 @@ def test_a_commit_too_large_to_store_is_refused_and_not_applied() -> None:
     """Over 1 MiB (``max.message.bytes``): the old code answered success and lost it at restart."""
     engine = Engine()
     client = Client(engine, 1)
-    create(client, "orders", 300)  # a partition for each offset committed
+    create(client, "orders", partitions=300)  # every partition committed exists
     assert commit(client, "billing", "orders", {0: 5}) == [ErrorCode.NONE]
     many = {p: 100 + p for p in range(300)}  # 300 x 4000 bytes of metadata: about 1.2 MB
     errors = big_commit(client, "billing", many, 4000)

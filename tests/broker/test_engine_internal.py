@@ -17,7 +17,6 @@ from kafka_wire.broker.group.records import OffsetCommitValue, offset_commit_rec
 from kafka_wire.broker.legacy_import import METADATA_FILE
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.offsets_topic import MAX_SKIPPED_LOGGED
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.logformat.meta_properties import META_PROPERTIES, format_meta_properties
 from kafka_wire.logformat.partition_metadata import format_partition_metadata
 from kafka_wire.messages import (
@@ -48,6 +47,7 @@ from kafka_wire.messages import (
     MetadataResponse,
 )
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, produce
 from tests.broker.test_engine_groups import commit, committed

@@ -323,3 +323,26 @@ def test_a_request_after_a_good_acks0_produce_in_slices_is_answered_once_it_is_d
     reply = client.request(MetadataRequest(topics=None), 9)
     assert isinstance(reply.body, MetadataResponse)
     assert leos(engine, "z", 3) == [1, 1, 1] and 1 not in engine.closed
+
+
+def test_a_large_create_topics_is_decided_replayed_and_published_in_steps_and_seen_whole() -> None:
+    engine = Engine()  # the default budget
+    creator, other = Client(engine, 1), Client(engine, 2)
+    creator.send(CreateTopicsRequest(topics=[topic("wide", 2_000)], timeout_ms=30_000), 7)
+    calls, replies = 1, []
+    seen: list[int] = []
+    while not seen or seen[-1] == 0:
+        # Between two steps another connection is answered, and sees none of the topic or all of
+        # it (the broker may publish it just after the controller answered, as a Kafka broker can).
+        described = metadata(other, "wide").topics[0]
+        seen.append(len(described.partitions) if described.error_code == ErrorCode.NONE else 0)
+        assert len(engine.broker.state.cluster.partitions_of("wide")) in (0, 2_000)
+        replies += creator.responses()
+        if seen[-1] == 0:
+            tick(engine)
+            calls += 1
+    replies += creator.responses()
+    body = only(replies)
+    assert isinstance(body, CreateTopicsResponse) and body.topics[0].error_code == ErrorCode.NONE
+    assert calls > 5, "the creation took steps in many calls"
+    assert set(seen) == {0, 2_000}

@@ -12,8 +12,6 @@ import errno
 import pytest
 
 from kafka_wire.broker.effects import CloseConnection, StopBroker
-from kafka_wire.broker.storage import MemoryStorage
-from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
@@ -35,6 +33,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol import Response
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, fetch, produce, records_of
 from tests.broker.test_engine_groups import find_coordinator
@@ -243,41 +242,3 @@ def test_a_topic_whose_partition_write_fails_is_whole_after_a_restart() -> None:
     restarted.advance(10)
     topic = restarted.broker.state.topic_named("cut")
     assert topic is not None and all(restarted.broker.state.replica("cut", i) is not None for i in range(20))
-
-
-def test_the_outcome_of_writes_must_be_reported_before_new_input() -> None:
-    engine = Engine()
-    client = Client(engine, 1)
-    broker = engine.broker
-    create(client, "t")
-    frame = Client(engine, 2).conn.send(OffsetFetchRequest(group_id="g", topics=None), 7)
-    effects = broker.receive_data(
-        1,
-        client.conn.send(
-            ProduceRequest(
-                acks=-1,
-                timeout_ms=1000,
-                topic_data=[
-                    ProduceRequestTopicProduceData(
-                        name="t",
-                        partition_data=[
-                            ProduceRequestPartitionProduceData(
-                                index=0, records=build_batch([NewRecord(b"k", b"v")])
-                            )
-                        ],
-                    )
-                ],
-            ),
-            9,
-        ),
-        engine.now_ms,
-    )
-    assert broker.awaiting_storage and effects
-    with pytest.raises(LocalProtocolError):
-        broker.receive_data(2, frame, engine.now_ms)
-    with pytest.raises(LocalProtocolError):
-        broker.tick(engine.now_ms)
-    engine.storage.apply(effects)
-    assert broker.storage_applied(engine.now_ms)
-    with pytest.raises(LocalProtocolError):
-        broker.storage_applied(engine.now_ms)

@@ -70,8 +70,14 @@ def test_unclean_leader_election(cluster_factory: ClusterFactory, unclean: bool)
 
     if unclean:
         elected = cluster.wait_leader(TOPIC, 0, allowed=followers, timeout_s=30.0)
-        error, _ = cluster.produce_to(elected, TOPIC, 0, records("after-unclean"), acks=1)
-        assert error == ErrorCode.NONE, f"produce to the uncleanly elected leader {elected}: {error}"
+
+        def produced() -> bool | None:
+            # The view asked may know of the election before the elected node has applied it
+            # (NOT_LEADER_OR_FOLLOWER meanwhile): a client retries, and so does this.
+            error, _ = cluster.produce_to(elected, TOPIC, 0, records("after-unclean"), acks=1)
+            return True if error == ErrorCode.NONE else None
+
+        wait_until(f"a produce accepted by the uncleanly elected leader {elected}", produced, 30.0)
         return
 
     offline_seen = False

@@ -6,13 +6,16 @@ API x version of each is checked against the same module loaded as pure Python b
 (:func:`pure_module`: its own classes, with ``KAFKA_WIRE_PURE`` set while it loads). Under
 ``KAFKA_WIRE_PURE=1`` or without a build the cases are *skipped* with the reason shown;
 ``test_compiled_flavour_state`` fails when the build is half-installed.
-``tools/check_mypyc_c.py`` guards the generated C of the hot functions.
+``tools/check_mypyc_c.py`` guards the generated C of the hot functions. The messages come from
+:func:`kafka_wire.testing.generate.random_message` with a seed Hypothesis draws (far cheaper than
+the ``messages`` strategy, which ``tests/codec/test_roundtrip.py`` checks).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import re
 from collections.abc import Callable
 from types import ModuleType
@@ -28,7 +31,7 @@ from kafka_wire.codegen.generate import COMPILED_MODULES
 from kafka_wire.errors import DecodeError, EncodeError
 from kafka_wire.flavour import is_compiled
 from kafka_wire.messages import DATA, HEADERS, catalog
-from kafka_wire.testing.strategies import messages
+from kafka_wire.testing.generate import random_message
 
 CASES = [
     pytest.param(cls, v, id=f"{cls.__name__}-v{v}")
@@ -119,10 +122,10 @@ def _native_bytes(msg: Struct, version: int) -> bytes:
 
 
 @pytest.mark.parametrize(("cls", "version"), CASES)
-@given(data=st.data())
-def test_same_bytes_and_objects(cls: type[Message], version: int, data: st.DataObject) -> None:
+@given(seed=st.integers(0, 2**32 - 1))
+def test_same_bytes_and_objects(cls: type[Message], version: int, seed: int) -> None:
     _require_native(cls)
-    msg = data.draw(messages(cls, version))
+    msg = random_message(cls, version, random.Random(seed))
     module = pure_module(cls.__module__)
     pure_msg = to_flavour(msg, module)
     pure = bytearray()
@@ -155,10 +158,10 @@ def _bad_inputs(good: bytes) -> list[bytes]:
 
 @pytest.mark.parametrize(("cls", "version"), CASES)
 @settings(max_examples=3)
-@given(data=st.data())
-def test_same_errors_on_bad_input(cls: type[Message], version: int, data: st.DataObject) -> None:
+@given(seed=st.integers(0, 2**32 - 1))
+def test_same_errors_on_bad_input(cls: type[Message], version: int, seed: int) -> None:
     _require_native(cls)
-    good = data.draw(messages(cls, version)).encode(version)
+    good = random_message(cls, version, random.Random(seed)).encode(version)
     pure_cls = pure_class(cls)
     native_fn, pure_fn = cls._native_decoders[version], pure_cls._decoders[version]
     for bad in _bad_inputs(good):
@@ -200,10 +203,10 @@ def _odd_values(msg: Message, version: int) -> list[tuple[str, Any]]:
 
 @pytest.mark.parametrize(("cls", "version"), CASES)
 @settings(max_examples=2)
-@given(data=st.data())
-def test_same_encode_results_for_odd_values(cls: type[Message], version: int, data: st.DataObject) -> None:
+@given(seed=st.integers(0, 2**32 - 1))
+def test_same_encode_results_for_odd_values(cls: type[Message], version: int, seed: int) -> None:
     _require_native(cls)
-    msg = data.draw(messages(cls, version))
+    msg = random_message(cls, version, random.Random(seed))
     pure_msg = to_flavour(msg, pure_module(cls.__module__))
     for name, value in _odd_values(msg, version):
         old = getattr(msg, name)

@@ -1,9 +1,15 @@
-"""Every version of every request and response round-trips; generated code == interpreter."""
+"""Every version of every request and response round-trips; generated code == interpreter.
+
+The messages are drawn by the ``messages`` Hypothesis strategy (``kafka_wire.testing.strategies``),
+which this file also checks: half the profile's examples per case, as drawing them costs far more
+than the codec does; ``tests/testing/test_generate.py`` puts twelve ``random_message`` draws per
+case through the same three checks.
+"""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_wire.codec import interp
@@ -26,6 +32,7 @@ def test_case_count() -> None:
 
 
 @pytest.mark.parametrize(("cls", "version"), CASES)
+@settings(max_examples=max(2, settings().max_examples // 2))
 @given(data=st.data())
 def test_round_trip(cls: type[Message], version: int, data: st.DataObject) -> None:
     msg = data.draw(messages(cls, version))

@@ -11,7 +11,8 @@ patterns (by its path as reported or with ``[]`` for every index), so a new diff
 fails the test, and the mark must go when the difference does.
 
 :meth:`Pair.both` sends a request to both without comparing (set-up); :meth:`Pair.create_topic`
-creates a topic on both and waits until each broker's Metadata shows a leader for every partition.
+creates a topic on both and waits until each broker's Metadata shows a leader for every partition
+and every partition answers a ListOffsets.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from kafka_wire.messages import (
     CreateTopicsRequestCreatableTopicConfig,
     CreateTopicsResponse,
     ErrorCode,
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+    ListOffsetsResponse,
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
@@ -50,6 +55,7 @@ class Asks(Protocol[R_co]):
 SETTLE_TIMEOUT_S: Final = 15.0
 CREATE_TOPICS_VERSION: Final = 7
 METADATA_VERSION: Final = 12
+LIST_OFFSETS_VERSION: Final = 7
 
 
 class Differences(AssertionError):
@@ -200,6 +206,29 @@ class Pair:
                 )
 
             poll(f"{peer.side.name} to show {topic}'s leaders", ready)
+        # Kafka's Metadata shows a leader before its replica manager has made the partition's log
+        # (until then a Fetch or Produce there answers NOT_LEADER_OR_FOLLOWER): wait until each
+        # partition answers a ListOffsets without an error.
+        latest = ListOffsetsRequest(
+            replica_id=-1,
+            topics=[
+                ListOffsetsRequestTopic(
+                    name=topic,
+                    partitions=[
+                        ListOffsetsRequestPartition(partition_index=p, timestamp=-1)
+                        for p in range(partitions)
+                    ],
+                )
+            ],
+        )
+        for peer in (self.kafka, self.kafka_wire):
+
+            def served(peer: Peer = peer) -> bool:
+                response = peer.request(latest, LIST_OFFSETS_VERSION)
+                assert isinstance(response, ListOffsetsResponse)
+                return all(p.error_code == ErrorCode.NONE for t in response.topics for p in t.partitions)
+
+            poll(f"{peer.side.name} to serve {topic}'s partitions", served)
 
 
 def poll(what: str, condition: Callable[[], bool], timeout_s: float = SETTLE_TIMEOUT_S) -> None:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
@@ -218,29 +219,39 @@ class KafkaWireBroker(BrokerProcess):
         ]
 
     def _wait_ready(self, process: subprocess.Popen[bytes], log: IO[bytes], timeout_s: float) -> float:
-        start = time.monotonic()
-        ready = threading.Event()
-        seen: list[bytes] = []
+        return wait_for_stdout(process, log, timeout_s, lambda line: SERVE_READY_MARK.encode() in line)
 
-        def read() -> None:
-            assert process.stdout is not None
-            for line in process.stdout:
-                log.write(line)
-                log.flush()
-                seen.append(line)
-                if SERVE_READY_MARK.encode() in line:
-                    ready.set()
-                    break
 
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        while not ready.wait(0.05):
-            if process.poll() is not None:
-                raise RuntimeError(f"exited with status {process.returncode} before its ready line")
-            if time.monotonic() - start > timeout_s:
-                raise RuntimeError(f"no {SERVE_READY_MARK!r} line within {timeout_s} s; stdout {seen!r}")
-        reader.join()
-        return time.monotonic() - start
+def wait_for_stdout(
+    process: subprocess.Popen[bytes], log: IO[bytes], timeout_s: float, ready: Callable[[bytes], bool]
+) -> float:
+    """Copy ``process``'s stdout lines into ``log`` until ``ready`` says yes to one; the seconds
+    that took. A RuntimeError if the process exits first or ``timeout_s`` passes."""
+    start = time.monotonic()
+    done = threading.Event()
+    seen: list[bytes] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.write(line)
+            log.flush()
+            seen.append(line)
+            if ready(line):
+                done.set()
+                break
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    while not done.wait(0.05):
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"exited with status {process.returncode} before it was ready; stdout {seen!r}"
+            )
+        if time.monotonic() - start > timeout_s:
+            raise RuntimeError(f"not ready within {timeout_s} s; stdout {seen!r}")
+    reader.join()
+    return time.monotonic() - start
 
 
 def tansu(workdir: Path, host: str = "127.0.0.1") -> TansuBroker:

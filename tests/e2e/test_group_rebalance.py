@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -41,9 +41,19 @@ PHASE_RECORDS = 300
 BATCH = 20
 MEMBER_TIMEOUT_S = 90.0
 SETTLE_TIMEOUT_S = 30.0
+#: The first settling also waits for three clients to start and for the coordinator to exist (a
+#: Kafka node creates and loads the 50 partitions of ``__consumer_offsets`` first).
+FIRST_SETTLE_TIMEOUT_S = 90.0
 PROCESS_TIMEOUT_S = 30.0
 
 Event = dict[str, Any]
+
+
+class Bootstrapped(Protocol):
+    """What the scenario needs of a broker or cluster: its bootstrap address."""
+
+    @property
+    def bootstrap(self) -> str: ...
 
 
 def latest_assignment(events: list[Event], after: float) -> list[int] | None:
@@ -95,7 +105,7 @@ def wait_committed(members: list[LiveDriver], ends: dict[int, int]) -> bool:
     return members[0].wait_for(done, PROCESS_TIMEOUT_S)
 
 
-def produce(target: BrokerProcess, topic: str, client: Client) -> dict[tuple[int, int], str]:
+def produce(target: Bootstrapped, topic: str, client: Client) -> dict[tuple[int, int], str]:
     """Phase records: (partition, offset) -> value."""
     run = run_driver(
         client,
@@ -144,8 +154,16 @@ def commit_violations(runs: list[DriverRun]) -> list[str]:
 
 @pytest.mark.parametrize("client", ["confluent", "java", "java4"])
 def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> None:
-    topic = f"rebalance-{client}"
-    group = f"rebalance-{client}"
+    members_leave_and_rebalance(target, client)
+
+
+def members_leave_and_rebalance(
+    target: Bootstrapped, client: Client, group_protocol: str = "classic", name: str = ""
+) -> dict[tuple[int, int], str]:
+    """The test of the module docstring with ``group.protocol`` = ``group_protocol``; returns what
+    was produced. With the KIP-848 protocol the members that stay also keep every partition they
+    had when the other left (only the leaver's partitions move: no stop-the-world rebalance)."""
+    topic = group = name or f"rebalance-{client}"
     run_driver(
         client,
         target.bootstrap,
@@ -155,7 +173,9 @@ def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> N
         options=DriverOptions(partitions=PARTITIONS),
     ).check()
 
-    options = DriverOptions(group=group, batch=BATCH)
+    options = DriverOptions(
+        group=group, batch=BATCH, group_protocol=None if group_protocol == "classic" else group_protocol
+    )
     members = [
         LiveDriver(
             client,
@@ -170,7 +190,7 @@ def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> N
     ]
     runs: list[DriverRun] = []
     try:
-        assert members[0].wait_for(lambda _: settled(members, 0.0), SETTLE_TIMEOUT_S), (
+        assert members[0].wait_for(lambda _: settled(members, 0.0), FIRST_SETTLE_TIMEOUT_S), (
             f"three members did not settle: {[latest_assignment(m.events, 0.0) for m in members]}"
         )
 
@@ -186,6 +206,7 @@ def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> N
             left.describe()
         )
         remaining = members[1:]
+        before = [latest_assignment(m.events, 0.0) or [] for m in remaining]
         assert remaining[0].wait_for(lambda _: settled(remaining, t_left), SETTLE_TIMEOUT_S), (
             f"two members did not settle after the leave (signalled at {t_left}): "
             f"{[latest_assignment(m.events, t_left) for m in remaining]}; their events since phase 1:\n"
@@ -197,6 +218,7 @@ def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> N
         ends = {p: max(o for q, o in phase2 if q == p) + 1 for p, _ in phase2}
         assert wait_committed(remaining, ends), f"the commits did not reach {ends}"
 
+        t_end = time.monotonic()  # the members' own close() revokes everything after this
         for member in remaining:
             member.terminate()
         runs = [left, *(m.finish(20.0) for m in remaining)]
@@ -236,14 +258,24 @@ def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> N
         offsets = [c for _, c in sorted(by_partition[p])]
         assert offsets == sorted(offsets), f"partition {p}: commits went backwards: {offsets}"
         end = max(o for q, o in produced if q == p) + 1
+        failed = [e for r in runs for e in r.events if e.get("event") == "commit_failed"]
         assert offsets and offsets[-1] == end, (
-            f"partition {p}: last commit {offsets[-1:]} is not the end {end}"
+            f"partition {p}: last commit {offsets[-1:]} is not the end {end}; failed commits: {failed[-5:]}"
         )
+
+    if group_protocol == "consumer":
+        for member, had in zip(remaining, before, strict=True):
+            for e in member.events:
+                if e.get("event") == "assigned" and t_left < e["t"] < t_end:
+                    assert set(had) <= set(e["partitions"]), (
+                        f"{member.name} had {had} and lost some after the leave: {e}"
+                    )
 
     # The work was shared in phase 1, and the leaver processed nothing after it left.
     for i, run in enumerate(runs):
         assert processed(run.events) & set(phase1), f"member {i} processed nothing in phase 1. {why}"
     assert not processed(runs[0].events) & set(phase2), why
+    return produced
 
 
 def test_commit_check_catches_reprocessing() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.brokers import KafkaWireBroker, kafka_wire
+from tests.e2e.brokers import BrokerProcess, KafkaWireBroker, kafka_wire
 
 USERS = {
     "PLAIN": ("alice", "alice-secret"),
@@ -49,7 +49,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
     server.close()
 
 
-def produce(broker: SaslBroker, mechanism: str, user: str, password: str) -> dict[str, list[str | None]]:
+def produce(broker: BrokerProcess, mechanism: str, user: str, password: str) -> dict[str, list[str | None]]:
     run = subprocess.run(
         [sys.executable, "-c", PRODUCE, broker.bootstrap, mechanism, user, password],
         capture_output=True,

@@ -1,34 +1,44 @@
 """No request stalls the broker for the others (``kafka-wire serve``, real sockets).
 
 While one connection sends a heavy request, another keeps sending Metadata requests in a loop and
-the worst of its round trips is measured:
+its round trips are measured: the 99th percentile must stay under :data:`MAX_P99_S` and the worst
+under :data:`MAX_STALL_S` while
 
 * a Produce of 50 partitions, each a gzip batch of 64 kB that inflates to 63 MiB (3.2 MB in all,
-  a decompression bomb): every partition is refused with MESSAGE_TOO_LARGE (its records inflate
-  past ``max.message.bytes``), and the other connection never waits more than 100 ms (before the
-  work budget and the inflation bound: 11.8 s);
-* a Produce of 50 partitions of ~1 MiB of small gzip-compressed records each: appended in slices,
-  the other connection never waits more than 100 ms (before: ~0.7 s);
-* a CreateTopics of 2**31 - 1 partitions: answered POLICY_VIOLATION within a second (before: the
-  event loop blocked, memory grew by ~1 GB in 38 s), the other connection served meanwhile;
-* a CreateTopics of 2,000 partitions: created in slices, the other connection never waits more
-  than 100 ms.
+  a decompression bomb), is refused with MESSAGE_TOO_LARGE for every partition (its records
+  inflate past ``max.message.bytes``; before the work budget and the inflation bound the other
+  connection waited 11.8 s);
+* a Produce of 50 partitions of 9,000 small gzip-compressed records each is appended in slices
+  (before: ~0.7 s);
+* a CreateTopics of 2**31 - 1 partitions is answered POLICY_VIOLATION within a second (before:
+  the event loop blocked, memory grew by ~1 GB in 38 s);
+* a CreateTopics of 2,000 partitions is created in slices, the directories and fsyncs on the
+  storage worker's thread (the data directory on the disk of the temporary directory);
+* a CreateTopics of 9,999 partitions (the data directory in /dev/shm, so that the disk does not
+  make it slow: what is measured is the engine's slices and the interpreter's collections), held
+  to the looser :data:`ONE_STEP_APPEND_S`: the append of its one atomic metadata batch is one step.
 
-Latencies are measured on the client side, so they include the scheduling of a loaded machine;
-the worst seen on a 2-core machine under load is about 30 ms (see docs/benchmarks/stall.md).
+The goal is a p99 under 20 ms and a worst under 50 ms (docs/benchmarks/stall.md has the figures);
+the bounds here are looser, as latencies are measured on the client side and include the
+scheduling of a loaded 2-core machine: on one running twice as many processes as it has cores,
+p99 stayed under 50 ms, and the worst round trip, which a single preemption of the broker decides,
+under 150 ms once in a few runs and up to 260 ms at eight processes per core.
 """
 
 from __future__ import annotations
 
 import functools
 import gc
+import shutil
 import socket
 import struct
+import tempfile
 import threading
 import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -53,13 +63,24 @@ from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.records import NewRecord, build_batch
 from kafka_wire.records.crc import crc32c
 from kafka_wire.records.loops import varint_bytes
-from tests.e2e.brokers import BrokerProcess
+from tests.e2e.brokers import BrokerProcess, kafka_wire
 
 #: Wall-clock bounds: run alone, not beside another test run (tools/test_flavours.py).
 pytestmark = pytest.mark.timing
 
 #: The longest another connection may wait while a heavy request runs.
-MAX_STALL_S = 0.100
+MAX_STALL_S = 0.150
+#: The 99th percentile of its round trips, checked where there are at least P99_SAMPLES of them.
+MAX_P99_S = 0.050
+P99_SAMPLES = 100
+#: The 9,999-partition case's bound, p99 and worst alike: the topic's records go to the metadata
+#: log as one atomic batch (as Kafka writes a topic), and that append is still one step of the
+#: engine, about 115-130 ms on two idle cores (docs/benchmarks/stall.md; before the placement,
+#: replay and publication were sliced, the whole creation was one call of 0.75-1.2 s). The goal of
+#: MAX_P99_S and MAX_STALL_S needs that append sliced too.
+ONE_STEP_APPEND_S = 0.300
+#: Where the 9,999-partition case keeps its data (tmpfs).
+SHM = Path("/dev/shm")
 M = TypeVar("M", bound=Message)
 _API_KEYS = {ProduceRequest: 0, MetadataRequest: 3, CreateTopicsRequest: 19, DeleteTopicsRequest: 20}
 
@@ -68,7 +89,8 @@ class KafkaSocket:
     """One blocking connection: send a request, read its response."""
 
     def __init__(self, broker: BrokerProcess) -> None:
-        self.sock = socket.create_connection((broker.address.host, broker.address.port), timeout=30)
+        # A slow disk may take a minute over thousands of partitions.
+        self.sock = socket.create_connection((broker.address.host, broker.address.port), timeout=120)
         self.correlation_id = 0
 
     def request(self, body: Message, version: int, response_type: type[M]) -> M:
@@ -92,6 +114,12 @@ class KafkaSocket:
 
     def close(self) -> None:
         self.sock.close()
+
+    def __enter__(self) -> KafkaSocket:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Prober(threading.Thread):
@@ -117,9 +145,34 @@ class Prober(threading.Thread):
         except BaseException as exc:  # reported by the test
             self.error = exc
 
-    def worst_since(self, start: float) -> tuple[float, int]:
-        window = [took for at, took in self.samples if at + took >= start]
-        return max(window, default=0.0), len(window)
+    def wait_for_probes(self, start: float, count: int, timeout_s: float = 10.0) -> None:
+        """Until ``count`` round trips began after ``start`` (or the prober stopped)."""
+        deadline = time.monotonic() + timeout_s
+        while sum(at >= start for at, _ in self.samples) < count and self.is_alive():
+            assert time.monotonic() < deadline, "the prober got no answer"
+            time.sleep(0.01)
+
+    def check_since(
+        self,
+        start: float,
+        what: str,
+        least: int = 2,
+        max_p99_s: float = MAX_P99_S,
+        max_stall_s: float = MAX_STALL_S,
+    ) -> None:
+        """The round trips since ``start``: at least ``least`` of them, p99 and worst in bounds."""
+        window = sorted(took for at, took in self.samples if at + took >= start)
+        assert window, f"no probe during {what}"
+        p99, worst = window[min(len(window) - 1, int(len(window) * 0.99))], window[-1]
+        assert len(window) >= least, (
+            f"{len(window)} probes during {what}: p99 {p99 * 1000:.0f} ms, worst {worst * 1000:.0f} ms"
+        )
+        # Below 100 round trips the 99th percentile is the worst one: only the worst's bound applies.
+        within = worst < max_stall_s and (p99 < max_p99_s or len(window) < P99_SAMPLES)
+        assert within, (
+            f"during {what}, another connection's round trips: p99 {p99 * 1000:.0f} ms, "
+            f"worst {worst * 1000:.0f} ms ({len(window)} probes)"
+        )
 
 
 @contextmanager
@@ -149,6 +202,22 @@ def create_topic(conn: KafkaSocket, name: str, partitions: int) -> CreateTopicsR
     return conn.request(request, 5, CreateTopicsResponse)
 
 
+def wait_until_open(conn: KafkaSocket, name: str, partitions: int, timeout_s: float = 120.0) -> None:
+    """Until every partition of ``name`` has a leader: the controller answers CreateTopics once its
+    records are committed, and the broker publishes the topic in slices after that. Polled every
+    0.1 s: each answer (10,000 partitions) is decoded in this process, beside the prober's thread,
+    whose round trips it would lengthen if polled more often."""
+    request = MetadataRequest(topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=False)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        [topic] = conn.request(request, 9, MetadataResponse).topics
+        led = [p for p in topic.partitions if p.error_code == ErrorCode.NONE and p.leader_id >= 0]
+        if topic.error_code == ErrorCode.NONE and len(led) == partitions:
+            return
+        assert time.monotonic() < deadline, f"{name}: {len(led)} of {partitions} partitions open"
+        time.sleep(0.1)
+
+
 def produce(conn: KafkaSocket, topic: str, batches: list[bytes]) -> ProduceResponse:
     request = ProduceRequest(
         acks=-1,
@@ -163,6 +232,15 @@ def produce(conn: KafkaSocket, topic: str, batches: list[bytes]) -> ProduceRespo
         ],
     )
     return conn.request(request, 8, ProduceResponse)
+
+
+def small_gzip_batch() -> bytes:
+    """A v2 batch of 9,000 small records, gzip-compressed (~80 kB; one step of a Produce job)."""
+    return build_batch(
+        [NewRecord(b"k%d" % i, b"value %d " % i * 8) for i in range(9_000)],
+        compression="gzip",
+        default_timestamp=int(time.time() * 1000),
+    )
 
 
 @functools.cache
@@ -189,57 +267,67 @@ def gzip_bomb(value_size: int = 63 << 20) -> bytes:
 
 
 def test_a_gzip_bomb_produce_does_not_stall_other_connections(kafka_wire_broker: BrokerProcess) -> None:
-    conn = KafkaSocket(kafka_wire_broker)
-    assert create_topic(conn, "bombs", 50).topics[0].error_code == ErrorCode.NONE
-    bomb = gzip_bomb()
-    assert len(bomb) < 100_000
-    small_records = build_batch(
-        [NewRecord(b"k%d" % i, b"value %d " % i * 8) for i in range(9_000)],
-        compression="gzip",
-        default_timestamp=int(time.time() * 1000),
-    )
-    with probing(kafka_wire_broker) as prober:
-        start = time.monotonic()
-        refused = produce(conn, "bombs", [bomb] * 50)
-        took = time.monotonic() - start
-        worst, probes = prober.worst_since(start)
-        assert {p.error_code for p in refused.responses[0].partition_responses} == {
-            ErrorCode.MESSAGE_TOO_LARGE
-        }
-        assert probes >= 2 and worst < MAX_STALL_S, (
-            f"another connection waited {worst * 1000:.0f} ms (bomb produce: {took:.2f} s)"
-        )
-        start = time.monotonic()
-        appended = produce(conn, "bombs", [small_records] * 50)
-        took = time.monotonic() - start
-        worst, probes = prober.worst_since(start)
-        assert {p.error_code for p in appended.responses[0].partition_responses} == {ErrorCode.NONE}
-        assert probes >= 2 and worst < MAX_STALL_S, (
-            f"another connection waited {worst * 1000:.0f} ms (heavy produce: {took:.2f} s)"
-        )
-    conn.close()
+    with KafkaSocket(kafka_wire_broker) as conn:
+        assert create_topic(conn, "bombs", 50).topics[0].error_code == ErrorCode.NONE
+        wait_until_open(conn, "bombs", 50)
+        bomb = gzip_bomb()
+        assert len(bomb) < 100_000
+        small_records = small_gzip_batch()
+        with probing(kafka_wire_broker) as prober:
+            start = time.monotonic()
+            refused = produce(conn, "bombs", [bomb] * 50)
+            took = time.monotonic() - start
+            assert {p.error_code for p in refused.responses[0].partition_responses} == {
+                ErrorCode.MESSAGE_TOO_LARGE
+            }
+            prober.check_since(start, f"the bomb produce ({took:.2f} s)")
+            start = time.monotonic()
+            appended = produce(conn, "bombs", [small_records] * 50)
+            took = time.monotonic() - start
+            assert {p.error_code for p in appended.responses[0].partition_responses} == {ErrorCode.NONE}
+            prober.check_since(start, f"the heavy produce ({took:.2f} s)")
 
 
 def test_a_huge_create_topics_is_refused_at_once_and_a_large_one_is_sliced(
     kafka_wire_broker: BrokerProcess,
 ) -> None:
-    conn = KafkaSocket(kafka_wire_broker)
-    with probing(kafka_wire_broker) as prober:
-        start = time.monotonic()
-        refused = create_topic(conn, "huge", 2**31 - 1)
-        took = time.monotonic() - start
-        assert refused.topics[0].error_code == ErrorCode.POLICY_VIOLATION
-        assert took < 1.0, f"the refusal took {took:.2f} s"
-        time.sleep(0.05)
-        worst, probes = prober.worst_since(start)
-        assert probes >= 2 and worst < MAX_STALL_S
-        start = time.monotonic()
-        created = create_topic(conn, "large", 2_000)
-        took = time.monotonic() - start
-        worst, probes = prober.worst_since(start)
-        assert created.topics[0].error_code == ErrorCode.NONE
-        assert probes >= 5 and worst < MAX_STALL_S, (
-            f"another connection waited {worst * 1000:.0f} ms (create: {took:.2f} s)"
-        )
-    conn.close()
+    with KafkaSocket(kafka_wire_broker) as conn:
+        with probing(kafka_wire_broker) as prober:
+            start = time.monotonic()
+            refused = create_topic(conn, "huge", 2**31 - 1)
+            took = time.monotonic() - start
+            assert refused.topics[0].error_code == ErrorCode.POLICY_VIOLATION
+            assert took < 1.0, f"the refusal took {took:.2f} s"
+            prober.wait_for_probes(start, 2)
+            prober.check_since(start, "the refused create")
+            start = time.monotonic()
+            created = create_topic(conn, "large", 2_000)
+            assert created.topics[0].error_code == ErrorCode.NONE
+            wait_until_open(conn, "large", 2_000)
+            took = time.monotonic() - start
+            prober.check_since(start, f"the creation of 2,000 partitions ({took:.2f} s)", least=5)
     assert kafka_wire_broker.kill() != 0  # no need to flush 2,000 partitions at the end
+
+
+def test_a_create_topics_of_9999_partitions_does_not_stall_other_connections() -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="kafka-wire-stall-", dir=SHM))
+    broker = kafka_wire(workdir)
+    try:
+        broker.start()
+        with KafkaSocket(broker) as conn, probing(broker) as prober:
+            start = time.monotonic()
+            created = create_topic(conn, "huge", 9_999)
+            assert created.topics[0].error_code == ErrorCode.NONE
+            wait_until_open(conn, "huge", 9_999)
+            took = time.monotonic() - start
+            prober.check_since(
+                start,
+                f"the creation of 9,999 partitions ({took:.2f} s)",
+                least=20,
+                max_p99_s=ONE_STEP_APPEND_S,
+                max_stall_s=ONE_STEP_APPEND_S,
+            )
+        assert broker.kill() != 0  # no need to flush 10,000 partitions at the end
+    finally:
+        broker.close()
+        shutil.rmtree(workdir, ignore_errors=True)

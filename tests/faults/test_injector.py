@@ -154,7 +154,7 @@ def test_latency_answer_dropped_when_the_connection_closes() -> None:
     engine.broker.faults.add_latency(300)
     client.send(produce_request(engine), 9)
     engine._apply(engine.broker.connection_closed(1, engine.now_ms))
-    assert not engine.broker._delayed
+    assert not engine.broker._clients._delayed
     engine.advance(400)
     assert engine.take(1) == b""
 

@@ -216,6 +216,8 @@ class DriverOptions:
     value_size: int = 0
     group: str | None = None
     batch: int | None = None
+    #: ``group.protocol``: ``consumer`` for KIP-848 (the clients' default is ``classic``).
+    group_protocol: str | None = None
     #: The golden-capture workload (tools/record_captures.py; see clients/driver_common.py).
     golden: bool = False
 
@@ -233,6 +235,8 @@ class DriverOptions:
             args += ["--group", self.group]
         if self.batch is not None:
             args += ["--batch", str(self.batch)]
+        if self.group_protocol is not None:
+            args += ["--group-protocol", self.group_protocol]
         if self.golden:
             args.append("--golden")
         return args

@@ -4,7 +4,6 @@ SCRAM) and Tansu, each a short bounded run; the reports are read back."""
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,12 +130,17 @@ def test_sigterm_stops_the_run_and_the_report_of_what_ran_is_written(
         "fuzz",
         serve.bootstrap,
         "--seconds",
-        "120",
+        "60",
         "--report",
         str(report_path),
     ]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as process:
-        time.sleep(5)  # startup, then some requests
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        assert process.stderr is not None
+        # Not a terminal: a progress line every tenth of the run (6 s); the first one that
+        # counts a request says the run is under way.
+        for line in process.stderr:
+            if line.startswith("[") and not line.split("] ", 1)[1].startswith("0 requests"):
+                break
         process.terminate()
         stdout, _ = process.communicate(timeout=60)
     report = loads(report_path.read_text())

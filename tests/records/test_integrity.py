@@ -151,3 +151,15 @@ def test_reoffset_rejections() -> None:
         reoffset_batch(data, 0, 2**31)
     view = memoryview(bytearray(data))
     assert reoffset_batch_in_place(view, 100) == 101 and struct.unpack_from(">q", view)[0] == 100
+
+
+def test_crc32c_extension_loaded_alone_is_the_package_function() -> None:
+    # kafka_wire.records.crc loads the package's extension without its __init__ (a faster start).
+    from kafka_wire.flavour import extension_alone
+
+    module = extension_alone("crc32c", "_crc32c")
+    assert module is not None  # the installed package's layout: the fast path is the one taken
+    alone = module.crc32c
+    for data, start in [(b"123456789", 0), (b"", 0), (bytes(range(256)) * 7, 0x1234_5678)]:
+        assert alone(data, start) == crc32c.crc32c(data, start)
+    assert alone(b"123456789", 0) == 0xE3069283  # the CRC-32C check value

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 import pytest
 
@@ -52,10 +52,33 @@ class Forced:
         return bug in self.bugs
 
 
-@contextmanager
-def planted(bug: str) -> Iterator[None]:
-    with buggify.installed(SimHooks(random.Random(0), [bug], buggify=False)):
-        yield
+class Switched:
+    """The hooks the engine objects of these tests are built with (``hooks=HOOKS``): the engine
+    keeps that object, and a test switches what it answers for the length of a block."""
+
+    def __init__(self) -> None:
+        self.current: buggify.Hooks = buggify.OFF
+
+    def fire(self, point: str) -> bool:
+        return self.current.fire(point)
+
+    def planted(self, bug: str) -> bool:
+        return self.current.planted(bug)
+
+    @contextmanager
+    def on(self, hooks: buggify.Hooks) -> Iterator[None]:
+        previous, self.current = self.current, hooks
+        try:
+            yield
+        finally:
+            self.current = previous
+
+
+HOOKS = Switched()
+
+
+def planted(bug: str) -> AbstractContextManager[None]:
+    return HOOKS.on(SimHooks(random.Random(0), [bug], buggify=False))
 
 
 def produced_at(answer: object) -> tuple[int, int]:
@@ -111,18 +134,18 @@ def test_without_buggify_the_generator_is_never_drawn_from() -> None:
     assert rng.getstate() == before
 
 
-def test_installed_hooks_are_restored_afterwards() -> None:
-    assert isinstance(buggify.hooks, buggify.Off)
+def test_switched_hooks_are_restored_afterwards() -> None:
+    assert HOOKS.current is buggify.OFF
     with planted("no-epoch-bump"):
-        assert buggify.hooks.planted("no-epoch-bump")
-    assert isinstance(buggify.hooks, buggify.Off)
+        assert HOOKS.planted("no-epoch-bump")
+    assert HOOKS.current is buggify.OFF and not HOOKS.planted("no-epoch-bump")
 
 
 # -- planted bugs -----------------------------------------------------------------------------------
 
 
 def _hw_after_an_unreplicated_append() -> int:
-    net = three()
+    net = three(hooks=HOOKS)
     leader = net.nodes[1]
     leader.produce([b"a", b"b", b"c"], net.now_ms, acks=1)
     return leader.replica().high_watermark
@@ -136,7 +159,7 @@ def test_hw_without_isr() -> None:
 
 def _double_failover() -> tuple[list[bytes | None], list[bytes | None], int]:
     """KIP-101's scenario: the old leader's unreplicated ``m2`` against the new leader's ``m3``."""
-    net = Network()
+    net = Network(hooks=HOOKS)
     for node_id in (1, 2):
         net.add(node_id)
     net.create((1, 2))
@@ -167,7 +190,7 @@ def test_unclean_election() -> None:
 
     def elect() -> PartitionChangeRecord | None:
         return build_partition_change(
-            offline, alive(2, 3), election=Election.ONLINE, target_isr=(), elr_enabled=False
+            offline, alive(2, 3), election=Election.ONLINE, target_isr=(), elr_enabled=False, hooks=HOOKS
         )
 
     right = elect()
@@ -178,12 +201,12 @@ def test_unclean_election() -> None:
     assert wrong.leader_recovery_state == int(LeaderRecoveryState.RECOVERING)
     # A preferred-leader election is not affected (it never falls back).
     with planted("unclean-election"):
-        preferred = build_partition_change(offline, alive(2, 3), election=Election.PREFERRED)
+        preferred = build_partition_change(offline, alive(2, 3), election=Election.PREFERRED, hooks=HOOKS)
     assert preferred is not None and preferred.leader == NO_LEADER
 
 
 def _acks_all_answer_before_replication() -> tuple[bool, int]:
-    net = three()
+    net = three(hooks=HOOKS)
     leader = net.nodes[1]
     request = leader.produce([b"a"], net.now_ms, acks=-1)
     assert leader.replica().high_watermark == 0
@@ -199,7 +222,7 @@ def test_ack_before_isr() -> None:
 
 def _retry_after_a_restart() -> tuple[int, int]:
     """An idempotent batch is acknowledged, its leader restarts, and the producer retries it."""
-    net = three()
+    net = three(hooks=HOOKS)
     first = net.nodes[1].produce([b"a", b"b"], net.now_ms, acks=-1, producer_id=7, sequence=0)
     net.run(1000)
     assert produced_at(net.nodes[1].answers[first]) == (E.NONE, 0)
@@ -217,7 +240,7 @@ def test_forget_producer_state() -> None:
 
 
 def _consumer_view() -> tuple[int, int]:
-    net = three()
+    net = three(hooks=HOOKS)
     net.nodes[1].produce([b"a"], net.now_ms, acks=-1)
     net.run(1000)
     net.crash(3)
@@ -241,7 +264,7 @@ def _committed_after_reload() -> dict[tuple[str, int], tuple[int, str, int]]:
     h = GroupHarness(DELAYED)
     ids, generation = run_group(h, "g", 1)
     assert h.commit("g", {("t", 0): 10}, generation=generation, member_id=ids[0]) == {("t", 0): E.NONE}
-    reloaded = GroupHarness(DELAYED, coordinator=GroupCoordinator(DELAYED))
+    reloaded = GroupHarness(DELAYED, coordinator=GroupCoordinator(DELAYED, hooks=HOOKS))
     reloaded.coord.load(h.log)  # a restart, or a new leader of the group's partition
     return reloaded.fetch("g", {"t": [0]})[1]
 
@@ -256,20 +279,20 @@ def test_no_epoch_bump() -> None:
     old = partition_state(leader=1)
     move = build_partition_change(old, alive(2, 3))  # node 1 is gone: node 2 takes over
     assert move is not None and move.leader == 2
-    assert merge_partition_change(old, move).leader_epoch == old.leader_epoch + 1
+    assert merge_partition_change(old, move, HOOKS).leader_epoch == old.leader_epoch + 1
     with planted("no-epoch-bump"):
-        new = merge_partition_change(old, move)
+        new = merge_partition_change(old, move, HOOKS)
     assert (new.leader, new.leader_epoch) == (2, old.leader_epoch)
     # An ISR change without a new leader is as it was.
     shrink = build_partition_change(old, alive(1, 2, 3), target_isr=(1, 2))
     assert shrink is not None
     with planted("no-epoch-bump"):
-        assert merge_partition_change(old, shrink).leader_epoch == old.leader_epoch
+        assert merge_partition_change(old, shrink, HOOKS).leader_epoch == old.leader_epoch
 
 
 def test_no_epoch_bump_in_the_controller_gives_two_leaders_one_epoch() -> None:
     def leaders() -> list[tuple[int, int]]:
-        h = controller_cluster(1, 2, 3)
+        h = controller_cluster(1, 2, 3, hooks=HOOKS)
         h.create_topic("t", partitions=1)
         p = h.controller.committed.partition("t", 0)
         assert p is not None
@@ -290,12 +313,12 @@ def test_no_epoch_bump_in_the_controller_gives_two_leaders_one_epoch() -> None:
 
 
 def test_minimal_isr_shrinks_a_caught_up_isr_to_min_insync_and_it_grows_back() -> None:
-    net = three(min_isr=2)
+    net = three(min_isr=2, hooks=HOOKS)
     net.nodes[1].produce([b"a"], net.now_ms, acks=-1)
     net.run(1000)
     assert net.registrations["t", 0].isr == (1, 2, 3)
     hooks = Forced(points=("replica.minimal_isr",))
-    with buggify.installed(hooks):
+    with HOOKS.on(hooks):
         net.run(net.config.replica_lag_time_max_ms // 2 + 100)
         assert hooks.visits["replica.minimal_isr"] >= 1
         proposed = [
@@ -313,13 +336,13 @@ def test_minimal_isr_shrinks_a_caught_up_isr_to_min_insync_and_it_grows_back() -
 
 
 def test_a_delayed_alter_partition_is_sent_after_the_backoff_and_dropped_by_a_leader_change() -> None:
-    net = three()
+    net = three(hooks=HOOKS)
     net.crash(3)
     net.nodes[1].produce([b"x"] * 3, net.now_ms, acks=1)
     net.run(net.config.replica_lag_time_max_ms * 3 // 2 + 1000)
     assert net.registrations["t", 0].isr == (1, 2)
     restarted = net.restart(3)
-    with buggify.installed(Forced(points=("replica.delay_alter_partition",))):
+    with HOOKS.on(Forced(points=("replica.delay_alter_partition",))):
         net.run(500)
     assert restarted.replica().log_end_offset == 3
     leader = net.nodes[1].replica()
@@ -335,12 +358,12 @@ def test_a_delayed_alter_partition_is_sent_after_the_backoff_and_dropped_by_a_le
 
 
 def test_a_delayed_alter_partition_goes_out_after_the_backoff() -> None:
-    net = three()
+    net = three(hooks=HOOKS)
     net.crash(3)
     net.run(net.config.replica_lag_time_max_ms * 3 // 2 + 1000)
     assert net.registrations["t", 0].isr == (1, 2)
     net.restart(3)
-    with buggify.installed(Forced(points=("replica.delay_alter_partition",))):
+    with HOOKS.on(Forced(points=("replica.delay_alter_partition",))):
         net.run(500)
         assert net.nodes[1].replica().pending_isr == (1, 2, 3)
         net.run(net.config.alter_partition_retry_backoff_ms * 30 + 500)
@@ -349,8 +372,8 @@ def test_a_delayed_alter_partition_goes_out_after_the_backoff() -> None:
 
 
 def test_delayed_fetch_rounds_hold_replication_back_but_never_break_it() -> None:
-    net = three()
-    with buggify.installed(Forced(points=("replica.delay_fetch",))):
+    net = three(hooks=HOOKS)
+    with HOOKS.on(Forced(points=("replica.delay_fetch",))):
         net.run(1000)  # the rounds in flight end; every next one waits
         net.nodes[1].produce([b"a"], net.now_ms, acks=1)
         net.run(3000)
@@ -363,7 +386,7 @@ def test_delayed_fetch_rounds_hold_replication_back_but_never_break_it() -> None
 
 def test_an_early_rebalance_moves_leaders_back_before_the_interval() -> None:
     def imbalanced_then_tick(hooks: buggify.Hooks) -> bool:
-        h = controller_cluster(1, 2, 3, leader_imbalance_check_interval_ms=600_000)
+        h = controller_cluster(1, 2, 3, hooks=HOOKS, leader_imbalance_check_interval_ms=600_000)
         h.create_topic("t", partitions=3)
         preferred = {p.partition: p.replicas[0] for p in h.controller.committed.partitions_of("t")}
         h.heartbeat(1, want_fence=True)
@@ -372,9 +395,9 @@ def test_an_early_rebalance_moves_leaders_back_before_the_interval() -> None:
             if 1 not in p.isr:
                 only(alter_isr(h, p, [*p.isr, 1]))
         assert any(p.leader != preferred[p.partition] for p in h.controller.committed.partitions_of("t"))
-        with buggify.installed(hooks):
+        with HOOKS.on(hooks):
             h.tick(1)
         return all(p.leader == preferred[p.partition] for p in h.controller.committed.partitions_of("t"))
 
-    assert not imbalanced_then_tick(buggify.Off())
+    assert not imbalanced_then_tick(buggify.OFF)
     assert imbalanced_then_tick(Forced(points=("controller.early_rebalance",)))

@@ -14,13 +14,14 @@ from kafka_wire.sim.run import SimOptions, simulate
 #: bug -> (seed, the anomaly the checker reports)
 CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
-    "skip-truncation": (3, "inconsistent-offsets"),
-    "unclean-election": (33, "unclean-election"),
-    "ack-before-isr": (3, "lost-write"),
+    "skip-truncation": (3, "committed-truncated"),
+    "unclean-election": (210, "unclean-election"),
+    "ack-before-isr": (17, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
     "serve-above-hw": (10, "inconsistent-offsets"),
-    "offsets-not-loaded": (2, "committed-offset-lost"),
+    "offsets-not-loaded": (7, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
+    "assign-before-revoke": (2, "double-ownership"),
 }
 
 

@@ -12,7 +12,6 @@ from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.node import Node as ClusterNode
 from kafka_wire.broker.server_properties import load_server_properties
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.sim.checker import Checker
 from kafka_wire.sim.checker.ends import MAX_PER_ANOMALY, check_end
 from kafka_wire.sim.checker.groups import GroupChecker, parse_assignment
@@ -35,6 +34,7 @@ from kafka_wire.sim.checker.steps import (
 )
 from kafka_wire.sim.contracts import Violation
 from kafka_wire.sim.history import History, Op, OpKind, OpType
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.replication.cluster import Network
 
 TP = ("t", 0)
@@ -708,9 +708,17 @@ def test_many_cases_of_one_anomaly_are_capped() -> None:
 # -- the checker on a world ------------------------------------------------------------------------
 
 
+class NoConsumerGroups:
+    """A group coordinator that holds no KIP-848 group."""
+
+    def consumer_group_ids(self) -> list[str]:
+        return []
+
+
 @dataclass
 class FakeBroker:
     state: object
+    group_coordinator: NoConsumerGroups = field(default_factory=NoConsumerGroups)
 
 
 @dataclass

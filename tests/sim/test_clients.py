@@ -10,7 +10,6 @@ from collections.abc import Callable
 from kafka_wire.broker import Broker, BrokerConfig
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ApiKey,
@@ -26,11 +25,13 @@ from kafka_wire.messages import (
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
 from kafka_wire.sim.clients.base import Address, ClientBase, Handler
 from kafka_wire.sim.clients.consumer import AssignConsumer
+from kafka_wire.sim.clients.consumer_member import ConsumerProtocolMember
 from kafka_wire.sim.clients.group import SESSION_TIMEOUT_MS, GroupMember, MemberState
 from kafka_wire.sim.clients.producer import DELIVERY_TIMEOUT_MS, Producer
 from kafka_wire.sim.clients.workload import Workload, clients_for, default_clients
 from kafka_wire.sim.contracts import SimClient
 from kafka_wire.sim.history import History, Op, OpKind, OpType
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 ADDRESS = ("node1", 9092)
 START_MS = 1_000_000
@@ -464,8 +465,10 @@ def test_clients_for_a_world_take_its_nodes_topics_and_unclean_setting() -> None
         ("b", 5, 3),
     ]
     assert admin.specs["a"].configs == {"min.insync.replicas": "2", "unclean.leader.election.enable": "true"}
-    members = [c for c in clients if isinstance(c, GroupMember)]
-    assert [m.topics for m in members] == [["a"], ["a"]]
+    classic = [c for c in clients if type(c) is GroupMember]
+    assert [m.topics for m in classic] == [["a"], ["a"]]
+    kip848 = [c for c in clients if isinstance(c, ConsumerProtocolMember)]
+    assert [m.topics for m in kip848] == [["a", "b"], ["a", "b"]]
 
 
 class _Recording(GroupMember):

@@ -12,14 +12,18 @@ PAGE = "reference/state-machines.md"
 
 def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     """(section, machine, where the table lives, table), in page order; imported when drawn."""
+    from kafka_wire.broker.driver_contract import DRIVER_TRANSITIONS
+    from kafka_wire.broker.group.reconciliation import MEMBER_TRANSITIONS
     from kafka_wire.broker.group.states import GROUP_TRANSITIONS
     from kafka_wire.broker.lifecycle import LIFECYCLE_TRANSITIONS
+    from kafka_wire.broker.muting import MUTE_TRANSITIONS
     from kafka_wire.broker.partition.roles import REPLICA_TRANSITIONS
     from kafka_wire.broker.peers import LINK_TRANSITIONS
     from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS
     from kafka_wire.protocol import sasl
     from kafka_wire.protocol.client import CLIENT_TRANSITIONS
     from kafka_wire.protocol.server import SERVER_TRANSITIONS
+    from kafka_wire.proxy.pair import PAIR_TRANSITIONS
 
     return [
         (
@@ -70,7 +74,14 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
             "kafka_wire.protocol.sasl.OAUTHBEARER_SERVER_TRANSITIONS",
             sasl.OAUTHBEARER_SERVER_TRANSITIONS,
         ),
+        ("Proxy", "ProxyPair", "kafka_wire.proxy.pair.PAIR_TRANSITIONS", PAIR_TRANSITIONS),
         ("Broker", "Classic group", "kafka_wire.broker.group.states.GROUP_TRANSITIONS", GROUP_TRANSITIONS),
+        (
+            "Broker",
+            "Consumer group member (KIP-848)",
+            "kafka_wire.broker.group.reconciliation.MEMBER_TRANSITIONS",
+            MEMBER_TRANSITIONS,
+        ),
         (
             "Broker",
             "Partition replica",
@@ -90,6 +101,18 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
             "kafka_wire.broker.lifecycle.LIFECYCLE_TRANSITIONS",
             LIFECYCLE_TRANSITIONS,
         ),
+        (
+            "Broker",
+            "Driver contract (storage batches in flight)",
+            "kafka_wire.broker.driver_contract.DRIVER_TRANSITIONS",
+            DRIVER_TRANSITIONS,
+        ),
+        (
+            "Broker",
+            "Client connection muting",
+            "kafka_wire.broker.muting.MUTE_TRANSITIONS",
+            MUTE_TRANSITIONS,
+        ),
     ]
 
 
@@ -106,6 +129,11 @@ _SECTION_NOTES: Mapping[str, str] = {
         "table lacks raises `LocalProtocolError` and moves the machine to `ERROR`; every failure moves it\n"
         "to `ERROR` too. OAUTHBEARER's `server accepted` / `server refused` and `token accepted` /\n"
         "`token refused` are moves that `step` makes after reading the token."
+    ),
+    "Proxy": (
+        "How it is used: [guide/proxy.md](../guide/proxy.md). A pair is one client connection and its\n"
+        "upstream connection; an input the table lacks, or any failure inside (a filter's included),\n"
+        "moves it to `ERROR`, and its sockets close."
     ),
     "Broker": (
         "The classic group's states are reported to clients with Kafka's names (`Empty`,\n"

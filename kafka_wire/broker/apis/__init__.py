@@ -1,5 +1,5 @@
-"""One handler module per API key a broker answers; this table maps keys to handlers and to the
-versions served.
+"""One handler module per API key a broker answers; this table maps keys to handler modules and to
+the versions served. ``HANDLERS[key]`` imports the module of ``key`` on its first request.
 
 A handler is ``handle(ctx, request) -> response`` (or a :class:`~kafka_wire.broker.state.Waiting`
 for requests it holds). The metadata's admin APIs (:data:`FORWARDED`) go to the active controller
@@ -12,30 +12,12 @@ themselves; SASL is answered by the connection layer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
-from kafka_wire.broker.apis import (
-    api_versions,
-    create_topics,
-    delete_records,
-    describe_cluster,
-    describe_configs,
-    describe_log_dirs,
-    describe_producers,
-    describe_topic_partitions,
-    fetch,
-    find_coordinator,
-    forward,
-    init_producer_id,
-    list_offsets,
-    metadata,
-    offset_for_leader_epoch,
-    produce,
-    write_txn_markers,
-)
-from kafka_wire.broker.group import GROUP_API_KEYS
-from kafka_wire.messages import REQUESTS, ApiKey
+from kafka_wire.broker.group.api_keys import GROUP_API_KEYS
+from kafka_wire.messages import VALID_VERSIONS, ApiKey
 
 # Handlers take their own request type; the broker dispatches by api key, so the table is untyped.
 Handler = Callable[[Any, Any], Any]
@@ -54,25 +36,55 @@ FORWARDED: Final = frozenset(
     }
 )
 
-HANDLERS: Final[dict[int, Handler]] = {
-    ApiKey.PRODUCE: produce.handle,
-    ApiKey.FETCH: fetch.handle,
-    ApiKey.LIST_OFFSETS: list_offsets.handle,
-    ApiKey.METADATA: metadata.handle,
-    ApiKey.FIND_COORDINATOR: find_coordinator.handle,
-    ApiKey.API_VERSIONS: api_versions.handle,
-    ApiKey.CREATE_TOPICS: create_topics.handle,
-    ApiKey.DELETE_RECORDS: delete_records.handle,
-    ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
-    ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
-    ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
-    ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
-    ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle,
-    ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.handle,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
-    ApiKey.WRITE_TXN_MARKERS: write_txn_markers.handle,
-    **dict.fromkeys(FORWARDED, forward.handle),
+#: Each API key and the module of this package whose ``handle`` answers it.
+HANDLER_MODULES: Final[dict[int, str]] = {
+    ApiKey.PRODUCE: "produce",
+    ApiKey.FETCH: "fetch",
+    ApiKey.LIST_OFFSETS: "list_offsets",
+    ApiKey.METADATA: "metadata",
+    ApiKey.FIND_COORDINATOR: "find_coordinator",
+    ApiKey.API_VERSIONS: "api_versions",
+    ApiKey.CREATE_TOPICS: "create_topics",
+    ApiKey.DELETE_RECORDS: "delete_records",
+    ApiKey.INIT_PRODUCER_ID: "init_producer_id",
+    ApiKey.DESCRIBE_CONFIGS: "describe_configs",
+    ApiKey.DESCRIBE_CLUSTER: "describe_cluster",
+    ApiKey.DESCRIBE_LOG_DIRS: "describe_log_dirs",
+    ApiKey.DESCRIBE_PRODUCERS: "describe_producers",
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: "describe_topic_partitions",
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: "offset_for_leader_epoch",
+    ApiKey.WRITE_TXN_MARKERS: "write_txn_markers",
+    **dict.fromkeys(FORWARDED, "forward"),
 }
+
+
+class _Handlers(Mapping[int, Handler]):
+    """API key to handler: a handler's module (and the message classes it uses) is imported on the
+    first request of its key, so a broker loads only what its clients ask for."""
+
+    __slots__ = ("_loaded",)
+
+    def __init__(self) -> None:
+        self._loaded: dict[int, Handler] = {}
+
+    def __getitem__(self, key: int) -> Handler:
+        handler = self._loaded.get(key)
+        if handler is None:
+            module = importlib.import_module(f"{__name__}.{HANDLER_MODULES[key]}")
+            handler = self._loaded[key] = module.handle
+        return handler
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(HANDLER_MODULES)
+
+    def __len__(self) -> int:
+        return len(HANDLER_MODULES)
+
+    def __contains__(self, key: object) -> bool:
+        return key in HANDLER_MODULES
+
+
+HANDLERS: Final[Mapping[int, Handler]] = _Handlers()
 
 #: The group coordinator's APIs.
 GROUP_APIS: Final = frozenset(GROUP_API_KEYS)
@@ -99,7 +111,7 @@ _MAX_VERSION: Final[dict[int, int]] = {ApiKey.INIT_PRODUCER_ID: 5}
 def _supported() -> dict[int, tuple[int, int]]:
     table = {}
     for key in sorted({*HANDLERS, *GROUP_APIS, *TXN_APIS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}):
-        versions = REQUESTS[key].VERSIONS
+        versions = VALID_VERSIONS[key]
         high = min(max(versions), _MAX_VERSION.get(key, max(versions)))
         table[int(key)] = (max(min(versions), _MIN_VERSION.get(key, 0)), high)
     return table

@@ -48,7 +48,7 @@ def client_listener(ctx: Context, view: ClusterView) -> str:
 
 def live_brokers(ctx: Context, *, include_fenced: bool = False) -> list[LiveBroker]:
     """The brokers a client may connect to, by node id (fenced ones too when asked)."""
-    return brokers_on(ctx.state, ctx.listener, include_fenced=include_fenced)
+    return brokers_on(ctx.state, client_listener(ctx, ctx.state.cluster), include_fenced=include_fenced)
 
 
 def brokers_on(state: BrokerState, listener: str, *, include_fenced: bool = False) -> list[LiveBroker]:

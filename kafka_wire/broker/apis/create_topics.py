@@ -51,7 +51,8 @@ def handle(ctx: Context, request: CreateTopicsRequest) -> Message | Forwarded | 
 
 class _Reassembled:
     """The controller's answer for the forwarded topics, with the refused ones put back in the
-    request's order (a Waiting while the controller's answer is)."""
+    request's order, each name answered once, as the controller answers a duplicate (a Waiting
+    while the controller's answer is)."""
 
     def __init__(
         self,
@@ -69,13 +70,12 @@ class _Reassembled:
         if reply is None:
             return None
         assert isinstance(reply, CreateTopicsResponse)
-        forwarded = iter(reply.topics)
-        reply.topics = [
-            self._refused.get(t.name)
-            or next(forwarded, None)
-            or CreateTopicsResponseCreatableTopicResult(
-                name=t.name, error_code=ErrorCode.UNKNOWN_SERVER_ERROR
-            )
-            for t in self._request.topics
-        ]
+        forwarded: dict[str, list[CreateTopicsResponseCreatableTopicResult]] = {}
+        for result in reply.topics:
+            forwarded.setdefault(result.name, []).append(result)
+        topics: list[CreateTopicsResponseCreatableTopicResult] = []
+        for name in dict.fromkeys(t.name for t in self._request.topics):  # a name answered once
+            refused = self._refused.get(name)
+            topics += [refused] if refused is not None else forwarded.get(name, [])
+        reply.topics = topics
         return reply

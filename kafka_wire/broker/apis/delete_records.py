@@ -4,8 +4,8 @@ Behaviour: moves a partition's log start offset up to the given offset (-1 means
 watermark); an offset above the high watermark is OFFSET_OUT_OF_RANGE; internal topics get
 INVALID_TOPIC_EXCEPTION, as in Kafka. Segments wholly below the
 new start are deleted. The answer's low watermark is the new log start offset.
-Only the leader moves the start (NOT_LEADER_OR_FOLLOWER elsewhere, also on a node without a
-replica of the partition); followers
+Only the leader moves the start (NOT_LEADER_OR_FOLLOWER elsewhere, also on a node
+without a replica of the partition); followers
 follow it on their next fetch, and the answer waits (``partition/purgatory.py``) until the low
 watermark, the smallest log start offset over the ISR, reaches the new start, or
 REQUEST_TIMED_OUT at ``timeout_ms``.

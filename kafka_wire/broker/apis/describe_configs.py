@@ -15,7 +15,7 @@ from typing import Final
 
 from kafka_wire.broker.metadata import topic_name_problem
 from kafka_wire.broker.state import Context
-from kafka_wire.broker.topic_config_view import (
+from kafka_wire.broker.topic_configs import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
     RESOURCE_TOPIC,
@@ -72,10 +72,10 @@ def _describe(
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
             result.configs = describe_topic_configs(
+                state.defaults,
+                state.config.topic_default_properties,
                 topic.configs,
                 keys,
-                defaults=state.defaults,
-                static=state.config.topic_default_properties,
                 synonyms=request.include_synonyms,
                 documentation=request.include_documentation,
                 version=ctx.api_version,

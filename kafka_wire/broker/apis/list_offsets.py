@@ -81,7 +81,7 @@ def handle(ctx: Context, request: ListOffsetsRequest) -> ListOffsetsResponse:
                 result.error_code = missing_replica_error(state, entry.name, wanted.partition_index)
             elif error := epoch_error(wanted.current_leader_epoch, replica.leader_epoch):
                 result.error_code = error
-            elif state.cluster is not None and not replica.is_leader and request.replica_id != DEBUGGING:
+            elif not replica.is_leader and request.replica_id != DEBUGGING:
                 result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 offset, timestamp = _lookup(replica, wanted.timestamp, request.isolation_level)

@@ -13,10 +13,10 @@ A named topic that does not exist is auto-created when both the broker
 (``auto.create.topics.enable``) and the request (v4+ ``allow_auto_topic_creation``) allow it, as
 Kafka's ``AutoTopicCreationManager`` does: the broker asks the active controller for all of them
 in one CreateTopics (``num.partitions``, ``default.replication.factor``; one request at a time per
-topic; Kafka's limit of 10,000 records per request applies to them together) and answers
-UNKNOWN_TOPIC_OR_PARTITION until the topic is in the metadata image, as Kafka does in KRaft mode.
-An internal topic is asked for the broker's way (``__consumer_offsets`` with ``offsets.topic.*``);
-one this broker does not make, and ``__cluster_metadata``, is UNKNOWN_TOPIC_OR_PARTITION.
+topic; Kafka's limits per request apply to them together) and answers UNKNOWN_TOPIC_OR_PARTITION
+until the topic is in the image, as Kafka's broker does in KRaft mode. An internal topic is asked
+for the broker's way (``__consumer_offsets`` with ``offsets.topic.*``); one this broker does not
+make, and ``__cluster_metadata``, is UNKNOWN_TOPIC_OR_PARTITION.
 Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster),
 ``offline_replicas`` from v5.
 """
@@ -201,5 +201,5 @@ def _one_topic(
         return MetadataResponseTopic(
             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name)
         )
-    # Asked of the controller (or already asked): not known yet, the client retries.
+    # Asked of the controller (or already asked): not known until the image has it.
     return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)

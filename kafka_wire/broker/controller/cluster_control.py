@@ -15,8 +15,9 @@ controller attaches once both parts exist: each reads the other).
 from __future__ import annotations
 
 import uuid
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import BrokerInfo
 from kafka_wire.broker.controller.cluster_image import UNFENCE, BrokerRegistration, ClusterImage
 from kafka_wire.broker.controller.delta import DeltaBuilder
@@ -26,17 +27,13 @@ from kafka_wire.broker.controller.result import ControllerResult, Decision, LogO
 from kafka_wire.broker.controller.settings import METADATA_VERSION_FEATURE, ControllerConfig
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationChangeRecord,
-    BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
-    ErrorCode,
-    RegisterBrokerRecord,
-    RegisterBrokerRecordBrokerEndpoint,
-    RegisterBrokerRecordBrokerFeature,
-)
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        BrokerHeartbeatRequest,
+        BrokerRegistrationRequest,
+    )
 
 
 class LeaderMoves(Protocol):
@@ -134,11 +131,12 @@ class ClusterControl:
         return [b.node_id for b in self.image.brokers() if not b.fenced and not b.in_controlled_shutdown]
 
     def has_session(self, broker: int, now_ms: int) -> bool:
-        """Heard from within ``broker.session.timeout.ms``. On a combined node the broker of the
-        controller's own process is alive while the controller runs: its registration has a
-        session exactly when it is that process's incarnation (an earlier incarnation was an
-        earlier process, gone; and a stalled process does not fence its own broker when it
-        wakes up). kafka_wire's: Kafka's controller cannot tell, and waits for sessions."""
+        """Heard from within ``broker.session.timeout.ms``. On the sole voter of a combined
+        single node (:meth:`QuorumController.local_broker`) the broker of the controller's own
+        process is alive while the controller runs: its registration has a session exactly when
+        it is that process's incarnation (an earlier incarnation was an earlier process, gone;
+        and a stalled process does not fence its own broker when it wakes up). kafka_wire's:
+        Kafka's controller cannot tell, and waits for sessions."""
         if broker == self.config.node_id and self.local_incarnation is not None:
             registration = self.image.registration(broker)
             if registration is not None:
@@ -154,7 +152,7 @@ class ClusterControl:
 
     def broker_registration(self, version: int, req: BrokerRegistrationRequest, now_ms: int) -> Decision:
         def fail(code: int) -> Message:
-            return BrokerRegistrationResponse(error_code=code, broker_epoch=-1)
+            return messages.BrokerRegistrationResponse(error_code=code, broker_epoch=-1)
 
         if req.cluster_id != self.config.cluster_id:
             return fail(ErrorCode.INCONSISTENT_CLUSTER_ID)
@@ -194,18 +192,18 @@ class ClusterControl:
                 # the old one leaves every ISR and its leaderships move first.
                 self.moves.broker_leaving(req.broker_id, records)
         records.append(
-            RegisterBrokerRecord(
+            messages.RegisterBrokerRecord(
                 broker_id=req.broker_id,
                 incarnation_id=req.incarnation_id,
                 broker_epoch=epoch,
                 end_points=[
-                    RegisterBrokerRecordBrokerEndpoint(
+                    messages.RegisterBrokerRecordBrokerEndpoint(
                         name=lst.name, host=lst.host, port=lst.port, security_protocol=lst.security_protocol
                     )
                     for lst in req.listeners
                 ],
                 features=[
-                    RegisterBrokerRecordBrokerFeature(
+                    messages.RegisterBrokerRecordBrokerFeature(
                         name=n, min_supported_version=lo, max_supported_version=hi
                     )
                     for n, lo, hi in features
@@ -219,7 +217,9 @@ class ClusterControl:
         self.contact_ms[req.broker_id] = now_ms
         if not amend:
             self.shutdown_offset.pop(req.broker_id, None)
-        return ControllerResult(records, lambda: BrokerRegistrationResponse(broker_epoch=epoch), fail)
+        return ControllerResult(
+            records, lambda: messages.BrokerRegistrationResponse(broker_epoch=epoch), fail
+        )
 
     # -- BrokerHeartbeat -------------------------------------------------------------------------
 
@@ -231,7 +231,7 @@ class ClusterControl:
 
     def broker_heartbeat(self, version: int, req: BrokerHeartbeatRequest, now_ms: int) -> Decision:
         def fail(code: int) -> Message:
-            return BrokerHeartbeatResponse(error_code=code, is_fenced=True)
+            return messages.BrokerHeartbeatResponse(error_code=code, is_fenced=True)
 
         if not self.epoch_ok(req.broker_id, req.broker_epoch):
             return fail(ErrorCode.STALE_BROKER_EPOCH)
@@ -253,12 +253,14 @@ class ClusterControl:
         proposed = None
         if new is BrokerState.UNFENCED and state is BrokerState.FENCED:
             records.append(
-                BrokerRegistrationChangeRecord(broker_id=broker, broker_epoch=epoch, fenced=UNFENCE)
+                messages.BrokerRegistrationChangeRecord(broker_id=broker, broker_epoch=epoch, fenced=UNFENCE)
             )
             self.moves.broker_unfenced(broker, records)
         elif new is BrokerState.CONTROLLED_SHUTDOWN and state is not BrokerState.CONTROLLED_SHUTDOWN:
             records.append(
-                BrokerRegistrationChangeRecord(broker_id=broker, broker_epoch=epoch, in_controlled_shutdown=1)
+                messages.BrokerRegistrationChangeRecord(
+                    broker_id=broker, broker_epoch=epoch, in_controlled_shutdown=1
+                )
             )
             self.moves.broker_leaving(broker, records)
 
@@ -269,7 +271,7 @@ class ClusterControl:
             self.fence(broker, records)
 
         def answer() -> Message:
-            return BrokerHeartbeatResponse(
+            return messages.BrokerHeartbeatResponse(
                 is_caught_up=caught_up,
                 is_fenced=new in (BrokerState.FENCED, BrokerState.SHUTDOWN_NOW),
                 should_shut_down=new is BrokerState.SHUTDOWN_NOW,
@@ -301,7 +303,9 @@ class ClusterControl:
         if info is None:
             return
         self.moves.broker_leaving(broker, records)
-        records.append(BrokerRegistrationChangeRecord(broker_id=broker, broker_epoch=info.epoch, fenced=1))
+        records.append(
+            messages.BrokerRegistrationChangeRecord(broker_id=broker, broker_epoch=info.epoch, fenced=1)
+        )
 
     def stale_brokers(self, now_ms: int) -> list[int]:
         """The unfenced brokers whose sessions expired, the longest silent first (Kafka's

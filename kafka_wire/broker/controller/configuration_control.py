@@ -9,22 +9,22 @@ IncrementalAlterConfigs and gives the replication part each topic's effective
 IncrementalAlterConfigs and the legacy AlterConfigs (whole sets of overrides) alter topics (they
 must exist; internal ones are refused with INVALID_REQUEST, kafka_wire's: their configs belong to
 the broker) and brokers (by id, or "" for the cluster-wide defaults). Checks, as Kafka makes them
-(the broker's before forwarding, then the controller's): a resource named twice in one
-IncrementalAlterConfigs (INVALID_REQUEST "Duplicate resource." each time), a key named twice in one
-resource (INVALID_REQUEST), a null SET (INVALID_REQUEST), an unknown topic config (INVALID_CONFIG),
-APPEND or SUBTRACT of a key that is not a list (INVALID_CONFIG; an absent key starts from its
-default), an unknown operation (UNKNOWN_SERVER_ERROR, Kafka's failed lookup), a result that is not
-a valid topic config (INVALID_CONFIG). One ConfigRecord per changed key; ``validate_only`` checks
-only. A request the controller cannot carry out fails in its shape
-(:func:`~kafka_wire.broker.error_answers.failure_answer`).
+(the broker's before forwarding, then the controller's): a resource named twice in one request
+(INVALID_REQUEST, every time it appears), a key named twice in one resource (INVALID_REQUEST), a
+null SET (INVALID_REQUEST), an unknown topic config set (INVALID_CONFIG; deleting one is no
+error), APPEND or SUBTRACT of a key that is not a list (INVALID_CONFIG; an absent key starts from
+its default), a result that is not a valid topic config (INVALID_CONFIG), an unknown operation
+(UNKNOWN_SERVER_ERROR, as Kafka answers its failed lookup). One ConfigRecord per changed key;
+``validate_only`` checks only.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.configs_image import ConfigResourceType, ConfigsImage
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.result import ControllerResult, Decision
@@ -33,19 +33,14 @@ from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.log.config import CONFIG_KEYS, ConfigError, LogConfig
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AlterConfigsRequest,
-    AlterConfigsResponse,
-    AlterConfigsResponseResourceResponse,
-    ApiKey,
-    ConfigRecord,
-    ErrorCode,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsRequestAlterableConfig,
-    IncrementalAlterConfigsRequestAlterConfigsResource,
-    IncrementalAlterConfigsResponse,
-    IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        AlterConfigsRequest,
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsRequestAlterableConfig,
+    )
 
 #: Why a resource's change is refused: (error code, message).
 Problem = tuple[int, str | None]
@@ -123,7 +118,9 @@ class ConfigurationControl:
         """A ConfigRecord per key whose value changes (a null value removes the override)."""
         old = self.image.configs.get((resource_type, name), {})
         return [
-            ConfigRecord(resource_type=resource_type, resource_name=name, name=key, value=new.get(key))
+            messages.ConfigRecord(
+                resource_type=resource_type, resource_name=name, name=key, value=new.get(key)
+            )
             for key in sorted(set(old) | set(new))
             if old.get(key) != new.get(key)
         ]
@@ -132,32 +129,32 @@ class ConfigurationControl:
 
     def _alter(
         self,
+        api_key: int,
+        request: Message,
         resources: Sequence[Any],
         validate_only: bool,
         new_configs: Callable[[Any, Mapping[str, str]], tuple[dict[str, str], Problem | None]],
         response: Callable[..., Message],
         result_of: Callable[..., Any],
-        api_key: ApiKey,
-        req: Message,
-        shape_problem: Callable[[Any], Problem | None] = lambda resource: None,
     ) -> Decision:
         """One result per resource (``result_of``), the records of the changes ``new_configs``
-        computes, the answer (``response``) once they are committed. ``shape_problem`` is checked
-        before the resource itself (Kafka's broker checks the request before its controller)."""
+        computes, the answer (``response``) once they are committed."""
+        named = Counter((r.resource_type, r.resource_name) for r in resources)
         results = []
         records: list[Message] = []
         for resource in resources:
-            # A success's message is null, as Kafka's ApiError.NONE has it (the default is "").
-            result = result_of(
+            result = result_of(  # a success's message is null, as Kafka's controller sets it
                 resource_type=resource.resource_type, resource_name=resource.resource_name, error_message=None
             )
             results.append(result)
-            problem = shape_problem(resource) or self._resource_problem(
-                resource.resource_type, resource.resource_name
+            key = (resource.resource_type, resource.resource_name)
+            problem: Problem | None = (
+                (ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+                if named[key] > 1
+                else self._resource_problem(resource.resource_type, resource.resource_name)
             )
             if problem is None:
-                old = self.image.configs.get((resource.resource_type, resource.resource_name), {})
-                new, problem = new_configs(resource, old)
+                new, problem = new_configs(resource, self.image.configs.get(key, {}))
             if problem is not None:
                 result.error_code, result.error_message = problem
                 continue
@@ -165,7 +162,7 @@ class ConfigurationControl:
                 records += self._changes(resource.resource_type, resource.resource_name, new)
 
         def fail(code: int) -> Message:
-            return failure_answer(api_key, req, code)
+            return failure_answer(api_key, request, code)
 
         return ControllerResult(records, lambda: response(responses=results), fail)
 
@@ -174,29 +171,14 @@ class ConfigurationControl:
     def incremental_alter_configs(
         self, version: int, req: IncrementalAlterConfigsRequest, now_ms: int
     ) -> Decision:
-        named = Counter((r.resource_type, r.resource_name) for r in req.resources)
-
-        def shape_problem(resource: IncrementalAlterConfigsRequestAlterConfigsResource) -> Problem | None:
-            """A resource named twice (every mention), a key named twice, a null SET."""
-            if named[(resource.resource_type, resource.resource_name)] > 1:
-                return ErrorCode.INVALID_REQUEST, "Duplicate resource."
-            names = [op.name for op in resource.configs]
-            if len(set(names)) != len(names):
-                return ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
-            unset = [op.name for op in resource.configs if op.config_operation == OP_SET and op.value is None]
-            if unset:
-                return ErrorCode.INVALID_REQUEST, f"Null value not supported for : {unset[0]}"
-            return None
-
         return self._alter(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            req,
             req.resources,
             req.validate_only,
             lambda resource, old: self._apply_ops(resource.resource_type, resource.configs, old),
-            IncrementalAlterConfigsResponse,
-            IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
-            ApiKey.INCREMENTAL_ALTER_CONFIGS,
-            req,
-            shape_problem,
+            messages.IncrementalAlterConfigsResponse,
+            messages.IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
         )
 
     def _apply_ops(
@@ -207,21 +189,27 @@ class ConfigurationControl:
     ) -> tuple[dict[str, str], Problem | None]:
         """The overrides after ``ops``, or why they cannot be applied (Kafka's broker-side checks
         of the request, then its controller's of each operation and of the result)."""
+        repeated = [name for name, n in Counter(op.name for op in ops).items() if n > 1]
+        if repeated:
+            return {}, (ErrorCode.INVALID_REQUEST, f"Duplicate config keys: {', '.join(repeated)}")
         topic = resource_type == ConfigResourceType.TOPIC
         new = dict(current)
         for op in ops:
             spec = CONFIG_KEYS.get(op.name)
-            if topic and spec is None:
+            if topic and spec is None and op.config_operation != OP_DELETE:  # Kafka deletes any name
                 return {}, (ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {op.name}")
-            if op.config_operation == OP_SET and op.value is not None:
+            if op.config_operation == OP_SET:
+                if op.value is None:
+                    return {}, (ErrorCode.INVALID_REQUEST, f"Null value not supported for : {op.name}")
                 new[op.name] = op.value
             elif op.config_operation == OP_DELETE:
                 new.pop(op.name, None)
             elif op.config_operation in (OP_APPEND, OP_SUBTRACT):
                 if spec is not None and not spec.is_list:
+                    verb = "APPEND" if op.config_operation == OP_APPEND else "SUBTRACT"
                     return {}, (
                         ErrorCode.INVALID_CONFIG,
-                        f"Config value append or subtract is not allowed for config {op.name}",
+                        f"Can't {verb} to key {op.name} because its type is not LIST.",
                     )
                 base = new.get(op.name, spec.default if spec is not None else "")
                 items = [v for v in base.split(",") if v]
@@ -250,11 +238,11 @@ class ConfigurationControl:
             return new, None if invalid is None else (ErrorCode.INVALID_CONFIG, invalid)
 
         return self._alter(
+            ApiKey.ALTER_CONFIGS,
+            req,
             req.resources,
             req.validate_only,
             replaced,
-            AlterConfigsResponse,
-            AlterConfigsResponseResourceResponse,
-            ApiKey.ALTER_CONFIGS,
-            req,
+            messages.AlterConfigsResponse,
+            messages.AlterConfigsResponseResourceResponse,
         )

@@ -39,11 +39,13 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from kafka_wire.broker import buggify
+from kafka_wire import messages
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.controller.cluster_control import ClusterControl
 from kafka_wire.broker.controller.configuration_control import ConfigurationControl
 from kafka_wire.broker.controller.delta import DeltaBuilder, MetadataDelta
@@ -56,15 +58,9 @@ from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import DEFAULT_COMMIT_TIMEOUT_MS, ControllerConfig
 from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.state import Waiting
+from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, run_steps, unlimited
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AllocateProducerIdsResponse,
-    AlterPartitionResponse,
-    ApiKey,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 
 
 class MetadataLog(Protocol):
@@ -112,6 +108,45 @@ class _Held:
         return None
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A request the controller takes in turn: queued behind a proposal in progress, or whose own
+    records are being proposed in steps; then its answer (or the held answer)."""
+
+    controller: QuorumController
+    api_key: int
+    api_version: int
+    body: Message
+    deadline_ms: int
+    #: None until the request was handled and its records (if any) proposed.
+    answer: Message | Waiting | None = None
+
+    def poll(self, now_ms: int) -> Message | None:
+        self.controller.advance(now_ms)
+        answer = self.answer
+        if answer is None:
+            # At once; while the writes of earlier slices are in flight, their report wakes the
+            # controller (its next deadline is then now) and every held request is polled.
+            waits = not self.controller.may_step()
+            self.deadline_ms = now_ms + DEFAULT_COMMIT_TIMEOUT_MS if waits else now_ms
+            return None
+        if isinstance(answer, Message):
+            return answer
+        self.deadline_ms = answer.deadline_ms
+        body = answer.poll(now_ms)
+        assert body is None or isinstance(body, Message)
+        return body
+
+
+@dataclass(slots=True)
+class _Proposal:
+    """A request's records being proposed in steps (:meth:`QuorumController.propose_steps`)."""
+
+    pending: _Pending
+    result: ControllerResult
+    stepping: Stepping[int | None]
+
+
 class QuorumController:
     """Answers the controller APIs while the local raft replica leads."""
 
@@ -122,22 +157,33 @@ class QuorumController:
         rng: random.Random,
         *,
         bootstrap: Sequence[Message] = (),
+        budget: WorkBudget | None = None,
+        may_step: Callable[[], bool] = lambda: True,
+        hooks: Hooks = OFF,
     ) -> None:
         self.config = config
+        #: The engine call's work budget (``kafka_wire.broker.work``): a large request's records
+        #: are proposed in steps, and a large committed batch replayed in steps, so that the
+        #: engine serves other connections between them. None: all at once.
+        self.budget = budget or unlimited()
+        #: Whether steps may go on (not while the writes of earlier slices are in flight).
+        self.may_step = may_step
         self.raft = raft
         self.rng = rng
+        #: The simulator's BUGGIFY hooks (``buggify.OFF`` outside it).
+        self.hooks = hooks
         #: Records a new metadata log starts with, after ``metadata.version`` (an imported old
         #: single node's topics, ``kafka_wire.broker.legacy_import``).
         self._bootstrap = list(bootstrap)
         #: The committed image (replayed batches only): the node's image.
-        self.committed = MetadataImage()
+        self.committed = MetadataImage(hooks)
         self.committed_offset = -1
         #: The offset of the last record applied to the parts (proposed, or replayed).
         self.applied_offset = -1
         self.features = FeatureControl(config.bootstrap_transaction_version)
         self.cluster = ClusterControl(config, self, self.features)
         self.configuration = ConfigurationControl(config, lambda name: self.replication.topic_exists(name))
-        self.replication = ReplicationControl(config, self.cluster, self.configuration, rng)
+        self.replication = ReplicationControl(config, self.cluster, self.configuration, rng, hooks)
         self.cluster.moves = self.replication
         self.producer_ids = ProducerIdControl(self.cluster.epoch_ok)
         self._handlers: dict[int, Callable[[int, Message, int], Decision]] = {
@@ -161,6 +207,10 @@ class QuorumController:
         self._proposed: dict[int, tuple[list[Message], list[bytes]]] = {}
         self._next_rebalance_ms: int | None = None
         self._bytes_since_snapshot = 0
+        #: Requests in arrival order, each handled once the one before is proposed whole.
+        self._queue: deque[_Pending] = deque()
+        self._proposal: _Proposal | None = None
+        self._now_ms = 0
 
     # -- the parts -------------------------------------------------------------------------------
 
@@ -169,17 +219,22 @@ class QuorumController:
         return self.raft.log_end_offset
 
     def _apply_to_parts(self, records: Sequence[Message]) -> None:
+        run_steps(self._apply_to_parts_steps(records))
+
+    def _apply_to_parts_steps(self, records: Sequence[Message]) -> Steps[None]:
         delta = DeltaBuilder()
-        for record in records:
-            route(
-                record,
-                delta,
-                cluster=self.cluster,
-                topics=self.replication,
-                configs=self.configuration,
-                features=self.features,
-                producer_ids=self.producer_ids,
-            )
+        for chunk in chunks(records):
+            for record in chunk:
+                route(
+                    record,
+                    delta,
+                    cluster=self.cluster,
+                    topics=self.replication,
+                    configs=self.configuration,
+                    features=self.features,
+                    producer_ids=self.producer_ids,
+                )
+            yield len(chunk)
 
     def _rebuild_parts(self) -> None:
         """The parts hold the committed image (a new leadership drops what was not committed)."""
@@ -221,13 +276,23 @@ class QuorumController:
     def replay(self, offset: int, records: Sequence[bytes], now_ms: int = 0) -> MetadataDelta:
         """Apply a committed batch (its last record at ``offset``); ``DecodeError`` on bytes that
         are no metadata record."""
+        return run_steps(self.replay_steps(offset, records, now_ms))
+
+    def replay_steps(self, offset: int, records: Sequence[bytes], now_ms: int = 0) -> Steps[MetadataDelta]:
+        """:meth:`replay` in steps (the committed image holds part of the batch until the last)."""
         proposed = self._proposed.pop(offset, None)
         if proposed is not None and proposed[1] != list(records):
             proposed = None  # another leader's batch at that offset: ours was truncated
-        decoded = proposed[0] if proposed is not None else [decode_record(r) for r in records]
-        delta = self.committed.apply_batch(offset, decoded)
+        if proposed is not None:
+            decoded = proposed[0]
+        else:
+            decoded = []
+            for chunk in chunks(records):
+                decoded += [decode_record(r) for r in chunk]
+                yield len(chunk)
+        delta = yield from self.committed.apply_steps(offset, decoded)
         if proposed is None:
-            self._apply_to_parts(decoded)
+            yield from self._apply_to_parts_steps(decoded)
             self.applied_offset = max(self.applied_offset, offset)
         self.committed_offset = max(self.committed_offset, offset)
         self._bytes_since_snapshot += sum(len(r) for r in records)
@@ -248,53 +313,108 @@ class QuorumController:
         return delta
 
     def propose(self, records: list[Message], now_ms: int) -> int | None:
+        return run_steps(self.propose_steps(records, now_ms))
+
+    def propose_steps(self, records: list[Message], now_ms: int) -> Steps[int | None]:
+        """Propose ``records`` as one batch (Kafka's atomic append: all of them are committed, or
+        none), in steps: encoded, appended to the raft log, applied to the parts; the offset of
+        the last record (None: not the leader)."""
         if not records:
             return self._last_proposed
-        encoded = [encode_record(r) for r in records]
+        encoded: list[bytes] = []
+        for chunk in chunks(records):
+            encoded += [encode_record(r) for r in chunk]
+            yield len(chunk)
         last = self.raft.append(encoded, now_ms)
         if last is None:
             return None
-        self._apply_to_parts(records)
-        self.applied_offset = max(self.applied_offset, last)
         self._last_proposed = last
         self._proposed[last] = (records, encoded)
+        yield len(records) // 4  # the batch built and checked once by the log
+        yield from self._apply_to_parts_steps(records)
+        self.applied_offset = max(self.applied_offset, last)
         return last
 
-    def _answer_when_committed(self, result: ControllerResult, now_ms: int) -> Message | Waiting:
-        """Propose the result's records and answer once they (and everything before them) are
-        committed."""
-        if not result.records and self._last_proposed <= self.committed_offset:
-            return result.answer()
-        last = self.propose(result.records, now_ms)
+    def _held(self, result: ControllerResult, last: int | None, now_ms: int) -> Message | Waiting:
+        """The answer to a result whose records were proposed up to ``last``: held until they (and
+        everything before them) are committed."""
         if last is None:
             return result.fail(ErrorCode.NOT_CONTROLLER)
+        if not result.records and last <= self.committed_offset:
+            return result.answer()
         if result.proposed is not None:
             result.proposed(last)
         assert self._active_epoch is not None
         timeout_ms = result.timeout_ms if result.timeout_ms > 0 else DEFAULT_COMMIT_TIMEOUT_MS
         return _Held(self, self._active_epoch, last, now_ms + timeout_ms, result.answer, result.fail)
 
+    # -- work in turn ----------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A proposal is in progress or requests wait for their turn."""
+        return self._proposal is not None or bool(self._queue)
+
+    def advance(self, now_ms: int) -> None:
+        """Go on with the proposal in progress while the work budget lasts, then with the
+        requests that wait, in order, each proposed whole before the next is handled (the
+        parts, applied in steps, are only read by the request proposing)."""
+        self._now_ms = now_ms
+        while True:
+            proposal = self._proposal
+            if proposal is not None:
+                if not self.may_step() or not proposal.stepping.take(self.budget):
+                    return
+                self._proposal = None
+                proposal.pending.answer = self._held(proposal.result, proposal.stepping.result, now_ms)
+            if not self._queue:
+                return
+            self._start(self._queue.popleft(), now_ms)
+
+    def _start(self, pending: _Pending, now_ms: int) -> None:
+        handler = self._handlers[pending.api_key]
+        if not self._refresh(now_ms):
+            pending.answer = error_response(
+                pending.api_key, pending.api_version, pending.body, ErrorCode.NOT_CONTROLLER
+            )
+            return
+        decision = handler(pending.api_version, pending.body, now_ms)
+        if not isinstance(decision, ControllerResult):
+            pending.answer = decision
+        elif decision.steps is None and not decision.records and self._last_proposed <= self.committed_offset:
+            pending.answer = decision.answer()
+        else:
+            self._proposal = _Proposal(
+                pending, decision, Stepping(self._decide_and_propose(decision, now_ms))
+            )
+
+    def _decide_and_propose(self, result: ControllerResult, now_ms: int) -> Steps[int | None]:
+        """The rest of the decision (``ControllerResult.steps``), then its records proposed."""
+        if result.steps is not None:
+            yield from result.steps
+        return (yield from self.propose_steps(result.records, now_ms))
+
     # -- requests --------------------------------------------------------------------------------
 
     def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting:
         """Answer one controller request (NOT_CONTROLLER unless this controller is active)."""
-        handler = self._handlers.get(api_key)
-        if handler is None:
+        if api_key not in self._handlers:
             raise ValueError(f"api {api_key} is not a controller API")
-        if not self._refresh(now_ms):
-            return error_response(api_key, api_version, body, ErrorCode.NOT_CONTROLLER)
-        decision = handler(api_version, body, now_ms)
-        if isinstance(decision, ControllerResult):
-            return self._answer_when_committed(decision, now_ms)
-        return decision
+        pending = _Pending(self, api_key, api_version, body, now_ms)
+        self._queue.append(pending)
+        self.advance(now_ms)
+        return pending if pending.answer is None else pending.answer
 
     def local_broker(self, incarnation_id: uuid.UUID) -> None:
-        """The incarnation of the broker in this controller's own process (a combined node)."""
+        """The incarnation of the broker in this controller's own process, when it is the
+        quorum's only voter (a single node): its broker is then alive while the controller runs."""
         self.cluster.local_incarnation = incarnation_id
 
     # -- periodic work ---------------------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:
+        if self.busy and self.may_step():
+            return self._now_ms  # the proposal in progress goes on at once
         if self._active_epoch is None:
             return None
         deadlines = [
@@ -303,15 +423,17 @@ class QuorumController:
         return min(deadlines, default=None)
 
     def tick(self, now_ms: int) -> None:
-        """Fence brokers whose sessions expired; rebalance leaders when it is time."""
-        if not self._refresh(now_ms):
+        """Fence brokers whose sessions expired; rebalance leaders when it is time (once the
+        proposal in progress and the requests waiting are done)."""
+        self.advance(now_ms)
+        if self.busy or not self._refresh(now_ms):
             return
         for broker in self.cluster.stale_brokers(now_ms):
             records: list[Message] = []
             self.cluster.fence(broker, records)
             self.propose(records, now_ms)
         if self._next_rebalance_ms is not None and (
-            now_ms >= self._next_rebalance_ms or buggify.hooks.fire("controller.early_rebalance")
+            now_ms >= self._next_rebalance_ms or self.hooks.fire("controller.early_rebalance")
         ):
             self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
             self.propose(self.replication.preferred_elections(), now_ms)
@@ -341,10 +463,12 @@ def error_response(api_key: int, api_version: int, body: Message, code: int) -> 
     if api_key in ERROR_ANSWERS:  # the request's shape with a message, as Kafka's getErrorResponse
         return failure_answer(api_key, body, code)
     simple: dict[int, Callable[[], Message]] = {
-        ApiKey.BROKER_REGISTRATION: lambda: BrokerRegistrationResponse(error_code=code, broker_epoch=-1),
-        ApiKey.BROKER_HEARTBEAT: lambda: BrokerHeartbeatResponse(error_code=code, is_fenced=True),
-        ApiKey.ALTER_PARTITION: lambda: AlterPartitionResponse(error_code=code),
-        ApiKey.ALLOCATE_PRODUCER_IDS: lambda: AllocateProducerIdsResponse(
+        ApiKey.BROKER_REGISTRATION: lambda: messages.BrokerRegistrationResponse(
+            error_code=code, broker_epoch=-1
+        ),
+        ApiKey.BROKER_HEARTBEAT: lambda: messages.BrokerHeartbeatResponse(error_code=code, is_fenced=True),
+        ApiKey.ALTER_PARTITION: lambda: messages.AlterPartitionResponse(error_code=code),
+        ApiKey.ALLOCATE_PRODUCER_IDS: lambda: messages.AllocateProducerIdsResponse(
             error_code=code, producer_id_start=-1, producer_id_len=0
         ),
     }

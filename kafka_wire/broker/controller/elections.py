@@ -24,11 +24,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kafka_wire.broker import buggify
+from kafka_wire import messages
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.topics_image import NO_LEADER, NO_LEADER_CHANGE, NO_RECOVERY_CHANGE
-from kafka_wire.messages import PartitionChangeRecord
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        PartitionChangeRecord,
+    )
 
 
 class Election(enum.Enum):
@@ -57,8 +63,10 @@ class _Builder:
         min_isr: int,
         elr_enabled: bool,
         unclean_shutdown_replicas: Collection[int],
+        hooks: Hooks,
     ) -> None:
         self.partition = partition
+        self.hooks = hooks
         self.acceptable = acceptable
         self.election = election
         self.min_isr = min_isr
@@ -92,7 +100,7 @@ class _Builder:
             if self.valid_leader(replica):
                 return ElectionResult(replica, False)
         if self.election is Election.UNCLEAN or (
-            self.election is Election.ONLINE and buggify.hooks.planted("unclean-election")
+            self.election is Election.ONLINE and self.hooks.planted("unclean-election")
         ):  # the second: a planted bug, unclean with the flag off
             for replica in self.replicas:
                 if self.acceptable(replica):
@@ -126,7 +134,7 @@ class _Builder:
 
     def build(self) -> PartitionChangeRecord | None:
         p = self.partition
-        record = PartitionChangeRecord(
+        record = messages.PartitionChangeRecord(
             topic_id=p.topic_id,
             partition_id=p.partition,
             isr=None,
@@ -198,11 +206,15 @@ def build_partition_change(
     target_leader_recovery_state: LeaderRecoveryState | None = None,
     elr_enabled: bool = True,
     unclean_shutdown_replicas: Collection[int] = (),
+    hooks: Hooks = OFF,
 ) -> PartitionChangeRecord | None:
     """The record that moves ``partition`` to the targets (each None: as it is) and elects its
     leader by ``election``, or None when nothing changes. ``acceptable(broker)`` says whether a
-    broker may lead (registered, unfenced, not in controlled shutdown)."""
-    builder = _Builder(partition, acceptable, election, min_isr, elr_enabled, unclean_shutdown_replicas)
+    broker may lead (registered, unfenced, not in controlled shutdown); ``hooks`` are the
+    simulator's planted bugs."""
+    builder = _Builder(
+        partition, acceptable, election, min_isr, elr_enabled, unclean_shutdown_replicas, hooks
+    )
     if target_isr is not None:
         builder.isr = list(target_isr)
     if target_replicas is not None:

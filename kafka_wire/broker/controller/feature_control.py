@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.features_image import FeaturesImage
 from kafka_wire.broker.controller.settings import (
@@ -17,7 +18,6 @@ from kafka_wire.broker.controller.settings import (
     TRANSACTION_VERSION_FEATURE,
 )
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import FeatureLevelRecord
 
 
 class FeatureControl:
@@ -45,10 +45,12 @@ class FeatureControl:
         if METADATA_VERSION_FEATURE in self.image.features:
             return []
         records: list[Message] = [
-            FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=METADATA_VERSION_LEVEL)
+            messages.FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=METADATA_VERSION_LEVEL)
         ]
         if self._transaction_version:
             records.append(
-                FeatureLevelRecord(name=TRANSACTION_VERSION_FEATURE, feature_level=self._transaction_version)
+                messages.FeatureLevelRecord(
+                    name=TRANSACTION_VERSION_FEATURE, feature_level=self._transaction_version
+                )
             )
         return records

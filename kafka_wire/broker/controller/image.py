@@ -19,15 +19,17 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Final, Protocol
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import BrokerInfo, PartitionState
 from kafka_wire.broker.controller.cluster_image import CLUSTER_RECORDS, BrokerRegistration, ClusterImage
 from kafka_wire.broker.controller.configs_image import CONFIG_RECORDS, ConfigsImage
 from kafka_wire.broker.controller.delta import ConfigKey, DeltaBuilder, MetadataDelta
 from kafka_wire.broker.controller.features_image import FEATURE_RECORDS, FeaturesImage
 from kafka_wire.broker.controller.producer_ids_image import PRODUCER_ID_RECORDS, ProducerIdsImage
-from kafka_wire.broker.controller.topics_image import TOPIC_RECORDS, TopicImage, TopicsImage
+from kafka_wire.broker.controller.topics_image import TOPIC_RECORDS, TopicImage, TopicsImage, partition_state
+from kafka_wire.broker.work import Steps, chunks, run_steps
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import BeginTransactionRecord, EndTransactionRecord
+from kafka_wire.messages import BeginTransactionRecord, EndTransactionRecord, PartitionRecord, TopicRecord
 
 #: Which section applies each record type (records of other types, NoOpRecord, change nothing).
 SECTION_OF: Final[dict[type[Message], str]] = {
@@ -86,12 +88,14 @@ def route(
 class MetadataImage:
     """The metadata log applied in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, hooks: Hooks = OFF) -> None:
+        #: The simulator's planted bugs (``buggify.OFF`` outside it).
+        self.hooks = hooks
         self._reset()
 
     def _reset(self) -> None:
         self.cluster = ClusterImage()
-        self.topics_image = TopicsImage()
+        self.topics_image = TopicsImage(self.hooks)
         self.configs_image = ConfigsImage()
         self.features_image = FeaturesImage()
         self.producer_ids = ProducerIdsImage()
@@ -146,9 +150,32 @@ class MetadataImage:
 
     def apply_batch(self, offset: int, records: Sequence[Message]) -> MetadataDelta:
         """Apply ``records`` (the batch whose last record is at ``offset``) and say what changed."""
+        return run_steps(self.apply_steps(offset, records))
+
+    def apply_steps(self, offset: int, records: Sequence[Message]) -> Steps[MetadataDelta]:
+        """:meth:`apply_batch` in steps. The registrations of the batch's PartitionRecords are
+        built in steps, then the whole batch is applied in the last: a reader of the image (a
+        FindCoordinator counting the partitions of ``__consumer_offsets``) never sees part of it."""
+        names: dict[uuid.UUID, str] = {}
+        prepared: dict[int, PartitionState] = {}
+        index = 0
+        for chunk in chunks(records):
+            for record in chunk:
+                if isinstance(record, TopicRecord):
+                    names[record.topic_id] = record.name
+                elif isinstance(record, PartitionRecord):
+                    name = names.get(record.topic_id) or self.topic_name(record.topic_id)
+                    if name is not None:
+                        prepared[index] = partition_state(record, name)
+                index += 1
+            yield len(chunk)
         delta = DeltaBuilder()
-        for record in records:
-            self._apply(record, delta)
+        for index, record in enumerate(records):
+            state = prepared.get(index)
+            if state is None:
+                self._apply(record, delta)
+            else:
+                self.topics_image.replay(record, delta, state)
         self.offset = max(self.offset, offset)
         return delta.build(offset)
 

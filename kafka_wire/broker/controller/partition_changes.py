@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.cluster_control import ClusterControl
 from kafka_wire.broker.controller.configuration_control import ConfigurationControl
@@ -38,17 +39,20 @@ class PartitionChanges:
         cluster: ClusterControl,
         configuration: ConfigurationControl,
         rng: random.Random,
+        hooks: Hooks = OFF,
     ) -> None:
         self.config = config
         self.cluster = cluster
         self.configuration = configuration
         self.rng = rng
-        self.image = TopicsImage()
+        #: The simulator's BUGGIFY hooks (``buggify.OFF`` outside it).
+        self.hooks = hooks
+        self.image = TopicsImage(hooks)
 
     # -- state -----------------------------------------------------------------------------------
 
     def reset(self) -> None:
-        self.image = TopicsImage()
+        self.image = TopicsImage(self.hooks)
 
     def replay(self, record: Message, delta: DeltaBuilder) -> str | None:
         return self.image.replay(record, delta)
@@ -90,6 +94,7 @@ class PartitionChanges:
             target_leader_recovery_state=target_leader_recovery_state,
             elr_enabled=self.config.elr_enabled,
             unclean_shutdown_replicas=unclean_shutdown_replicas,
+            hooks=self.hooks,
         )
         if record is not None:
             records.append(record)

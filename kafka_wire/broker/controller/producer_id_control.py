@@ -10,18 +10,20 @@ ProducerIdsRecord so that no id is handed out twice, across brokers and restarts
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.producer_ids_image import ProducerIdsImage
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import PRODUCER_ID_BLOCK_SIZE
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
-    ErrorCode,
-    ProducerIdsRecord,
-)
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        AllocateProducerIdsRequest,
+    )
 
 
 class ProducerIdControl:
@@ -42,15 +44,19 @@ class ProducerIdControl:
 
     def allocate_producer_ids(self, version: int, req: AllocateProducerIdsRequest, now_ms: int) -> Decision:
         def fail(code: int) -> Message:
-            return AllocateProducerIdsResponse(error_code=code, producer_id_start=-1, producer_id_len=0)
+            return messages.AllocateProducerIdsResponse(
+                error_code=code, producer_id_start=-1, producer_id_len=0
+            )
 
         if not self._epoch_ok(req.broker_id, req.broker_epoch):
             return fail(ErrorCode.STALE_BROKER_EPOCH)
         start = self.image.next_producer_id
-        record = ProducerIdsRecord(
+        record = messages.ProducerIdsRecord(
             broker_id=req.broker_id,
             broker_epoch=req.broker_epoch,
             next_producer_id=start + PRODUCER_ID_BLOCK_SIZE,
         )
-        answer = AllocateProducerIdsResponse(producer_id_start=start, producer_id_len=PRODUCER_ID_BLOCK_SIZE)
+        answer = messages.AllocateProducerIdsResponse(
+            producer_id_start=start, producer_id_len=PRODUCER_ID_BLOCK_SIZE
+        )
         return ControllerResult([record], lambda: answer, fail)

@@ -11,8 +11,9 @@ CreatePartitions) and :class:`ReplicationControl` (this module).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.elections import Election
 from kafka_wire.broker.controller.result import ControllerResult, Decision
@@ -21,27 +22,20 @@ from kafka_wire.broker.controller.topic_requests import TopicRequests
 from kafka_wire.broker.controller.topics_image import NO_LEADER, NO_LEADER_CHANGE, merge_partition_change
 from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-    AlterPartitionReassignmentsResponseReassignablePartitionResponse,
-    AlterPartitionReassignmentsResponseReassignableTopicResponse,
-    AlterPartitionRequest,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionResponse,
-    AlterPartitionResponsePartitionData,
-    AlterPartitionResponseTopicData,
-    ApiKey,
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    ElectLeadersResponsePartitionResult,
-    ElectLeadersResponseReplicaElectionResult,
-    ErrorCode,
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-    ListPartitionReassignmentsResponseOngoingPartitionReassignment,
-    ListPartitionReassignmentsResponseOngoingTopicReassignment,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponseReassignableTopicResponse,
+        AlterPartitionRequest,
+        AlterPartitionRequestPartitionData,
+        AlterPartitionResponsePartitionData,
+        ElectLeadersRequest,
+        ElectLeadersResponseReplicaElectionResult,
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponseOngoingPartitionReassignment,
+    )
 
 #: The messages Kafka's ``Errors`` give these codes (an ``ApiError`` without its own message).
 _MESSAGES: Final = {
@@ -58,11 +52,11 @@ class ReplicationControl(TopicRequests):
 
     def alter_partition(self, version: int, req: AlterPartitionRequest, now_ms: int) -> Decision:
         if not self.cluster.epoch_ok(req.broker_id, req.broker_epoch):
-            return AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-        response = AlterPartitionResponse()
+            return messages.AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+        response = messages.AlterPartitionResponse()
         records: list[Message] = []
         for topic_data in req.topics:
-            out = AlterPartitionResponseTopicData(
+            out = messages.AlterPartitionResponseTopicData(
                 topic_id=topic_data.topic_id, topic_name=topic_data.topic_name
             )
             response.topics.append(out)
@@ -70,14 +64,16 @@ class ReplicationControl(TopicRequests):
             if name is None or name not in self.image.topics:
                 code = ErrorCode.UNKNOWN_TOPIC_ID if version > 1 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 out.partitions = [
-                    AlterPartitionResponsePartitionData(partition_index=p.partition_index, error_code=code)
+                    messages.AlterPartitionResponsePartitionData(
+                        partition_index=p.partition_index, error_code=code
+                    )
                     for p in topic_data.partitions
                 ]
                 continue
             for data in topic_data.partitions:
                 out.partitions.append(self._alter_one(version, req.broker_id, name, data, records))
         return ControllerResult(
-            records, lambda: response, lambda code: AlterPartitionResponse(error_code=code)
+            records, lambda: response, lambda code: messages.AlterPartitionResponse(error_code=code)
         )
 
     def _alter_one(
@@ -97,7 +93,7 @@ class ReplicationControl(TopicRequests):
         p = self.image.partition(topic, index)
         code = self._check_alter(version, broker, p, data, isr_with_epochs)
         if code != ErrorCode.NONE or p is None:
-            return AlterPartitionResponsePartitionData(partition_index=index, error_code=code)
+            return messages.AlterPartitionResponsePartitionData(partition_index=index, error_code=code)
         record = self.change(
             p,
             records,
@@ -105,11 +101,11 @@ class ReplicationControl(TopicRequests):
             target_leader_recovery_state=LeaderRecoveryState(data.leader_recovery_state),
         )
         if record is not None:
-            p = merge_partition_change(p, record)
+            p = merge_partition_change(p, record, self.hooks)
             if record.leader not in (broker, NO_LEADER_CHANGE):
                 code = ErrorCode.NEW_LEADER_ELECTED if version > 1 else ErrorCode.FENCED_LEADER_EPOCH
-                return AlterPartitionResponsePartitionData(partition_index=index, error_code=code)
-        return AlterPartitionResponsePartitionData(
+                return messages.AlterPartitionResponsePartitionData(partition_index=index, error_code=code)
+        return messages.AlterPartitionResponsePartitionData(
             partition_index=index,
             leader_id=p.leader,
             leader_epoch=p.leader_epoch,
@@ -175,18 +171,18 @@ class ReplicationControl(TopicRequests):
         records: list[Message] = []
         results: list[ElectLeadersResponseReplicaElectionResult] = []
         for topic, indexes in wanted:
-            out = ElectLeadersResponseReplicaElectionResult(topic=topic)
+            out = messages.ElectLeadersResponseReplicaElectionResult(topic=topic)
             results.append(out)
             for index in indexes:
                 code, message = self._elect_one(topic, index, unclean, records)
                 if everything and code == ErrorCode.ELECTION_NOT_NEEDED:
                     continue
                 out.partition_result.append(
-                    ElectLeadersResponsePartitionResult(
+                    messages.ElectLeadersResponsePartitionResult(
                         partition_id=index, error_code=code, error_message=message
                     )
                 )
-        response = ElectLeadersResponse(replica_election_results=results)
+        response = messages.ElectLeadersResponse(replica_election_results=results)
         return ControllerResult(
             records,
             lambda: response,
@@ -229,16 +225,16 @@ class ReplicationControl(TopicRequests):
         records: list[Message] = []
         responses: list[AlterPartitionReassignmentsResponseReassignableTopicResponse] = []
         for topic in req.topics:
-            out = AlterPartitionReassignmentsResponseReassignableTopicResponse(name=topic.name)
+            out = messages.AlterPartitionReassignmentsResponseReassignableTopicResponse(name=topic.name)
             responses.append(out)
             for part in topic.partitions:
                 code, message = self._reassign_one(topic.name, part.partition_index, part.replicas, records)
                 out.partitions.append(
-                    AlterPartitionReassignmentsResponseReassignablePartitionResponse(
+                    messages.AlterPartitionReassignmentsResponseReassignablePartitionResponse(
                         partition_index=part.partition_index, error_code=code, error_message=message
                     )
                 )
-        response = AlterPartitionReassignmentsResponse(error_message=None, responses=responses)
+        response = messages.AlterPartitionReassignmentsResponse(error_message=None, responses=responses)
         return ControllerResult(
             records,
             lambda: response,
@@ -296,17 +292,17 @@ class ReplicationControl(TopicRequests):
         by_topic: dict[str, list[ListPartitionReassignmentsResponseOngoingPartitionReassignment]] = {}
         for p in wanted:
             by_topic.setdefault(p.topic, []).append(
-                ListPartitionReassignmentsResponseOngoingPartitionReassignment(
+                messages.ListPartitionReassignmentsResponseOngoingPartitionReassignment(
                     partition_index=p.partition,
                     replicas=list(p.replicas),
                     adding_replicas=list(p.adding_replicas),
                     removing_replicas=list(p.removing_replicas),
                 )
             )
-        return ListPartitionReassignmentsResponse(
+        return messages.ListPartitionReassignmentsResponse(
             error_message=None,
             topics=[
-                ListPartitionReassignmentsResponseOngoingTopicReassignment(name=n, partitions=ps)
+                messages.ListPartitionReassignmentsResponseOngoingTopicReassignment(name=n, partitions=ps)
                 for n, ps in by_topic.items()
             ],
         )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kafka_wire.broker.work import Steps
 from kafka_wire.codec.structs import Message
 
 
@@ -30,6 +31,9 @@ class ControllerResult:
     timeout_ms: int = 0
     #: Told the offset of the last record once the records are proposed.
     proposed: Callable[[int], None] | None = field(default=None)
+    #: What remains to decide, in steps that add to ``records`` (a large CreateTopics places its
+    #: partitions in steps): taken before the records are proposed.
+    steps: Steps[None] | None = field(default=None)
 
 
 #: A part's answer to one request.

@@ -5,14 +5,6 @@ DeleteTopics and CreatePartitions, with their checks and limits, replica placeme
 records each writes (TopicRecord, a ConfigRecord per config, a PartitionRecord per partition;
 RemoveTopicRecord).
 
-As Kafka 4.4's controller answers them (the differential suite compares): a name (or id) given
-twice in one request is answered once, INVALID_REQUEST, after the others; CreateTopics and
-CreatePartitions asking for more than 10,000 partitions in all (Kafka's
-``MAX_PARTITIONS_PER_BATCH``) are POLICY_VIOLATION for every topic; a new topic whose name equals
-an existing one once '.' and '_' are taken as one character is INVALID_TOPIC_EXCEPTION; a success
-has a null message; a request that cannot be carried out fails in its shape
-(:func:`~kafka_wire.broker.error_answers.failure_answer`).
-
 The limit on what one request may write is Kafka's ``MAX_RECORDS_PER_USER_OP``
 (``ControllerConfig.max_records_per_user_op``, 10,000), counted before anything is placed, so that
 a request over it costs no more than reading it:
@@ -31,44 +23,39 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.configs_image import ConfigResourceType
 from kafka_wire.broker.controller.partition_changes import PartitionChanges
 from kafka_wire.broker.controller.placement import assign_replicas
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import MAX_PARTITIONS_PER_BATCH
-from kafka_wire.broker.error_answers import failure_answer
+from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC, is_internal
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
-from kafka_wire.broker.topic_config_view import describe_topic_configs
+from kafka_wire.broker.topic_configs import describe_topic_configs
 from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, set_by_broker
+from kafka_wire.broker.work import Steps, chunks
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ApiKey,
-    ConfigRecord,
-    CreatePartitionsRequest,
-    CreatePartitionsRequestTopic,
-    CreatePartitionsResponse,
-    CreatePartitionsResponseTopicResult,
-    CreateTopicsRequest,
-    CreateTopicsRequestCreatableTopic,
-    CreateTopicsResponse,
-    CreateTopicsResponseCreatableTopicConfigs,
-    CreateTopicsResponseCreatableTopicResult,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-    DeleteTopicsResponseDeletableTopicResult,
-    ErrorCode,
-    PartitionRecord,
-    RemoveTopicRecord,
-    TopicRecord,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        CreatePartitionsRequest,
+        CreatePartitionsRequestTopic,
+        CreatePartitionsResponseTopicResult,
+        CreateTopicsRequest,
+        CreateTopicsRequestCreatableTopic,
+        CreateTopicsResponseCreatableTopicResult,
+        DeleteTopicsRequest,
+        DeleteTopicsResponseDeletableTopicResult,
+    )
 
 EXCESSIVE_BATCH_MESSAGE: Final = "Unable to perform excessively large batch operation."
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -100,7 +87,7 @@ class TopicRequests(PartitionChanges):
         checked: list[_NewTopic] = []
         if self._requested_partitions(topics) > MAX_PARTITIONS_PER_BATCH:
             results = [
-                CreateTopicsResponseCreatableTopicResult(
+                messages.CreateTopicsResponseCreatableTopicResult(
                     name=t.name,
                     error_code=ErrorCode.POLICY_VIOLATION,
                     error_message="Excessively large number of partitions per request.",
@@ -110,7 +97,7 @@ class TopicRequests(PartitionChanges):
         else:
             for entry in topics:
                 # A success's message is null, as Kafka's controller sets it (the default is "").
-                result = CreateTopicsResponseCreatableTopicResult(
+                result = messages.CreateTopicsResponseCreatableTopicResult(
                     name=entry.name, error_message=None, num_partitions=-1, replication_factor=-1
                 )
                 results.append(result)
@@ -118,33 +105,31 @@ class TopicRequests(PartitionChanges):
                 if new is not None:
                     checked.append(new)
         results += [
-            CreateTopicsResponseCreatableTopicResult(
+            messages.CreateTopicsResponseCreatableTopicResult(
                 name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
             )
             for name in duplicates
         ]
-
-        def fail(code: int) -> Message:
-            return failure_answer(ApiKey.CREATE_TOPICS, req, code)
-
         if sum(new.record_count for new in checked) > self.config.max_records_per_user_op:
-            return CreateTopicsResponse(
-                topics=[
-                    CreateTopicsResponseCreatableTopicResult(
-                        name=t.name,
-                        error_code=ErrorCode.POLICY_VIOLATION,
-                        error_message=EXCESSIVE_BATCH_MESSAGE,
-                    )
-                    for t in req.topics
-                ]
+            return ERROR_ANSWERS[ApiKey.CREATE_TOPICS](
+                req, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE
             )
         records: list[Message] = []
-        for new in checked:
-            topic_records = self._place(new, version)
-            if topic_records is not None and not req.validate_only:
-                records += topic_records
-        response = CreateTopicsResponse(topics=results)
-        return ControllerResult(records, lambda: response, fail, req.timeout_ms)
+
+        def place() -> Steps[None]:
+            for new in checked:
+                topic_records = yield from self._place(new, version)
+                if topic_records is not None and not req.validate_only:
+                    records.extend(topic_records)
+
+        response = messages.CreateTopicsResponse(topics=results)
+        return ControllerResult(
+            records,
+            lambda: response,
+            lambda code: failure_answer(ApiKey.CREATE_TOPICS, req, code),
+            req.timeout_ms,
+            steps=place(),
+        )
 
     def _requested_partitions(self, topics: Sequence[CreateTopicsRequestCreatableTopic]) -> int:
         """The partitions a CreateTopics asks for in all (Kafka's ``validateTotalNumberOfPartitions``:
@@ -158,14 +143,6 @@ class TopicRequests(PartitionChanges):
             elif t.num_partitions > 0:
                 total += t.num_partitions
         return total
-
-    def _colliding(self, name: str) -> str | None:
-        """An existing topic whose name equals ``name`` once '.' and '_' are taken as one character
-        (their metric names would collide; Kafka refuses such a topic)."""
-        if "." not in name and "_" not in name:
-            return None
-        folded = name.replace(".", "_")
-        return next((t for t in self.image.topics if t.replace(".", "_") == folded), None)
 
     def _check_new_topic(
         self, entry: CreateTopicsRequestCreatableTopic, result: CreateTopicsResponseCreatableTopicResult
@@ -242,9 +219,17 @@ class TopicRequests(PartitionChanges):
             )
         return _NewTopic(entry, result, partitions, replication, configs, assignment)
 
-    def _place(self, new: _NewTopic, version: int) -> list[Message] | None:
-        """The new topic's records, its replicas placed; None (the result says why) when it
-        cannot be placed."""
+    def _colliding(self, name: str) -> str | None:
+        """An existing topic whose name equals ``name`` once '.' and '_' are taken as one character
+        (their metric names would collide; Kafka refuses such a topic)."""
+        if "." not in name and "_" not in name:
+            return None
+        folded = name.replace(".", "_")
+        return next((t for t in self.image.topics if t.replace(".", "_") == folded), None)
+
+    def _place(self, new: _NewTopic, version: int) -> Steps[list[Message] | None]:
+        """The new topic's records, its replicas placed, in steps of partitions; None (the
+        result says why) when it cannot be placed."""
         result = new.result
         assignment = new.assignment
         if assignment is None:
@@ -260,47 +245,51 @@ class TopicRequests(PartitionChanges):
             assignment = assign_replicas(active, new.partitions, new.replication, self.rng)
         topic_id = random_uuid(self.rng)
         name = new.entry.name
-        records: list[Message] = [TopicRecord(name=name, topic_id=topic_id)]
+        records: list[Message] = [messages.TopicRecord(name=name, topic_id=topic_id)]
         records += [
-            ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v)
+            messages.ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v)
             for k, v in sorted(new.configs.items())
         ]
-        for index, replicas in enumerate(assignment):
-            isr = [r for r in replicas if self.cluster.acceptable(r)]
-            if not isr:
-                result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
-                result.error_message = (
-                    f"Unable to replicate the partition {len(replicas)} time(s): All brokers are currently "
-                    "fenced or in controlled shutdown."
-                )
-                return None
-            records.append(
-                PartitionRecord(
-                    partition_id=index, topic_id=topic_id, replicas=replicas, isr=isr, leader=isr[0],
-                    leader_epoch=0, partition_epoch=0,
-                )
-            )  # fmt: skip
+        index = 0
+        for chunk in chunks(assignment):
+            for replicas in chunk:
+                isr = [r for r in replicas if self.cluster.acceptable(r)]
+                if not isr:
+                    result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+                    result.error_message = (
+                        f"Unable to replicate the partition {len(replicas)} time(s): All brokers are "
+                        "currently fenced or in controlled shutdown."
+                    )
+                    return None
+                records.append(
+                    messages.PartitionRecord(
+                        partition_id=index, topic_id=topic_id, replicas=replicas, isr=isr, leader=isr[0],
+                        leader_epoch=0, partition_epoch=0,
+                    )
+                )  # fmt: skip
+                index += 1
+            yield len(chunk)
         result.topic_id = topic_id
         result.num_partitions, result.replication_factor = len(assignment), len(assignment[0])
         if version >= 5:
             static = self.config.static_topic_properties
+            # A config a broker property sets is STATIC_BROKER_CONFIG here, as Kafka's controller
+            # lists it, even where DescribeConfigs says DEFAULT_CONFIG (see ``set_by_broker``).
             result.configs = [
-                CreateTopicsResponseCreatableTopicConfigs(
+                messages.CreateTopicsResponseCreatableTopicConfigs(
                     name=c.name,
                     value=c.value,
                     read_only=c.read_only,
-                    # Kafka's controller names a config a broker property sets STATIC_BROKER_CONFIG
-                    # even where DescribeConfigs says DEFAULT_CONFIG.
                     config_source=STATIC_BROKER_CONFIG
                     if c.config_source == DEFAULT_CONFIG and set_by_broker(c.name, static)
                     else c.config_source,
                     is_sensitive=c.is_sensitive,
                 )
                 for c in describe_topic_configs(
+                    self.config.topic_defaults,
+                    static,
                     new.configs,
                     None,
-                    defaults=self.config.topic_defaults,
-                    static=static,
                     synonyms=False,
                     documentation=False,
                 )
@@ -320,83 +309,73 @@ class TopicRequests(PartitionChanges):
         twice_named, twice_id = _duplicates(by_name), _duplicates(by_id)  # in request order
         results: list[DeleteTopicsResponseDeletableTopicResult] = [
             *(
-                _deleted(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-                for name in twice_named
+                _deleted(n, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                for n in twice_named
             ),
             *(_deleted(None, i, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for i in twice_id),
         ]
         records: list[Message] = []
         removed: set[uuid.UUID] = set()
         for name, topic_id in wanted:
-            if name in twice_named if topic_id == ZERO_UUID else topic_id in twice_id:
-                continue
-            result = DeleteTopicsResponseDeletableTopicResult(name=name, topic_id=topic_id)
-            results.append(result)
-            if not self.config.delete_topic_enable:  # Kafka: INVALID_REQUEST before v3
-                result.error_code = (
-                    ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
-                )
-                continue
             if name is not None and topic_id == ZERO_UUID:
-                topic = self.image.topics.get(name)
-                if topic is None:
-                    result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if name in twice_named:
                     continue
+                found: str | None = name
             else:
-                found = self.image.topic_name(topic_id)
-                if found is None:
-                    result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                if topic_id in twice_id:
                     continue
-                topic = self.image.topics[found]
-                result.name = found
-            result.topic_id = topic.topic_id
-            if is_internal(topic.name):  # kafka_wire's: Kafka's controller would delete it
-                result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
-                result.error_message = f"Cannot delete internal topic {topic.name}"
+                found = self.image.topic_name(topic_id)
+            if not self.config.delete_topic_enable:  # Kafka: INVALID_REQUEST before v3
+                code = ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
+                results.append(_deleted(name, topic_id, code))
+                continue
+            topic = self.image.topics.get(found) if found is not None else None
+            if topic is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if found is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                results.append(_deleted(name, topic_id, code))
+            elif is_internal(topic.name):  # kafka_wire's: Kafka's controller would delete it
+                results.append(
+                    _deleted(
+                        topic.name,
+                        topic.topic_id,
+                        ErrorCode.INVALID_TOPIC_EXCEPTION,
+                        f"Cannot delete internal topic {topic.name}",
+                    )
+                )
             elif topic.topic_id in removed:
                 continue
             elif len(records) >= self.config.max_records_per_user_op:
-                result.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+                results.append(_deleted(topic.name, topic.topic_id, ErrorCode.UNKNOWN_SERVER_ERROR))
             else:
+                results.append(_deleted(topic.name, topic.topic_id, ErrorCode.NONE))
                 removed.add(topic.topic_id)
-                records.append(RemoveTopicRecord(topic_id=topic.topic_id))
-        for result in results:  # an error without a message of its own: its code's (Kafka's ApiError)
-            known = ErrorCode.lookup(result.error_code)
-            if result.error_code and result.error_message is None and isinstance(known, ErrorCode):
-                result.error_message = known.description
-
-        def fail(code: int) -> Message:
-            return failure_answer(ApiKey.DELETE_TOPICS, req, code)
-
+                records.append(messages.RemoveTopicRecord(topic_id=topic.topic_id))
         return ControllerResult(
-            records, lambda: DeleteTopicsResponse(responses=results), fail, req.timeout_ms
+            records,
+            lambda: messages.DeleteTopicsResponse(responses=results),
+            lambda code: failure_answer(ApiKey.DELETE_TOPICS, req, code),
+            req.timeout_ms,
         )
 
     # -- CreatePartitions ------------------------------------------------------------------------
 
     def create_partitions(self, version: int, req: CreatePartitionsRequest, now_ms: int) -> Decision:
-        def fail(code: int, message: str | None = None) -> Message:
-            return CreatePartitionsResponse(
-                results=[
-                    CreatePartitionsResponseTopicResult(name=t.name, error_code=code, error_message=message)
-                    for t in req.topics
-                ]
-            )
-
         limit = self.config.max_records_per_user_op
         if len(req.topics) > limit:
-            return fail(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
+            return ERROR_ANSWERS[ApiKey.CREATE_PARTITIONS](
+                req, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE
+            )
         duplicates = _duplicates(t.name for t in req.topics)
         topics = [t for t in req.topics if t.name not in duplicates]
         results: list[CreatePartitionsResponseTopicResult] = [
-            CreatePartitionsResponseTopicResult(
+            messages.CreatePartitionsResponseTopicResult(
                 name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
             )
             for name in duplicates
         ]
         if self._added_partitions(topics) > MAX_PARTITIONS_PER_BATCH:
             results += [
-                CreatePartitionsResponseTopicResult(
+                messages.CreatePartitionsResponseTopicResult(
                     name=t.name,
                     error_code=ErrorCode.POLICY_VIOLATION,
                     error_message="Excessively large number of additional partitions per request.",
@@ -408,7 +387,7 @@ class TopicRequests(PartitionChanges):
         counted = 0
         overflowed = False
         for entry in topics:
-            result = CreatePartitionsResponseTopicResult(name=entry.name)
+            result = messages.CreatePartitionsResponseTopicResult(name=entry.name)
             results.append(result)
             topic = self.image.topics.get(entry.name)
             current = 0 if topic is None else len(topic.partitions)
@@ -444,7 +423,7 @@ class TopicRequests(PartitionChanges):
                     records += new
         return ControllerResult(
             records,
-            lambda: CreatePartitionsResponse(results=results),
+            lambda: messages.CreatePartitionsResponse(results=results),
             lambda code: failure_answer(ApiKey.CREATE_PARTITIONS, req, code),
             req.timeout_ms,
         )
@@ -499,7 +478,7 @@ class TopicRequests(PartitionChanges):
                 )
                 return None
             new.append(
-                PartitionRecord(
+                messages.PartitionRecord(
                     partition_id=current + offset, topic_id=topic_id, replicas=replicas, isr=isr,
                     leader=isr[0], leader_epoch=0, partition_epoch=0,
                 )
@@ -519,6 +498,10 @@ def _duplicates(names: Iterable[T]) -> list[T]:
 def _deleted(
     name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None = None
 ) -> DeleteTopicsResponseDeletableTopicResult:
-    return DeleteTopicsResponseDeletableTopicResult(
+    """One topic's DeleteTopics result; an error without a message of its own gets its code's
+    description (Kafka's ``ApiError`` of the code)."""
+    if message is None and code != ErrorCode.NONE:
+        message = code.description
+    return messages.DeleteTopicsResponseDeletableTopicResult(
         name=name, topic_id=topic_id, error_code=code, error_message=message
     )

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from kafka_wire.broker import buggify
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
@@ -43,14 +43,16 @@ def _recovery(value: int) -> LeaderRecoveryState:
     return found if found is not None else LeaderRecoveryState(value)
 
 
-def merge_partition_change(state: PartitionState, record: PartitionChangeRecord) -> PartitionState:
+def merge_partition_change(
+    state: PartitionState, record: PartitionChangeRecord, hooks: Hooks = OFF
+) -> PartitionState:
     """``state`` with ``record`` applied (Kafka's ``PartitionRegistration.merge``): each field the
     record carries replaces the old one; a leader change bumps the leader epoch; every change bumps
     the partition epoch."""
     leader, leader_epoch = state.leader, state.leader_epoch
     if record.leader != NO_LEADER_CHANGE:
         leader, leader_epoch = record.leader, state.leader_epoch + 1
-        if buggify.hooks.planted("no-epoch-bump") and record.leader != state.leader:
+        if hooks.planted("no-epoch-bump") and record.leader != state.leader:
             leader_epoch = state.leader_epoch  # planted bug: a new leader in the old epoch
     recovery = state.leader_recovery_state
     if record.leader_recovery_state != NO_RECOVERY_CHANGE:
@@ -94,6 +96,25 @@ def partition_record(p: PartitionState) -> PartitionRecord:
     )
 
 
+def partition_state(record: PartitionRecord, name: str) -> PartitionState:
+    """The registration a PartitionRecord of topic ``name`` makes."""
+    return PartitionState(
+        topic=name,
+        partition=record.partition_id,
+        topic_id=record.topic_id,
+        replicas=tuple(record.replicas),
+        isr=tuple(record.isr),
+        leader=record.leader,
+        leader_epoch=record.leader_epoch,
+        partition_epoch=record.partition_epoch,
+        leader_recovery_state=_recovery(record.leader_recovery_state),
+        elr=tuple(record.eligible_leader_replicas or ()),
+        last_known_elr=tuple(record.last_known_elr or ()),
+        adding_replicas=tuple(record.adding_replicas),
+        removing_replicas=tuple(record.removing_replicas),
+    )
+
+
 @dataclass(slots=True)
 class TopicImage:
     name: str
@@ -104,7 +125,9 @@ class TopicImage:
 class TopicsImage:
     """Topics by name, with their partitions."""
 
-    def __init__(self) -> None:
+    def __init__(self, hooks: Hooks = OFF) -> None:
+        #: The simulator's planted bugs (``buggify.OFF`` outside it).
+        self.hooks = hooks
         self.topics: dict[str, TopicImage] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
 
@@ -123,33 +146,23 @@ class TopicsImage:
         for name in sorted(self.topics):
             yield from self.partitions_of(name)
 
-    def replay(self, record: Message, delta: DeltaBuilder) -> str | None:
-        """Apply one topic record; the name of the topic it removed (a RemoveTopicRecord), else None."""
+    def replay(
+        self, record: Message, delta: DeltaBuilder, prepared: PartitionState | None = None
+    ) -> str | None:
+        """Apply one topic record; the name of the topic it removed (a RemoveTopicRecord), else None.
+        ``prepared``: a PartitionRecord's state, built beforehand (:func:`partition_state`)."""
         if isinstance(record, PartitionChangeRecord):
             name = self._topic_names.get(record.topic_id)
             old = None if name is None else self.topics[name].partitions.get(record.partition_id)
             if name is not None and old is not None:
-                new = merge_partition_change(old, record)
+                new = merge_partition_change(old, record, self.hooks)
                 self.topics[name].partitions[record.partition_id] = new
                 delta.partitions[(name, record.partition_id)] = new
         elif isinstance(record, PartitionRecord):
             name = self._topic_names.get(record.topic_id)
             if name is not None:
-                state = PartitionState(
-                    topic=name,
-                    partition=record.partition_id,
-                    topic_id=record.topic_id,
-                    replicas=tuple(record.replicas),
-                    isr=tuple(record.isr),
-                    leader=record.leader,
-                    leader_epoch=record.leader_epoch,
-                    partition_epoch=record.partition_epoch,
-                    leader_recovery_state=_recovery(record.leader_recovery_state),
-                    elr=tuple(record.eligible_leader_replicas or ()),
-                    last_known_elr=tuple(record.last_known_elr or ()),
-                    adding_replicas=tuple(record.adding_replicas),
-                    removing_replicas=tuple(record.removing_replicas),
-                )
+                state = prepared if prepared is not None and prepared.topic == name else None
+                state = state or partition_state(record, name)
                 self.topics[name].partitions[record.partition_id] = state
                 delta.partitions[(name, record.partition_id)] = state
         elif isinstance(record, TopicRecord):

@@ -6,7 +6,13 @@ Hand-written (nothing here is generated). Modules:
 ``membership``   JoinGroup, SyncGroup, Heartbeat, LeaveGroup (the classic protocol's requests)
 ``rebalance``    members in and out, the join and sync phases, session expiry
 ``offsets``      OffsetCommit, OffsetFetch, OffsetDelete, retention, deleted topics
-``admin``        ListGroups, DescribeGroups, DeleteGroups
+``admin``        ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupDescribe
+``consumer_groups``  KIP-848 consumer groups: ConsumerGroupHeartbeat, member timers
+``consumer_model``, ``consumer_replay``, ``consumer_records``  their model, replay and records
+``reconciliation``   a KIP-848 member's step towards its target (``MEMBER_TRANSITIONS``)
+``assignors``    the ``uniform`` and ``range`` server-side assignors
+``topic_regex``  RE2 regex subscriptions
+``share_partition``  a KIP-932 share-partition's in-flight records (not served yet)
 ``persistence``  writes awaiting their outcome (append ids), replay of ``__consumer_offsets``
 ``runtime``      what they share: groups, clock, timers, the effects of the call
 ``model``        :class:`Group`, :class:`Member`, :class:`GroupSnapshot` and pure helpers
@@ -14,6 +20,7 @@ Hand-written (nothing here is generated). Modules:
 ``effects``      :class:`Respond`, :class:`Persist`
 ``records``      ``__consumer_offsets`` keys and values in Kafka's byte layouts
 ``config``       :class:`GroupConfig`
+``api_keys``     :data:`GROUP_API_KEYS`, the APIs the coordinator answers
 
 Wiring (see ``docs/internals/group-coordinator.md``)::
 
@@ -28,19 +35,27 @@ Wiring (see ``docs/internals/group-coordinator.md``)::
         else: answer effect.token with effect.body at the request's version
 """
 
-from kafka_wire.broker.group.config import GroupConfig, GroupConfigError
-from kafka_wire.broker.group.effects import (
-    APPEND_ERRORS,
-    GroupEffect,
-    KeyValue,
-    Persist,
-    Respond,
-    client_error,
-)
-from kafka_wire.broker.group.model import CounterMemberIds, GroupSnapshot, MemberIdFactory
-from kafka_wire.broker.group.records import partition_for_group
-from kafka_wire.broker.group.service import GROUP_API_KEYS, GroupCoordinator
-from kafka_wire.broker.group.states import GROUP_TRANSITIONS, GroupInput, GroupState
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_wire.lazy_exports import exports
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.group.api_keys import GROUP_API_KEYS
+    from kafka_wire.broker.group.config import GroupConfig, GroupConfigError
+    from kafka_wire.broker.group.effects import (
+        APPEND_ERRORS,
+        GroupEffect,
+        KeyValue,
+        Persist,
+        Respond,
+        client_error,
+    )
+    from kafka_wire.broker.group.model import CounterMemberIds, GroupSnapshot, MemberIdFactory
+    from kafka_wire.broker.group.records import partition_for_group
+    from kafka_wire.broker.group.service import GroupCoordinator
+    from kafka_wire.broker.group.states import GROUP_TRANSITIONS, GroupInput, GroupState
 
 __all__ = [
     "APPEND_ERRORS",
@@ -61,3 +76,29 @@ __all__ = [
     "client_error",
     "partition_for_group",
 ]
+
+
+#: Each name of ``__all__`` and its module, imported on first use: the broker's configuration and
+#: request routing need the settings and the API keys, not the coordinator (built on first use).
+__getattr__ = exports(
+    __name__,
+    {
+        "APPEND_ERRORS": "kafka_wire.broker.group.effects",
+        "GROUP_API_KEYS": "kafka_wire.broker.group.api_keys",
+        "GROUP_TRANSITIONS": "kafka_wire.broker.group.states",
+        "CounterMemberIds": "kafka_wire.broker.group.model",
+        "GroupConfig": "kafka_wire.broker.group.config",
+        "GroupConfigError": "kafka_wire.broker.group.config",
+        "GroupCoordinator": "kafka_wire.broker.group.service",
+        "GroupEffect": "kafka_wire.broker.group.effects",
+        "GroupInput": "kafka_wire.broker.group.states",
+        "GroupSnapshot": "kafka_wire.broker.group.model",
+        "GroupState": "kafka_wire.broker.group.states",
+        "KeyValue": "kafka_wire.broker.group.effects",
+        "MemberIdFactory": "kafka_wire.broker.group.model",
+        "Persist": "kafka_wire.broker.group.effects",
+        "Respond": "kafka_wire.broker.group.effects",
+        "client_error": "kafka_wire.broker.group.effects",
+        "partition_for_group": "kafka_wire.broker.group.records",
+    },
+)

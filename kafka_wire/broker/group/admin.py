@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kafka_wire import messages
+from kafka_wire.broker.group.consumer_model import CONSUMER_GROUP_TYPE, tombstone_keys
+from kafka_wire.broker.group.consumer_records import Partitions, consumer_record
 from kafka_wire.broker.group.model import CLASSIC_GROUP_TYPE, NO_OPERATIONS, Group, Waiter
 from kafka_wire.broker.group.persistence import DeleteGroupsAnswer, GroupDeleted, GroupPersistence
 from kafka_wire.broker.group.rebalance import Rebalance
@@ -10,19 +15,12 @@ from kafka_wire.broker.group.records import group_metadata_record, offset_commit
 from kafka_wire.broker.group.runtime import JOIN, SYNC, GroupRuntime, timer_key
 from kafka_wire.broker.group.states import GroupInput, GroupState
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DeleteGroupsResponseDeletableGroupResult,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    DescribeGroupsResponseDescribedGroup,
-    DescribeGroupsResponseDescribedGroupMember,
-    ErrorCode,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    ListGroupsResponseListedGroup,
-)
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        ConsumerGroupDescribeResponseAssignment,
+    )
 
 E = ErrorCode
 
@@ -47,6 +45,7 @@ class GroupAdmin:
                 protocol_type=old.protocol_type,
                 offsets=old.offsets,
                 subscribed_topics=old.subscribed_topics,
+                consumer=old.consumer,
             )
         answer = write.answer
         if answer is None:
@@ -54,56 +53,58 @@ class GroupAdmin:
         answer.results[write.index].error_code = error
         answer.outstanding -= 1
         if answer.outstanding == 0:
-            self._rt.respond(answer.waiter, DeleteGroupsResponse(results=answer.results))
+            self._rt.respond(answer.waiter, messages.DeleteGroupsResponse(results=answer.results))
 
     def list_groups(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, ListGroupsRequest)
+        assert isinstance(request, messages.ListGroupsRequest)
         v = waiter.api_version
         states = {s.strip().lower() for s in request.states_filter} if v >= 4 else set()
         types = {t.strip().lower() for t in request.types_filter} if v >= 5 else set()
         listed = []
         if self._rt.loading:  # Kafka lists nothing while a partition of its groups is loading
-            self._rt.respond(waiter, ListGroupsResponse(error_code=E.COORDINATOR_LOAD_IN_PROGRESS))
+            self._rt.respond(waiter, messages.ListGroupsResponse(error_code=E.COORDINATOR_LOAD_IN_PROGRESS))
             return
-        if not types or CLASSIC_GROUP_TYPE in types:
-            for group in self._rt.groups.values():
-                if states and group.state.value.lower() not in states:
-                    continue
-                listed.append(
-                    ListGroupsResponseListedGroup(
-                        group_id=group.group_id,
-                        protocol_type=group.protocol_type or "",
-                        group_state=group.state.value if v >= 4 else "",
-                        group_type=CLASSIC_GROUP_TYPE if v >= 5 else "",
-                    )
+        for group in self._rt.groups.values():
+            kind, state, protocol_type = CLASSIC_GROUP_TYPE, group.state.value, group.protocol_type or ""
+            if group.consumer is not None:
+                kind, state, protocol_type = CONSUMER_GROUP_TYPE, group.consumer.state().value, "consumer"
+            if (types and kind not in types) or (states and state.lower() not in states):
+                continue
+            listed.append(
+                messages.ListGroupsResponseListedGroup(
+                    group_id=group.group_id,
+                    protocol_type=protocol_type,
+                    group_state=state if v >= 4 else "",
+                    group_type=kind if v >= 5 else "",
                 )
-        self._rt.respond(waiter, ListGroupsResponse(groups=listed))
+            )
+        self._rt.respond(waiter, messages.ListGroupsResponse(groups=listed))
 
     def describe_groups(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, DescribeGroupsRequest)
+        assert isinstance(request, messages.DescribeGroupsRequest)
         v = waiter.api_version
         described = []
         for group_id in request.groups:
             group = self._rt.groups.get(group_id)
             if not group_id:
                 described.append(
-                    DescribeGroupsResponseDescribedGroup(
+                    messages.DescribeGroupsResponseDescribedGroup(
                         group_id=group_id, error_code=E.INVALID_GROUP_ID, group_state=GroupState.DEAD.value
                     )
                 )
             elif (refused := self._rt.refusal(group_id)) is not None:
                 described.append(
-                    DescribeGroupsResponseDescribedGroup(
+                    messages.DescribeGroupsResponseDescribedGroup(
                         group_id=group_id,
                         error_code=refused,
                         group_state="",
                         authorized_operations=NO_OPERATIONS,
                     )
                 )
-            elif group is None:
+            elif group is None or group.consumer is not None:
                 not_found = v >= 6
                 described.append(
-                    DescribeGroupsResponseDescribedGroup(
+                    messages.DescribeGroupsResponseDescribedGroup(
                         group_id=group_id,
                         group_state=GroupState.DEAD.value,
                         error_code=E.GROUP_ID_NOT_FOUND if not_found else E.NONE,
@@ -113,13 +114,13 @@ class GroupAdmin:
             else:
                 stable = group.state is GroupState.STABLE
                 described.append(
-                    DescribeGroupsResponseDescribedGroup(
+                    messages.DescribeGroupsResponseDescribedGroup(
                         group_id=group_id,
                         group_state=group.state.value,
                         protocol_type=group.protocol_type or "",
                         protocol_data=(group.protocol_name or "") if stable else "",
                         members=[
-                            DescribeGroupsResponseDescribedGroupMember(
+                            messages.DescribeGroupsResponseDescribedGroupMember(
                                 member_id=m.member_id,
                                 group_instance_id=m.group_instance_id,
                                 client_id=m.client_id,
@@ -132,10 +133,10 @@ class GroupAdmin:
                         authorized_operations=NO_OPERATIONS,
                     )
                 )
-        self._rt.respond(waiter, DescribeGroupsResponse(groups=described))
+        self._rt.respond(waiter, messages.DescribeGroupsResponse(groups=described))
 
     def delete_groups(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, DeleteGroupsRequest)
+        assert isinstance(request, messages.DeleteGroupsRequest)
         answer = DeleteGroupsAnswer(waiter, [])
         for group_id in request.groups_names:
             group = self._rt.groups.get(group_id)
@@ -145,17 +146,19 @@ class GroupAdmin:
                 error = refused
             elif group is None:
                 error = E.GROUP_ID_NOT_FOUND
-            elif group.state is not GroupState.EMPTY:
+            elif group.state is not GroupState.EMPTY or (
+                group.consumer is not None and group.consumer.members
+            ):
                 error = E.NON_EMPTY_GROUP
             else:
                 error = E.NONE
                 answer.outstanding += 1
                 self.delete_group(group, answer, len(answer.results))
             answer.results.append(
-                DeleteGroupsResponseDeletableGroupResult(group_id=group_id, error_code=error)
+                messages.DeleteGroupsResponseDeletableGroupResult(group_id=group_id, error_code=error)
             )
         if answer.outstanding == 0:
-            self._rt.respond(waiter, DeleteGroupsResponse(results=answer.results))
+            self._rt.respond(waiter, messages.DeleteGroupsResponse(results=answer.results))
 
     def delete_group(self, group: Group, answer: DeleteGroupsAnswer | None = None, index: int = -1) -> None:
         """Tombstone every offset and the metadata of an empty group; drop it once stored."""
@@ -165,7 +168,10 @@ class GroupAdmin:
             for topic, partitions in group.offsets.items()
             for partition in partitions
         ]
-        records.append(group_metadata_record(group_id, None))
+        if group.consumer is not None:
+            records += [consumer_record(key, None) for key in tombstone_keys(group.consumer)]
+        else:
+            records.append(group_metadata_record(group_id, None))
         write = GroupDeleted(group, group.state_timestamp_ms, answer, index)
         for member_id in list(group.pending_join):
             self._rebalance.remove_member(group, member_id)
@@ -174,3 +180,64 @@ class GroupAdmin:
         self._rt.transition(group, GroupInput.DELETE)
         del self._rt.groups[group_id]
         self._persistence.persist(group_id, records, write)
+
+    def consumer_group_describe(
+        self, waiter: Waiter, request: Message, client_id: str, client_host: str
+    ) -> None:
+        """ConsumerGroupDescribe v0-v1: GROUP_ID_NOT_FOUND for a group that is not a consumer group."""
+        assert isinstance(request, messages.ConsumerGroupDescribeRequest)
+        described = []
+        for group_id in request.group_ids:
+            group = self._rt.groups.get(group_id)
+            consumer = None if group is None else group.consumer
+            refused = self._rt.refusal(group_id) if group_id else E.INVALID_GROUP_ID
+            if refused is not None or consumer is None:
+                described.append(
+                    messages.ConsumerGroupDescribeResponseDescribedGroup(
+                        group_id=group_id,
+                        error_code=refused or E.GROUP_ID_NOT_FOUND,
+                        error_message=None if refused else f"Group {group_id} not found.",
+                        authorized_operations=NO_OPERATIONS,
+                    )
+                )
+                continue
+            described.append(
+                messages.ConsumerGroupDescribeResponseDescribedGroup(
+                    group_id=group_id,
+                    group_state=consumer.state().value,
+                    group_epoch=consumer.epoch,
+                    assignment_epoch=consumer.assignment_epoch,
+                    assignor_name=consumer.preferred_assignor(self._rt.config.consumer_assignors[0]),
+                    members=[
+                        messages.ConsumerGroupDescribeResponseMember(
+                            member_id=m.member_id,
+                            instance_id=m.instance_id,
+                            rack_id=m.rack_id,
+                            member_epoch=m.member_epoch,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            subscribed_topic_names=list(m.subscribed_topic_names),
+                            # none is "", as Kafka's member record keeps it
+                            subscribed_topic_regex=m.subscribed_topic_regex or "",
+                            assignment=self._described(m.assigned),
+                            target_assignment=self._described(consumer.target.get(m.member_id, {})),
+                            member_type=1,  # a consumer-protocol member (0: classic, -1: unknown)
+                        )
+                        for m in consumer.members.values()
+                    ],
+                    authorized_operations=NO_OPERATIONS,
+                )
+            )
+        self._rt.respond(waiter, messages.ConsumerGroupDescribeResponse(groups=described))
+
+    def _described(self, partitions: Partitions) -> ConsumerGroupDescribeResponseAssignment:
+        out = []
+        for topic_id, numbers in sorted(partitions.items()):
+            name = None if self._rt.topic_name_of is None else self._rt.topic_name_of(topic_id)
+            if name is not None:  # a deleted topic is left out, as Kafka does
+                out.append(
+                    messages.ConsumerGroupDescribeResponseTopicPartitions(
+                        topic_id=topic_id, topic_name=name, partitions=list(numbers)
+                    )
+                )
+        return messages.ConsumerGroupDescribeResponseAssignment(topic_partitions=out)

@@ -9,6 +9,10 @@ from kafka_wire.errors import KafkaWireError
 
 #: Java's ``Integer.MAX_VALUE``: Kafka's default ``group.max.size`` (no limit).
 INT32_MAX: Final = 2**31 - 1
+#: The server-side assignors of KIP-848 groups (``group.consumer.assignors``).
+CONSUMER_ASSIGNORS: Final = ("uniform", "range")
+#: ``group.consumer.migration.policy`` values.
+MIGRATION_POLICIES: Final = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 
 class GroupConfigError(KafkaWireError):
@@ -46,6 +50,19 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600_000
     #: ``offsets.topic.num.partitions``: sizes :attr:`Persist.partition`.
     offsets_topic_num_partitions: int = 50
+    #: ``group.consumer.session.timeout.ms``: a KIP-848 member not heard from this long is fenced.
+    consumer_session_timeout_ms: int = 45_000
+    #: ``group.consumer.heartbeat.interval.ms``: how often KIP-848 members are told to heartbeat.
+    consumer_heartbeat_interval_ms: int = 5_000
+    #: ``group.consumer.assignors``: the server-side assignors, the first being the default.
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    #: ``group.consumer.max.size``: members beyond it get GROUP_MAX_SIZE_REACHED.
+    consumer_max_size: int = INT32_MAX
+    #: ``group.consumer.migration.policy``: ``bidirectional``, ``upgrade``, ``downgrade`` or
+    #: ``disabled``; whether an empty classic group becomes a consumer group on a
+    #: ConsumerGroupHeartbeat (upgrade) and an empty consumer group a classic one on a JoinGroup
+    #: (downgrade).
+    consumer_migration_policy: str = "bidirectional"
 
     def __post_init__(self) -> None:
         for name in (
@@ -61,6 +78,17 @@ class GroupConfig:
                 raise GroupConfigError(PROPERTY_NAMES[name], "must be at least 1")
         if not 1 <= self.offsets_topic_num_partitions <= INT32_MAX:
             raise GroupConfigError(PROPERTY_NAMES["offsets_topic_num_partitions"], "must be at least 1")
+        for name in ("consumer_session_timeout_ms", "consumer_heartbeat_interval_ms", "consumer_max_size"):
+            if getattr(self, name) < 1:
+                raise GroupConfigError(PROPERTY_NAMES[name], "must be at least 1")
+        if not self.consumer_assignors or any(a not in CONSUMER_ASSIGNORS for a in self.consumer_assignors):
+            raise GroupConfigError(
+                PROPERTY_NAMES["consumer_assignors"], f"known assignors: {', '.join(CONSUMER_ASSIGNORS)}"
+            )
+        if self.consumer_migration_policy not in MIGRATION_POLICIES:
+            raise GroupConfigError(
+                PROPERTY_NAMES["consumer_migration_policy"], f"one of {', '.join(MIGRATION_POLICIES)}"
+            )
         if self.max_session_timeout_ms < self.min_session_timeout_ms:
             raise GroupConfigError(PROPERTY_NAMES["max_session_timeout_ms"], "must not be below the minimum")
 
@@ -76,4 +104,9 @@ PROPERTY_NAMES: Final[dict[str, str]] = {
     "offsets_retention_ms": "offsets.retention.minutes",  # Kafka's value times 60_000
     "offsets_retention_check_interval_ms": "offsets.retention.check.interval.ms",
     "offsets_topic_num_partitions": "offsets.topic.num.partitions",
+    "consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
+    "consumer_heartbeat_interval_ms": "group.consumer.heartbeat.interval.ms",
+    "consumer_assignors": "group.consumer.assignors",
+    "consumer_max_size": "group.consumer.max.size",
+    "consumer_migration_policy": "group.consumer.migration.policy",
 }

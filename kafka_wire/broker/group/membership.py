@@ -7,6 +7,9 @@ Each handler answers through the runtime (``Respond`` effects) or holds the requ
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kafka_wire import messages
 from kafka_wire.broker.group.model import (
     Group,
     Member,
@@ -28,18 +31,13 @@ from kafka_wire.broker.group.records import group_metadata_record
 from kafka_wire.broker.group.runtime import HEARTBEAT, JOIN, SYNC, GroupRuntime, timer_key
 from kafka_wire.broker.group.states import GroupInput, GroupState
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ErrorCode,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    LeaveGroupRequest,
-    LeaveGroupRequestMemberIdentity,
-    LeaveGroupResponse,
-    LeaveGroupResponseMemberResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        JoinGroupRequest,
+        LeaveGroupResponseMemberResponse,
+    )
 
 E = ErrorCode
 
@@ -134,7 +132,7 @@ class Membership:
         )
 
     def join(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, JoinGroupRequest)
+        assert isinstance(request, messages.JoinGroupRequest)
         v = waiter.api_version
         member_id = request.member_id
         config = self._rt.config
@@ -263,7 +261,7 @@ class Membership:
         if old.join is not None:
             self._rt.respond(old.join, join_error(old.join.api_version, E.FENCED_INSTANCE_ID, old_id))
         if old.sync is not None:
-            self._rt.respond(old.sync, SyncGroupResponse(error_code=E.FENCED_INSTANCE_ID))
+            self._rt.respond(old.sync, messages.SyncGroupResponse(error_code=E.FENCED_INSTANCE_ID))
         self._rt.cancel(timer_key(HEARTBEAT, group.group_id, old_id))
         member = Member(
             new_id,
@@ -302,11 +300,11 @@ class Membership:
             self._rebalance.maybe_complete_join_phase(group)
 
     def sync(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, SyncGroupRequest)
+        assert isinstance(request, messages.SyncGroupRequest)
         v = waiter.api_version
         group = self._rt.groups.get(request.group_id)
         if group is None or group.state is GroupState.EMPTY:
-            self._rt.respond(waiter, SyncGroupResponse(error_code=E.UNKNOWN_MEMBER_ID))
+            self._rt.respond(waiter, messages.SyncGroupResponse(error_code=E.UNKNOWN_MEMBER_ID))
             return
         member_id = request.member_id
         error = self._rebalance.validate_member(
@@ -326,14 +324,14 @@ class Membership:
         if error is None and group.state is GroupState.PREPARING_REBALANCE:
             error = E.REBALANCE_IN_PROGRESS
         if error is not None:
-            self._rt.respond(waiter, SyncGroupResponse(error_code=error))
+            self._rt.respond(waiter, messages.SyncGroupResponse(error_code=error))
             return
         member = group.members[member_id]
         if group.state is GroupState.STABLE:
             self._rebalance.remove_pending_sync(group, member_id)
             self._rt.respond(
                 waiter,
-                SyncGroupResponse(
+                messages.SyncGroupResponse(
                     protocol_type=group.protocol_type,
                     protocol_name=group.protocol_name,
                     assignment=member.assignment,
@@ -342,7 +340,7 @@ class Membership:
             return
         # COMPLETING_REBALANCE
         if member.sync is not None:
-            self._rt.respond(member.sync, SyncGroupResponse(error_code=E.REBALANCE_IN_PROGRESS))
+            self._rt.respond(member.sync, messages.SyncGroupResponse(error_code=E.REBALANCE_IN_PROGRESS))
         member.sync = waiter
         self._rebalance.remove_pending_sync(group, member_id)
         if member_id != group.leader_id:
@@ -358,10 +356,10 @@ class Membership:
         )
 
     def heartbeat(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, HeartbeatRequest)
+        assert isinstance(request, messages.HeartbeatRequest)
         group = self._rt.groups.get(request.group_id)
         if group is None:
-            self._rt.respond(waiter, HeartbeatResponse(error_code=E.UNKNOWN_MEMBER_ID))
+            self._rt.respond(waiter, messages.HeartbeatResponse(error_code=E.UNKNOWN_MEMBER_ID))
             return
         instance_id = request.group_instance_id if waiter.api_version >= 3 else None
         error = self._rebalance.validate_member(group, request.member_id, instance_id)
@@ -378,13 +376,15 @@ class Membership:
                 )
                 if group.state is GroupState.PREPARING_REBALANCE:
                     error = E.REBALANCE_IN_PROGRESS
-        self._rt.respond(waiter, HeartbeatResponse(error_code=error or E.NONE))
+        self._rt.respond(waiter, messages.HeartbeatResponse(error_code=error or E.NONE))
 
     def leave(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, LeaveGroupRequest)
+        assert isinstance(request, messages.LeaveGroupRequest)
         v = waiter.api_version
         identities = (
-            request.members if v >= 3 else [LeaveGroupRequestMemberIdentity(member_id=request.member_id)]
+            request.members
+            if v >= 3
+            else [messages.LeaveGroupRequestMemberIdentity(member_id=request.member_id)]
         )
         top = E.NONE
         answers: list[LeaveGroupResponseMemberResponse] = []
@@ -412,7 +412,7 @@ class Membership:
                         self._rebalance.remove_member(group, member_id)
                 left = left or error is None
                 answers.append(
-                    LeaveGroupResponseMemberResponse(
+                    messages.LeaveGroupResponseMemberResponse(
                         member_id=member_id, group_instance_id=instance_id, error_code=error or E.NONE
                     )
                 )
@@ -422,7 +422,7 @@ class Membership:
                 elif group.state is GroupState.PREPARING_REBALANCE:
                     self._rebalance.maybe_complete_join_phase(group)
         if v >= 3:
-            self._rt.respond(waiter, LeaveGroupResponse(error_code=top, members=answers))
+            self._rt.respond(waiter, messages.LeaveGroupResponse(error_code=top, members=answers))
         else:
             first = next((a.error_code for a in answers if a.error_code != E.NONE), E.NONE)
-            self._rt.respond(waiter, LeaveGroupResponse(error_code=top or first))
+            self._rt.respond(waiter, messages.LeaveGroupResponse(error_code=top or first))

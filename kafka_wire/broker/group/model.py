@@ -10,24 +10,24 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
+from kafka_wire.broker.group.consumer_model import ConsumerGroup
 from kafka_wire.broker.group.records import GroupMetadataValue, MemberMetadata, OffsetCommitValue
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError, LocalProtocolError
-from kafka_wire.messages import (
-    ConsumerProtocolSubscription,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    JoinGroupResponseMember,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-    OffsetDeleteResponse,
-    TxnOffsetCommitResponse,
-)
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        JoinGroupRequest,
+        JoinGroupResponse,
+        JoinGroupResponseMember,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+        OffsetCommitResponseTopic,
+    )
 
 #: Given a prefix (the group instance id of a static member, else the client id), a new member id.
 MemberIdFactory = Callable[[str], str]
@@ -140,6 +140,8 @@ class Group:
     subscribed_topics: frozenset[str] | None = None
     #: topic -> partition -> committed offset
     offsets: dict[str, dict[int, OffsetCommitValue]] = field(default_factory=dict)
+    #: A KIP-848 consumer group (``consumer_groups``): the classic fields above stay empty.
+    consumer: ConsumerGroup | None = None
 
     def all_joined(self) -> bool:
         return not self.pending_join and all(m.join is not None for m in self.members.values())
@@ -151,6 +153,8 @@ class Group:
         return max((max(m.rebalance_timeout_ms, 0) for m in self.members.values()), default=0)
 
     def is_subscribed(self, topic: str) -> bool:
+        if self.consumer is not None:
+            return self.consumer.subscribes_to(topic)
         if self.subscribed_topics is not None:
             return topic in self.subscribed_topics
         return self.protocol_type == CONSUMER_PROTOCOL_TYPE
@@ -193,7 +197,7 @@ def subscribed_topics(group: Group) -> frozenset[str] | None:
             return None
         try:
             # Every version of the subscription starts with the v0 fields (topics first).
-            subscription = ConsumerProtocolSubscription.decode(data[2:], 0)
+            subscription = messages.ConsumerProtocolSubscription.decode(data[2:], 0)
         except DecodeError:
             return None
         topics.update(subscription.topics)
@@ -212,7 +216,7 @@ def join_response(
     members: list[JoinGroupResponseMember] | None = None,
     skip: bool = False,
 ) -> JoinGroupResponse:
-    return JoinGroupResponse(
+    return messages.JoinGroupResponse(
         error_code=error,
         generation_id=generation,
         protocol_type=protocol_type,
@@ -267,13 +271,15 @@ def offset_commit_error(
 ) -> OffsetCommitResponse:
     """An OffsetCommit answer with ``error`` for every partition of ``topics`` (those of the
     request, or of an answer being replaced)."""
-    return OffsetCommitResponse(
+    return messages.OffsetCommitResponse(
         topics=[
-            OffsetCommitResponseTopic(
+            messages.OffsetCommitResponseTopic(
                 name=t.name,
                 topic_id=t.topic_id,
                 partitions=[
-                    OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                    messages.OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=error
+                    )
                     for p in t.partitions
                 ],
             )
@@ -285,11 +291,11 @@ def offset_commit_error(
 def failed_answer(answer: Message, error: int) -> Message:
     """``answer`` (of a request whose write was refused) with ``error`` instead: every partition of
     an OffsetCommit (Kafka's ``OffsetCommitRequest.getErrorResponse``), an OffsetDelete as a whole."""
-    if isinstance(answer, OffsetCommitResponse):
+    if isinstance(answer, messages.OffsetCommitResponse):
         return offset_commit_error(answer.topics, error)
-    if isinstance(answer, OffsetDeleteResponse):
-        return OffsetDeleteResponse(error_code=error)
-    if isinstance(answer, TxnOffsetCommitResponse):  # TxnOffsetCommitRequest.getErrorResponse
+    if isinstance(answer, messages.OffsetDeleteResponse):
+        return messages.OffsetDeleteResponse(error_code=error)
+    if isinstance(answer, messages.TxnOffsetCommitResponse):  # TxnOffsetCommitRequest.getErrorResponse
         for topic in answer.topics:
             for partition in topic.partitions:
                 partition.error_code = error

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.group.model import (
     CONSUMER_PROTOCOL_TYPE,
     ZERO_UUID,
@@ -24,24 +25,12 @@ from kafka_wire.broker.group.records import OffsetCommitValue
 from kafka_wire.broker.group.runtime import GroupRuntime
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ErrorCode,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetDeleteResponsePartition,
-    OffsetDeleteResponseTopic,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopic,
-    OffsetFetchResponseTopics,
-)
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        OffsetCommitResponseTopic,
+    )
 
 E = ErrorCode
 
@@ -96,7 +85,7 @@ class Offsets:
             self._rt.respond(write.waiter, write.answer if not error else failed_answer(write.answer, error))
 
     def offset_commit(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, OffsetCommitRequest)
+        assert isinstance(request, messages.OffsetCommitRequest)
         v = waiter.api_version
         now = self._rt.clock
         generation = request.generation_id_or_member_epoch if v >= 1 else -1
@@ -109,7 +98,9 @@ class Offsets:
         elif group is None and generation >= 0:
             error = E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
         # With generation -1 and no group, the commit creates a "simple" group, kept by its offsets.
-        if group is not None and error is None:
+        if group is not None and error is None and group.consumer is not None:
+            error = group.consumer.commit_error(member_id, generation, v)
+        elif group is not None and error is None:
             error = self.validate_offset_commit(group, member_id, instance_id, generation)
             if error is None and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
                 member = group.members[member_id]
@@ -123,15 +114,12 @@ class Offsets:
         for topic in request.topics:
             name: str | None = topic.name
             topic_error = error
+            # Kafka's broker answers unknown topics before its coordinator sees the group.
             if v >= 10:
                 name = None if self._rt.topic_name_of is None else self._rt.topic_name_of(topic.topic_id)
-                if name is None and topic_error is None:
+                if name is None:
                     topic_error = E.UNKNOWN_TOPIC_ID
-            elif (
-                self._rt.topic_id_of is not None
-                and topic_error is None
-                and self._rt.topic_id_of(topic.name) is None
-            ):
+            elif self._rt.topic_id_of is not None and self._rt.topic_id_of(topic.name) is None:
                 topic_error = E.UNKNOWN_TOPIC_OR_PARTITION
             answers = []
             count = None if name is None or self._rt.partitions_of is None else self._rt.partitions_of(name)
@@ -153,17 +141,17 @@ class Offsets:
                     )
                     offsets.append((name, p.partition_index, value))
                 answers.append(
-                    OffsetCommitResponsePartition(
+                    messages.OffsetCommitResponsePartition(
                         partition_index=p.partition_index, error_code=p_error or E.NONE
                     )
                 )
             topics.append(
-                OffsetCommitResponseTopic(topic_id=topic.topic_id, partitions=answers)
+                messages.OffsetCommitResponseTopic(topic_id=topic.topic_id, partitions=answers)
                 if v >= 10
-                else OffsetCommitResponseTopic(name=topic.name, partitions=answers)
+                else messages.OffsetCommitResponseTopic(name=topic.name, partitions=answers)
             )
         self._persistence.persist_offsets(
-            OffsetWrite(request.group_id, offsets, waiter, OffsetCommitResponse(topics=topics))
+            OffsetWrite(request.group_id, offsets, waiter, messages.OffsetCommitResponse(topics=topics))
         )
 
     def validate_offset_commit(
@@ -187,12 +175,15 @@ class Offsets:
         self,
         group_id: str,
         topics: list[tuple[str | None, uuid.UUID, list[int]]] | None,
+        member: tuple[str | None, int] = (None, -1),
+        *,
         require_stable: bool = False,
     ) -> tuple[ErrorCode, list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]]:
         """The committed offsets of ``topics`` (``None``: all), as (topic, id, [(partition, value,
-        error)]); with ``require_stable`` a partition a transaction holds an offset of answers
+        error)]). ``member`` (v9+: member id and epoch) is checked against a consumer group's
+        members; with ``require_stable`` a partition a transaction holds an offset of answers
         UNSTABLE_OFFSET_COMMIT (Kafka: the client retries until the transaction ends)."""
-        error, found = self._fetch_group(group_id, topics)
+        error, found = self._fetch_group(group_id, topics, member)
         if not require_stable:
             return error, found
         return error, [
@@ -210,13 +201,20 @@ class Offsets:
         ]
 
     def _fetch_group(
-        self, group_id: str, topics: list[tuple[str | None, uuid.UUID, list[int]]] | None
+        self,
+        group_id: str,
+        topics: list[tuple[str | None, uuid.UUID, list[int]]] | None,
+        member: tuple[str | None, int],
     ) -> tuple[ErrorCode, list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]]:
         if not group_id:
             return E.INVALID_GROUP_ID, []
         if (refused := self._rt.refusal(group_id)) is not None:
             return refused, []
         group = self._rt.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            member_error = group.consumer.commit_error(member[0] or "", member[1], None)
+            if member_error is not None:
+                return member_error, []
         offsets = {} if group is None else group.offsets
         out: list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]] = []
         if topics is None:
@@ -236,7 +234,7 @@ class Offsets:
         return E.NONE, out
 
     def offset_fetch(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, OffsetFetchRequest)
+        assert isinstance(request, messages.OffsetFetchRequest)
         v = waiter.api_version
         stable = v >= 7 and request.require_stable
         if v >= 8:
@@ -252,17 +250,22 @@ class Offsets:
                         )
                         for t in g.topics
                     ]
-                error, found = self.fetch_group(g.group_id, wanted, stable)
+                error, found = self.fetch_group(
+                    g.group_id,
+                    wanted,
+                    (g.member_id, g.member_epoch) if v >= 9 else (None, -1),
+                    require_stable=stable,
+                )
                 groups.append(
-                    OffsetFetchResponseGroup(
+                    messages.OffsetFetchResponseGroup(
                         group_id=g.group_id,
                         error_code=error,
                         topics=[
-                            OffsetFetchResponseTopics(
+                            messages.OffsetFetchResponseTopics(
                                 topic_id=topic_id if v >= 10 else ZERO_UUID,
                                 name=name if v < 10 else "",
                                 partitions=[
-                                    OffsetFetchResponsePartitions(
+                                    messages.OffsetFetchResponsePartitions(
                                         partition_index=p,
                                         committed_offset=-1 if value is None else value.offset,
                                         committed_leader_epoch=-1 if value is None else value.leader_epoch,
@@ -276,12 +279,12 @@ class Offsets:
                         ],
                     )
                 )
-            self._rt.respond(waiter, OffsetFetchResponse(groups=groups))
+            self._rt.respond(waiter, messages.OffsetFetchResponse(groups=groups))
             return
         wanted = None
         if request.topics is not None:
             wanted = [(t.name, ZERO_UUID, list(t.partition_indexes)) for t in request.topics]
-        error, found = self.fetch_group(request.group_id, wanted, stable)
+        error, found = self.fetch_group(request.group_id, wanted, require_stable=stable)
         if error != E.NONE and v < 2:
             # v0-v1 have no group-level error: every asked-for partition carries it.
             found = [
@@ -290,13 +293,13 @@ class Offsets:
             ]
         self._rt.respond(
             waiter,
-            OffsetFetchResponse(
+            messages.OffsetFetchResponse(
                 error_code=error if v >= 2 else E.NONE,
                 topics=[
-                    OffsetFetchResponseTopic(
+                    messages.OffsetFetchResponseTopic(
                         name=name,
                         partitions=[
-                            OffsetFetchResponsePartition(
+                            messages.OffsetFetchResponsePartition(
                                 partition_index=p,
                                 committed_offset=-1 if value is None else value.offset,
                                 committed_leader_epoch=-1 if value is None or v < 5 else value.leader_epoch,
@@ -315,16 +318,16 @@ class Offsets:
         return None if self._rt.topic_name_of is None else self._rt.topic_name_of(topic_id)
 
     def offset_delete(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, OffsetDeleteRequest)
+        assert isinstance(request, messages.OffsetDeleteRequest)
         group = self._rt.groups.get(request.group_id)
         if not request.group_id:
-            self._rt.respond(waiter, OffsetDeleteResponse(error_code=E.INVALID_GROUP_ID))
+            self._rt.respond(waiter, messages.OffsetDeleteResponse(error_code=E.INVALID_GROUP_ID))
             return
         if group is None:
-            self._rt.respond(waiter, OffsetDeleteResponse(error_code=E.GROUP_ID_NOT_FOUND))
+            self._rt.respond(waiter, messages.OffsetDeleteResponse(error_code=E.GROUP_ID_NOT_FOUND))
             return
         if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-            self._rt.respond(waiter, OffsetDeleteResponse(error_code=E.NON_EMPTY_GROUP))
+            self._rt.respond(waiter, messages.OffsetDeleteResponse(error_code=E.NON_EMPTY_GROUP))
             return
         offsets: list[OffsetEntry] = []
         topics = []
@@ -335,17 +338,17 @@ class Offsets:
             for p in topic.partitions:
                 if subscribed:
                     answers.append(
-                        OffsetDeleteResponsePartition(
+                        messages.OffsetDeleteResponsePartition(
                             partition_index=p.partition_index, error_code=E.GROUP_SUBSCRIBED_TO_TOPIC
                         )
                     )
                     continue
-                answers.append(OffsetDeleteResponsePartition(partition_index=p.partition_index))
+                answers.append(messages.OffsetDeleteResponsePartition(partition_index=p.partition_index))
                 if p.partition_index in committed:
                     offsets.append((topic.name, p.partition_index, None))
-            topics.append(OffsetDeleteResponseTopic(name=topic.name, partitions=answers))
+            topics.append(messages.OffsetDeleteResponseTopic(name=topic.name, partitions=answers))
         self._persistence.persist_offsets(
-            OffsetWrite(group.group_id, offsets, waiter, OffsetDeleteResponse(topics=topics))
+            OffsetWrite(group.group_id, offsets, waiter, messages.OffsetDeleteResponse(topics=topics))
         )
 
     def expire(self) -> None:
@@ -386,7 +389,12 @@ class Offsets:
                         offsets.append((topic, partition, None))
                     else:
                         all_expired = False
-            if all_expired and group.state is GroupState.EMPTY and not group.pending_join:
+            if (
+                all_expired
+                and group.state is GroupState.EMPTY
+                and not group.pending_join
+                and not (group.consumer and group.consumer.members)
+            ):
                 self._delete_group(group)  # its tombstones cover every offset
             else:
                 self._persistence.persist_offsets(OffsetWrite(group.group_id, offsets))

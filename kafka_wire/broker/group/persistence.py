@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from kafka_wire.broker import buggify
+from kafka_wire.broker.group.consumer_model import ConsumerGroup
 from kafka_wire.broker.group.effects import KeyValue, Persist
 from kafka_wire.broker.group.model import Group, Member, Waiter, metadata_value, subscribed_topics
 from kafka_wire.broker.group.records import (
@@ -32,7 +33,11 @@ from kafka_wire.broker.group.runtime import GroupRuntime
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import InvalidValueError, LocalProtocolError
-from kafka_wire.messages import DeleteGroupsResponseDeletableGroupResult
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        DeleteGroupsResponseDeletableGroupResult,
+    )
 
 #: One committed offset to write: ``(topic, partition, value)``; ``None`` is a tombstone.
 OffsetEntry = tuple[str, int, OffsetCommitValue | None]
@@ -126,6 +131,18 @@ class TxnOffsetWrite:
     answer: Message
 
 
+@dataclass(slots=True)
+class ConsumerWrite:
+    """Records of one KIP-848 consumer group change (``consumer_groups``), applied when handed
+    out: the answer waits for them; if they are refused the group goes back to ``before`` (None:
+    it was no consumer group) unless a later write of the group was handed out since."""
+
+    group_id: str
+    before: ConsumerGroup | None
+    waiter: Waiter | None = None
+    answer: Message | None = None
+
+
 PendingWrite = (
     OffsetWrite
     | GroupCreated
@@ -133,6 +150,7 @@ PendingWrite = (
     | AssignmentStored
     | StaticMemberReplaced
     | GroupDeleted
+    | ConsumerWrite
     | TxnOffsetWrite
 )
 
@@ -166,7 +184,7 @@ class GroupPersistence:
         """
         decoded = decode_key(key)
         if isinstance(decoded, OffsetCommitKey):
-            if buggify.hooks.planted("offsets-not-loaded"):
+            if self._rt.hooks.planted("offsets-not-loaded"):
                 return
             self.replay_offset(
                 decoded.group,

@@ -10,7 +10,9 @@ handlers that drive it are in ``membership``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from kafka_wire import messages
 from kafka_wire.broker.group.model import (
     Group,
     Member,
@@ -24,7 +26,12 @@ from kafka_wire.broker.group.persistence import GroupEmptied, GroupPersistence
 from kafka_wire.broker.group.runtime import HEARTBEAT, JOIN, SYNC, GroupRuntime, timer_key
 from kafka_wire.broker.group.states import GroupInput, GroupState, can_rebalance
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import ErrorCode, JoinGroupResponseMember, SyncGroupResponse
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        JoinGroupResponseMember,
+    )
 
 E = ErrorCode
 
@@ -76,7 +83,7 @@ class Rebalance:
                 self._rt.respond(member.join, join_error(member.join.api_version, E.UNKNOWN_MEMBER_ID, ""))
                 member.join = None
             if member.sync is not None:
-                self._rt.respond(member.sync, SyncGroupResponse(error_code=E.UNKNOWN_MEMBER_ID))
+                self._rt.respond(member.sync, messages.SyncGroupResponse(error_code=E.UNKNOWN_MEMBER_ID))
                 member.sync = None
         if group.leader_id == member_id:
             group.leader_id = next(iter(group.members), None)
@@ -117,7 +124,7 @@ class Rebalance:
 
     def current_members(self, group: Group) -> list[JoinGroupResponseMember]:
         return [
-            JoinGroupResponseMember(
+            messages.JoinGroupResponseMember(
                 member_id=m.member_id,
                 group_instance_id=m.group_instance_id,
                 metadata=m.metadata(group.protocol_name),
@@ -243,7 +250,7 @@ class Rebalance:
             member.sync = None
             self._rt.respond(
                 waiter,
-                SyncGroupResponse(
+                messages.SyncGroupResponse(
                     error_code=error,
                     protocol_type=group.protocol_type if ok else None,
                     protocol_name=group.protocol_name if ok else None,

@@ -8,7 +8,8 @@ key version   fields                                              record
 ============  ==================================================  ==========================
 0 or 1        group string, topic string, partition int32         committed offset
 2             group string                                        group metadata
-3-15          (KIP-848 consumer groups, share groups)             :class:`UnknownKey`
+3-8           KIP-848 consumer groups (``consumer_records``)      :class:`UnknownKey` here
+9-15          (share groups)                                      :class:`UnknownKey`
 other         (no record Kafka writes)                            :class:`UnknownKey`
 ============  ==================================================  ==========================
 
@@ -31,6 +32,7 @@ input (truncation, negative lengths, bad UTF-8, trailing garbage in a key).
 from __future__ import annotations
 
 import struct
+import uuid
 from dataclasses import dataclass
 from typing import Final
 
@@ -42,10 +44,11 @@ OFFSET_COMMIT_VALUE_VERSION: Final = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY: Final = 1
 GROUP_METADATA_VALUE_VERSION: Final = 3
 #: Key versions of Kafka's other record types in ``__consumer_offsets`` (KIP-848 consumer groups
-#: 3-8, share groups 9-15, as of Kafka 4.0): read as :class:`UnknownKey` and skipped at load.
-#: Any other version is no record Kafka writes.
+#: 3-8, read by ``consumer_records``; share groups 9-15, skipped at load), as of Kafka 4.0:
+#: :class:`UnknownKey` here. Any other version is no record Kafka writes.
 OTHER_GROUP_KEY_VERSIONS: Final = range(3, 16)
 
+_I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -125,7 +128,7 @@ def partition_for_group(group_id: str, num_partitions: int) -> int:
 # -- writing ------------------------------------------------------------------------------------
 
 
-class _Writer:
+class RecordWriter:
     __slots__ = ("flexible", "out")
 
     def __init__(self, version: int, *, flexible: bool = False) -> None:
@@ -138,6 +141,9 @@ class _Writer:
             value >>= 7
         self.out.append(value)
 
+    def int8(self, value: int) -> None:
+        self.out += _I8.pack(value)
+
     def int16(self, value: int) -> None:
         self.out += _I16.pack(value)
 
@@ -146,6 +152,9 @@ class _Writer:
 
     def int64(self, value: int) -> None:
         self.out += _I64.pack(value)
+
+    def uuid(self, value: uuid.UUID) -> None:
+        self.out += value.bytes
 
     def string(self, value: str | None) -> None:
         if value is None:
@@ -183,12 +192,12 @@ class _Writer:
 
 def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     if isinstance(key, OffsetCommitKey):
-        w = _Writer(OFFSET_COMMIT_KEY_VERSION)
+        w = RecordWriter(OFFSET_COMMIT_KEY_VERSION)
         w.string(key.group)
         w.string(key.topic)
         w.int32(key.partition)
     else:
-        w = _Writer(GROUP_METADATA_KEY_VERSION)
+        w = RecordWriter(GROUP_METADATA_KEY_VERSION)
         w.string(key.group)
     return bytes(w.out)
 
@@ -203,7 +212,7 @@ def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = N
         )
     if not 0 <= version <= 4:
         raise UnsupportedVersionError("valid versions are 0-4", message="OffsetCommitValue", version=version)
-    w = _Writer(version, flexible=version >= 4)
+    w = RecordWriter(version, flexible=version >= 4)
     w.int64(value.offset)
     if version >= 3:
         w.int32(value.leader_epoch)
@@ -220,7 +229,7 @@ def encode_group_metadata_value(
 ) -> bytes:
     if not 0 <= version <= 4:
         raise UnsupportedVersionError("valid versions are 0-4", message="GroupMetadataValue", version=version)
-    w = _Writer(version, flexible=version >= 4)
+    w = RecordWriter(version, flexible=version >= 4)
     w.string(value.protocol_type)
     w.int32(value.generation)
     w.string(value.protocol)
@@ -247,7 +256,7 @@ def encode_group_metadata_value(
 # -- reading ------------------------------------------------------------------------------------
 
 
-class _Reader:
+class RecordReader:
     __slots__ = ("buf", "flexible", "pos", "what")
 
     def __init__(self, buf: bytes, what: str) -> None:
@@ -268,6 +277,10 @@ class _Reader:
         self.pos = end
         return data
 
+    def int8(self, field: str) -> int:
+        value: int = _I8.unpack(self._take(1, field))[0]
+        return value
+
     def int16(self, field: str) -> int:
         value: int = _I16.unpack(self._take(2, field))[0]
         return value
@@ -279,6 +292,9 @@ class _Reader:
     def int64(self, field: str) -> int:
         value: int = _I64.unpack(self._take(8, field))[0]
         return value
+
+    def uuid(self, field: str) -> uuid.UUID:
+        return uuid.UUID(bytes=self._take(16, field))
 
     def uvarint(self, field: str) -> int:
         value = 0
@@ -330,6 +346,9 @@ class _Reader:
             raise InvalidValueError(f"bad element count {n} of {field}", offset=start, message=self.what)
         return n
 
+    def skip_bytes(self, n: int, field: str) -> None:
+        self._take(n, field)
+
     def skip_tagged(self) -> None:
         if not self.flexible:
             return
@@ -345,7 +364,7 @@ class _Reader:
 
 
 def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | UnknownKey:
-    r = _Reader(bytes(data), "__consumer_offsets key")
+    r = RecordReader(bytes(data), "__consumer_offsets key")
     version = r.int16("version")
     if version in (0, 1):
         key: OffsetCommitKey | GroupMetadataKey = OffsetCommitKey(
@@ -360,7 +379,7 @@ def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | UnknownKey:
 
 
 def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
-    r = _Reader(bytes(data), "OffsetCommitValue")
+    r = RecordReader(bytes(data), "OffsetCommitValue")
     version = r.int16("version")
     if not 0 <= version <= 4:
         raise InvalidValueError(f"unknown version {version}", offset=0, message=r.what)
@@ -376,7 +395,7 @@ def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
 
 
 def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
-    r = _Reader(bytes(data), "GroupMetadataValue")
+    r = RecordReader(bytes(data), "GroupMetadataValue")
     version = r.int16("version")
     if not 0 <= version <= 4:
         raise InvalidValueError(f"unknown version {version}", offset=0, message=r.what)

@@ -11,93 +11,81 @@ group, in their handlers.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Final
+
+from kafka_wire import messages
 from kafka_wire.broker.group.model import join_error
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
-    SyncGroupRequest,
-    SyncGroupResponse,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-    TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
-)
+from kafka_wire.messages import ApiKey
 
-#: The requests that name one group, in ``group_id``.
-SINGLE_GROUP_REQUESTS = (
-    JoinGroupRequest,
-    SyncGroupRequest,
-    HeartbeatRequest,
-    LeaveGroupRequest,
-    OffsetCommitRequest,
-    OffsetDeleteRequest,
-    TxnOffsetCommitRequest,
+if TYPE_CHECKING:
+    from kafka_wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
+#: The APIs whose requests name one group, in ``group_id`` (OffsetFetch does before v8).
+SINGLE_GROUP_APIS: Final = frozenset(
+    {
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.OFFSET_DELETE,
+        ApiKey.TXN_OFFSET_COMMIT,
+    }
 )
 
 
 def single_group(request: Message, api_version: int) -> str | None:
     """The one group ``request`` is about, or None when it names none or several."""
-    if isinstance(request, SINGLE_GROUP_REQUESTS):
-        return request.group_id
-    if isinstance(request, OffsetFetchRequest) and api_version < 8:
-        return request.group_id
+    key = request.API_KEY
+    if key in SINGLE_GROUP_APIS or (key == ApiKey.OFFSET_FETCH and api_version < 8):
+        group_id: str = getattr(request, "group_id")  # noqa: B009  # every request of these APIs has one
+        return group_id
     return None
 
 
 def refusal_answer(request: Message, api_version: int, error: int) -> Message:
     """The answer to a one-group ``request`` refused with ``error`` as a whole."""
     v = api_version
-    if isinstance(request, JoinGroupRequest):
+    if isinstance(request, messages.JoinGroupRequest):
         return join_error(v, error, request.member_id)
-    if isinstance(request, SyncGroupRequest):
-        return SyncGroupResponse(error_code=error)
-    if isinstance(request, HeartbeatRequest):
-        return HeartbeatResponse(error_code=error)
-    if isinstance(request, LeaveGroupRequest):
-        return LeaveGroupResponse(error_code=error)
-    if isinstance(request, OffsetDeleteRequest):
-        return OffsetDeleteResponse(error_code=error)
-    if isinstance(request, OffsetCommitRequest):
+    if isinstance(request, messages.SyncGroupRequest):
+        return messages.SyncGroupResponse(error_code=error)
+    if isinstance(request, messages.HeartbeatRequest):
+        return messages.HeartbeatResponse(error_code=error)
+    if isinstance(request, messages.LeaveGroupRequest):
+        return messages.LeaveGroupResponse(error_code=error)
+    if isinstance(request, messages.OffsetDeleteRequest):
+        return messages.OffsetDeleteResponse(error_code=error)
+    if isinstance(request, messages.OffsetCommitRequest):
         # Every partition carries the error (OffsetCommitRequest.getErrorResponse).
-        return OffsetCommitResponse(
+        return messages.OffsetCommitResponse(
             topics=[
-                OffsetCommitResponseTopic(
+                messages.OffsetCommitResponseTopic(
                     name=t.name if v < 10 else "",
                     topic_id=t.topic_id,
                     partitions=[
-                        OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                        messages.OffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error_code=error
+                        )
                         for p in t.partitions
                     ],
                 )
                 for t in request.topics
             ]
         )
-    if isinstance(request, TxnOffsetCommitRequest):
+    if isinstance(request, messages.TxnOffsetCommitRequest):
         return txn_offset_commit_error(request, api_version, error)
-    if isinstance(request, OffsetFetchRequest):
+    if isinstance(request, messages.OffsetFetchRequest):
         if v >= 2:
-            return OffsetFetchResponse(error_code=error)
+            return messages.OffsetFetchResponse(error_code=error)
         # v0-v1 have no group-level error: every asked-for partition carries it.
-        return OffsetFetchResponse(
+        return messages.OffsetFetchResponse(
             topics=[
-                OffsetFetchResponseTopic(
+                messages.OffsetFetchResponseTopic(
                     name=t.name,
                     partitions=[
-                        OffsetFetchResponsePartition(
+                        messages.OffsetFetchResponsePartition(
                             partition_index=p, committed_offset=-1, metadata="", error_code=error
                         )
                         for p in t.partition_indexes
@@ -113,13 +101,15 @@ def txn_offset_commit_error(
     request: TxnOffsetCommitRequest, api_version: int, error: int
 ) -> TxnOffsetCommitResponse:
     """Every partition carries the error (``TxnOffsetCommitRequest.getErrorResponse``)."""
-    return TxnOffsetCommitResponse(
+    return messages.TxnOffsetCommitResponse(
         topics=[
-            TxnOffsetCommitResponseTopic(
+            messages.TxnOffsetCommitResponseTopic(
                 name=t.name if api_version < 6 else "",
                 topic_id=t.topic_id,
                 partitions=[
-                    TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                    messages.TxnOffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=error
+                    )
                     for p in t.partitions
                 ],
             )

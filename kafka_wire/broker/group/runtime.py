@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.group.config import GroupConfig
 from kafka_wire.broker.group.effects import GroupEffect, Respond
 from kafka_wire.broker.group.model import (
@@ -54,8 +55,11 @@ class GroupRuntime:
         topic_name_of: TopicNameOf | None,
         topic_id_of: TopicIdOf | None,
         partitions_of: PartitionsOf | None = None,
+        hooks: Hooks = OFF,
     ) -> None:
         self.config = config
+        #: The simulator's planted bugs (``buggify.OFF`` outside it).
+        self.hooks = hooks
         self.timers = timers
         self.new_id = new_id
         self.topic_name_of = topic_name_of

@@ -42,10 +42,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Final
 
+from kafka_wire import messages
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.group.admin import GroupAdmin
 from kafka_wire.broker.group.config import GroupConfig
+from kafka_wire.broker.group.consumer_groups import (
+    CONSUMER_REBALANCE,
+    CONSUMER_SESSION,
+    ConsumerGroups,
+    TopicsOf,
+)
+from kafka_wire.broker.group.consumer_model import ConsumerGroup, ConsumerGroupState
+from kafka_wire.broker.group.consumer_records import CONSUMER_KEY_VERSIONS
 from kafka_wire.broker.group.effects import GroupEffect, KeyValue, client_error
 from kafka_wire.broker.group.membership import Membership
 from kafka_wire.broker.group.model import (
@@ -62,6 +71,7 @@ from kafka_wire.broker.group.model import (
 from kafka_wire.broker.group.offsets import Offsets
 from kafka_wire.broker.group.persistence import (
     AssignmentStored,
+    ConsumerWrite,
     GroupCreated,
     GroupDeleted,
     GroupEmptied,
@@ -88,37 +98,7 @@ from kafka_wire.broker.group.txn_offsets import TxnOffsets
 from kafka_wire.broker.timers import DueTimer, TimerQueue
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import (
-    ApiKey,
-    DeleteGroupsRequest,
-    DescribeGroupsRequest,
-    ErrorCode,
-    HeartbeatRequest,
-    JoinGroupRequest,
-    LeaveGroupRequest,
-    ListGroupsRequest,
-    OffsetCommitRequest,
-    OffsetDeleteRequest,
-    OffsetFetchRequest,
-    SyncGroupRequest,
-    SyncGroupResponse,
-    TxnOffsetCommitRequest,
-)
-
-#: The APIs :meth:`GroupCoordinator.handle` answers.
-GROUP_API_KEYS: Final = (
-    ApiKey.OFFSET_COMMIT,
-    ApiKey.OFFSET_FETCH,
-    ApiKey.JOIN_GROUP,
-    ApiKey.HEARTBEAT,
-    ApiKey.LEAVE_GROUP,
-    ApiKey.SYNC_GROUP,
-    ApiKey.DESCRIBE_GROUPS,
-    ApiKey.LIST_GROUPS,
-    ApiKey.DELETE_GROUPS,
-    ApiKey.OFFSET_DELETE,
-    ApiKey.TXN_OFFSET_COMMIT,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 
 _Handler = Callable[[Waiter, Message, str, str], None]
 
@@ -127,8 +107,8 @@ class GroupCoordinator:
     """Classic consumer groups and committed offsets.
 
     ``handle()`` takes one request (a generated ``*Request`` message of a group API, see
-    :data:`GROUP_API_KEYS`) decoded at ``api_version``, and returns effects in the order to apply
-    them. A JoinGroup or SyncGroup may get no ``Respond`` until a later call (``handle`` or
+    :data:`~kafka_wire.broker.group.api_keys.GROUP_API_KEYS`) decoded at ``api_version``, and
+    returns effects in the order to apply them. A JoinGroup or SyncGroup may get no ``Respond`` until a later call (``handle`` or
     ``tick``) completes the rebalance; every held request is answered once its deadline passes.
 
     ``timers`` is the engine's shared queue (the coordinator uses the owner ``"group"`` in it);
@@ -149,6 +129,8 @@ class GroupCoordinator:
         partitions_of: PartitionsOf | None = None,
         timers: TimerQueue | None = None,
         partitioned: bool = False,
+        topics: TopicsOf | None = None,
+        hooks: Hooks = OFF,
     ) -> None:
         self.config = config if config is not None else GroupConfig()
         rt = self._rt = GroupRuntime(
@@ -158,29 +140,35 @@ class GroupCoordinator:
             topic_name_of,
             topic_id_of,
             partitions_of,
+            hooks,
         )
         if partitioned:
             rt.served = set()
         self._persistence = GroupPersistence(rt)
         self._rebalance = Rebalance(rt, self._persistence)
         self._membership = Membership(rt, self._persistence, self._rebalance)
+        self._consumer = ConsumerGroups(
+            rt, self._persistence.persist, topics if topics is not None else lambda: ()
+        )
         self._admin = GroupAdmin(rt, self._persistence, self._rebalance)
         self._txn_offsets = TxnOffsets(rt, self._persistence, self._rebalance)
         self._offsets = Offsets(
             rt, self._persistence, self._rebalance, self._admin.delete_group, self._txn_offsets.has_pending
         )
-        self._handlers: dict[type[Message], _Handler] = {
-            JoinGroupRequest: self._membership.join,
-            SyncGroupRequest: self._membership.sync,
-            HeartbeatRequest: self._membership.heartbeat,
-            LeaveGroupRequest: self._membership.leave,
-            OffsetCommitRequest: self._offsets.offset_commit,
-            OffsetFetchRequest: self._offsets.offset_fetch,
-            OffsetDeleteRequest: self._offsets.offset_delete,
-            ListGroupsRequest: self._admin.list_groups,
-            DescribeGroupsRequest: self._admin.describe_groups,
-            DeleteGroupsRequest: self._admin.delete_groups,
-            TxnOffsetCommitRequest: self._txn_offsets.txn_offset_commit,
+        self._handlers: dict[int, _Handler] = {
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer.heartbeat,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: self._admin.consumer_group_describe,
+            ApiKey.JOIN_GROUP: self._join,
+            ApiKey.SYNC_GROUP: self._membership.sync,
+            ApiKey.HEARTBEAT: self._membership.heartbeat,
+            ApiKey.LEAVE_GROUP: self._membership.leave,
+            ApiKey.OFFSET_COMMIT: self._offsets.offset_commit,
+            ApiKey.OFFSET_FETCH: self._offsets.offset_fetch,
+            ApiKey.OFFSET_DELETE: self._offsets.offset_delete,
+            ApiKey.LIST_GROUPS: self._admin.list_groups,
+            ApiKey.DESCRIBE_GROUPS: self._admin.describe_groups,
+            ApiKey.DELETE_GROUPS: self._admin.delete_groups,
+            ApiKey.TXN_OFFSET_COMMIT: self._txn_offsets.txn_offset_commit,
         }
 
     # -- public API -----------------------------------------------------------------------------
@@ -201,7 +189,8 @@ class GroupCoordinator:
         DescribeGroups should show it (Kafka shows ``"/127.0.0.1"``). A request of another API,
         or a version its class does not define, raises :class:`LocalProtocolError`.
         """
-        handler = self._handlers.get(type(request))
+        key = request.API_KEY
+        handler = self._handlers.get(key) if key is not None and request.KIND == "request" else None
         if handler is None:
             raise LocalProtocolError(f"the group coordinator does not handle {type(request).__name__}")
         if api_version not in type(request).VERSIONS:
@@ -252,6 +241,8 @@ class GroupCoordinator:
                 self._membership.static_member_written(write, error)
             case GroupDeleted():
                 self._admin.deletion_written(write, error)
+            case ConsumerWrite():
+                self._consumer.written(write, error)
             case TxnOffsetWrite():
                 self._txn_offsets.written(write, error)
         self._run_timers()
@@ -265,19 +256,22 @@ class GroupCoordinator:
         """When :meth:`tick` has work next (``0``: at once, before the first call has shown a time)."""
         if self._rt.now is None:
             return 0
-        if any(self._rt.serves(group_id) for group_id, _ in self._persistence.unarmed):
+        unarmed = [*self._persistence.unarmed, *self._consumer.unarmed]
+        if any(self._rt.serves(group_id) for group_id, _ in unarmed):
             return self._rt.now  # members loaded since the last call: arm their sessions now
         return self._rt.timers.next_deadline_ms(GROUP_TIMERS)
 
     def load(self, records: Iterable[KeyValue]) -> None:
         """Replay ``__consumer_offsets`` records (oldest first; compacted or not) at startup.
 
-        Records of other kinds (KIP-848 consumer groups, share groups) are skipped. Loaded members
+        KIP-848 consumer group records rebuild those groups; other kinds (share groups) are
+        skipped. Loaded members
         get their session timeout from the first time the coordinator sees (next ``handle`` or
         ``tick``). An unreadable record raises :class:`~kafka_wire.errors.DecodeError` (the records
         before it are loaded); :meth:`replay` takes one record, for callers that skip bad ones.
         """
-        self._persistence.load(records)
+        for key, value in records:
+            self.replay(key, value)
 
     def replay(self, key: bytes, value: bytes | None) -> None:
         """Replay one ``__consumer_offsets`` record (see :meth:`load`).
@@ -285,7 +279,27 @@ class GroupCoordinator:
         Raises :class:`~kafka_wire.errors.DecodeError`, with nothing applied, for a key or value
         that cannot be read, including a key version Kafka does not define.
         """
-        self._persistence.replay(key, value)
+        if len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) in CONSUMER_KEY_VERSIONS:
+            self._consumer.replay(key, value)
+        else:
+            self._persistence.replay(key, value)
+
+    def _join(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        """JoinGroup; a consumer group (KIP-848) it names is downgraded to a classic group when it
+        is empty and ``group.consumer.migration.policy`` allows it, else refused: a classic member
+        in a consumer group (mixed membership) is not served here."""
+        assert isinstance(request, messages.JoinGroupRequest)
+        group = self._rt.groups.get(request.group_id)
+        if group is not None and group.consumer is not None:
+            downgrade = self.config.consumer_migration_policy in ("bidirectional", "downgrade")
+            if group.consumer.members or not downgrade:
+                self._rt.respond(
+                    waiter,
+                    join_error(waiter.api_version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id),
+                )
+                return
+            self._consumer.delete_empty(group)
+        self._membership.join(waiter, request, client_id, client_host)
 
     def replay_transactional(self, producer_id: int, key: bytes, value: bytes | None) -> None:
         """Replay one record of a transactional batch (a TxnOffsetCommit's offsets): pending until
@@ -381,6 +395,8 @@ class GroupCoordinator:
         self._txn_offsets.drop_partition(partition)
         for group_id in [g for g in rt.groups if rt.partition_of(g) == partition]:
             group = rt.groups.pop(group_id)
+            if group.consumer is not None:
+                self._consumer.drop(group_id, group.consumer)
             rt.cancel(timer_key(JOIN, group_id))
             rt.cancel(timer_key(SYNC, group_id))
             for member_id in [*group.members, *group.pending_join]:
@@ -393,7 +409,7 @@ class GroupCoordinator:
                     rt.respond(member.join, join_error(member.join.api_version, answer, member.member_id))
                     member.join = None
                 if member.sync is not None:
-                    rt.respond(member.sync, SyncGroupResponse(error_code=answer))
+                    rt.respond(member.sync, messages.SyncGroupResponse(error_code=answer))
                     member.sync = None
 
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> list[GroupEffect]:
@@ -412,6 +428,19 @@ class GroupCoordinator:
         """Read-only views of every group, in creation order."""
         return [snapshot(group) for group in self._rt.groups.values()]
 
+    def consumer_group_view(self, group_id: str) -> ConsumerGroup | None:
+        """A copy of a KIP-848 consumer group (None: no such group)."""
+        group = self._rt.groups.get(group_id)
+        return None if group is None or group.consumer is None else group.consumer.copy()
+
+    def consumer_group_ids(self) -> list[str]:
+        """The KIP-848 consumer groups in memory, in creation order."""
+        return [g.group_id for g in self._rt.groups.values() if g.consumer is not None]
+
+    def consumer_group_state(self, group_id: str) -> ConsumerGroupState | None:
+        group = self._rt.groups.get(group_id)
+        return None if group is None or group.consumer is None else group.consumer.state()
+
     def state_of(self, group_id: str) -> GroupState | None:
         group = self._rt.groups.get(group_id)
         return None if group is None else group.state
@@ -426,6 +455,10 @@ class GroupCoordinator:
         rt.now = now_ms
         if first:
             rt.schedule(RETENTION_KEY, self.config.offsets_retention_check_interval_ms)
+        for group_id, member_id in list(self._consumer.unarmed):
+            if rt.serves(group_id):
+                del self._consumer.unarmed[group_id, member_id]
+                self._consumer.arm_loaded(group_id, member_id)
         unarmed = self._persistence.unarmed
         if unarmed:
             loaded: dict[str, None] = {}
@@ -471,7 +504,9 @@ class GroupCoordinator:
         group = self._rt.groups.get(str(group_id))
         if group is None:
             return
-        if kind == HEARTBEAT:
+        if kind in (CONSUMER_SESSION, CONSUMER_REBALANCE):
+            self._consumer.expire(kind, str(group_id), str(member_id), args)
+        elif kind == HEARTBEAT:
             self._rebalance.expire_heartbeat(group, str(member_id))
         elif kind == JOIN:
             if group.state is GroupState.PREPARING_REBALANCE:

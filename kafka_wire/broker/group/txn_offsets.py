@@ -19,6 +19,9 @@ the request (the topics' existence, the transaction's verification, ``group_link
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kafka_wire import messages
 from kafka_wire.broker.group.model import Group, Waiter, failed_answer
 from kafka_wire.broker.group.persistence import GroupPersistence, TxnOffsetWrite
 from kafka_wire.broker.group.rebalance import Rebalance
@@ -26,13 +29,10 @@ from kafka_wire.broker.group.records import OffsetCommitValue, offset_commit_rec
 from kafka_wire.broker.group.runtime import GroupRuntime
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ErrorCode,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-    TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
-)
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponseTopic
 
 E = ErrorCode
 
@@ -52,7 +52,7 @@ class TxnOffsets:
     # -- TxnOffsetCommit --------------------------------------------------------------------------
 
     def txn_offset_commit(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, TxnOffsetCommitRequest)
+        assert isinstance(request, messages.TxnOffsetCommitRequest)
         v = waiter.api_version
         error = self._validate(request, v)
         now = self._rt.clock
@@ -77,14 +77,16 @@ class TxnOffsets:
                         p.committed_offset, metadata, now, -1, p.committed_leader_epoch if v >= 2 else -1
                     )
                 answers.append(
-                    TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=p_error)
+                    messages.TxnOffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=p_error
+                    )
                 )
             topics.append(
-                TxnOffsetCommitResponseTopic(topic_id=topic.topic_id, partitions=answers)
+                messages.TxnOffsetCommitResponseTopic(topic_id=topic.topic_id, partitions=answers)
                 if v >= 6
-                else TxnOffsetCommitResponseTopic(name=topic.name, partitions=answers)
+                else messages.TxnOffsetCommitResponseTopic(name=topic.name, partitions=answers)
             )
-        answer = TxnOffsetCommitResponse(topics=topics)
+        answer = messages.TxnOffsetCommitResponse(topics=topics)
         if not offsets:
             self._rt.respond(waiter, answer)
             return

@@ -1,11 +1,12 @@
 """Files as the log sees them: what storage holds plus the appends its driver has not applied yet.
 
-The log never writes; it queues storage effects. Between two :meth:`EffectQueue.take` calls the
-driver has applied nothing queued since the last take, yet the log must read back what it
-appended. A :class:`PendingFile` therefore keeps the bytes appended since the last take
-(``pending``) and reads ``[0, stored_size)`` through the :class:`StorageReader` and the rest from
-``pending``. After :meth:`EffectQueue.take` the driver applies the effects before the log's next
-call, so every file's pending bytes count as stored from then on and are dropped from memory.
+The log never writes; it queues storage effects. A :class:`PendingFile` keeps in memory the bytes
+appended to it that storage may not hold yet (``pending``) and reads ``[0, stored_size)`` through
+the :class:`StorageReader` and the rest from ``pending``. The bytes of an :meth:`EffectQueue.take`
+count as stored once the driver reported the batch holding them applied
+(:class:`~kafka_wire.broker.effects.WriteProgress`): only then are they dropped from memory, so a
+driver may apply them while the engine goes on. A queue without a progress (a log driven alone,
+whose driver applies each take before calling it again) counts them as stored at the take.
 
 Appends to the same file are gathered into one :class:`Append` and placed in the effect list only
 at a *barrier*: any other effect (Fsync, Rename, Truncate, Delete …) or the take itself. Effects
@@ -15,18 +16,32 @@ no reader can observe.
 
 from __future__ import annotations
 
-from kafka_wire.broker.effects import Append, Delete, Fsync, MakeDir, Rename, StorageEffect, Truncate, WriteAt
+from collections import deque
+
+from kafka_wire.broker.effects import (
+    Append,
+    Delete,
+    Fsync,
+    MakeDir,
+    Rename,
+    StorageEffect,
+    Truncate,
+    WriteAt,
+    WriteProgress,
+)
 from kafka_wire.broker.storage import StorageReader
 
 
 class EffectQueue:
     """The ordered storage effects of one log since the last :meth:`take`."""
 
-    __slots__ = ("_effects", "_open")
+    __slots__ = ("_effects", "_open", "progress")
 
-    def __init__(self) -> None:
+    def __init__(self, progress: WriteProgress | None = None) -> None:
         self._effects: list[StorageEffect] = []
         self._open: dict[int, PendingFile] = {}
+        #: The engine's batches (None: what is taken counts as stored at once).
+        self.progress = progress
 
     def emit(self, effect: StorageEffect) -> None:
         """Queue ``effect`` after every append queued before it."""
@@ -44,10 +59,10 @@ class EffectQueue:
         self._open.pop(id(file), None)
 
     def take(self) -> list[StorageEffect]:
-        """Hand out the effects; the driver applies them before the log's next call."""
+        """Hand out the effects, in the batch of the engine call in progress."""
         self.flush_appends()
         for file in self._open.values():
-            file.mark_stored()
+            file.taken()
         self._open.clear()
         effects, self._effects = self._effects, []
         return effects
@@ -76,9 +91,15 @@ def replace_atomically(path: str, data: bytes) -> list[StorageEffect]:
 
 
 class PendingFile:
-    """One file of a segment: stored bytes plus the not-yet-taken tail (see the module docstring)."""
+    """One file of a segment: stored bytes plus the tail storage may not hold yet (see the module
+    docstring).
 
-    __slots__ = ("_emitted", "_queue", "path", "pending", "stored_path", "stored_size")
+    ``stored_size`` bytes are in storage under ``stored_path`` (the name as of the last take);
+    ``pending`` follows them: its first ``_emitted`` bytes went into ``Append`` effects, and
+    ``_marks`` says, per batch in flight, how long the file is once that batch is applied.
+    """
+
+    __slots__ = ("_emitted", "_marks", "_queue", "path", "pending", "stored_path", "stored_size")
 
     def __init__(self, queue: EffectQueue, path: str, stored_size: int) -> None:
         self._queue = queue
@@ -87,6 +108,7 @@ class PendingFile:
         self.stored_size = stored_size
         self.pending = bytearray()
         self._emitted = 0
+        self._marks: deque[tuple[int, int]] = deque()
 
     @classmethod
     def create(cls, queue: EffectQueue, path: str) -> PendingFile:
@@ -138,6 +160,9 @@ class PendingFile:
             self.stored_size = size
             self.pending.clear()
             self._emitted = 0
+        # Once a batch in flight is applied the file holds no more than this: storage keeps the
+        # cut bytes until the Truncate itself is applied, but nothing reads past ``size``.
+        self._marks = deque((batch, min(end, size)) for batch, end in self._marks)
 
     def fsync(self) -> None:
         self._queue.emit(Fsync(self.path))
@@ -153,6 +178,7 @@ class PendingFile:
         self.pending.clear()
         self._emitted = 0
         self.stored_size = 0
+        self._marks.clear()
 
     # -- EffectQueue protocol ---------------------------------------------------------------------
     def flush_into(self, effects: list[StorageEffect]) -> None:
@@ -160,8 +186,29 @@ class PendingFile:
             effects.append(Append(self.path, bytes(self.pending[self._emitted :])))
             self._emitted = len(self.pending)
 
-    def mark_stored(self) -> None:
-        self.stored_size += len(self.pending)
+    def taken(self) -> None:
+        """The queue's effects were taken: what was emitted is in flight, in the forming batch."""
         self.stored_path = self.path
-        self.pending = bytearray()
-        self._emitted = 0
+        end = self.stored_size + self._emitted
+        if self._emitted == 0 or (self._marks and self._marks[-1][1] >= end):
+            return
+        progress = self._queue.progress
+        if progress is None:
+            self._settle_at(end)
+            return
+        batch = progress.forming
+        self._marks.append((batch, end))
+        progress.when_applied(batch, self._settle)
+
+    def _settle(self, batch: int) -> None:
+        """``batch`` was applied: its bytes are stored, and leave memory."""
+        marks = self._marks
+        while marks and marks[0][0] <= batch:
+            self._settle_at(marks.popleft()[1])
+
+    def _settle_at(self, end: int) -> None:
+        stored = end - self.stored_size
+        if stored > 0:
+            del self.pending[:stored]
+            self._emitted -= stored
+            self.stored_size = end

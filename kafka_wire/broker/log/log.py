@@ -1,13 +1,12 @@
 """A partition's log: segments in Kafka's on-disk format, pure (storage effects out, reads in).
 
 Every method returns values; what must change on disk is queued as storage effects and handed
-out by :meth:`PartitionLog.take_effects`. The driver applies the effects it took before it calls
-the log again; until then the log serves reads of its own appends from memory (see
-:mod:`kafka_wire.broker.log.files`). Errors the client should see are Kafka error codes in the
+out by :meth:`PartitionLog.take_effects`. Until the driver has applied them the log serves reads
+of its own appends from memory (see :mod:`kafka_wire.broker.log.files`). Errors the client should see are Kafka error codes in the
 results; exceptions mean a bug or caller misuse.
 
-Memory: per segment a few integers (and the active segment's appends until they are taken); index
-lookups and batch scans read storage. Nothing else grows with the log.
+Memory: per segment a few integers (and the appends storage may not hold yet: those not taken, or
+in a batch not yet applied); index lookups and batch scans read storage. Nothing else grows with the log.
 """
 
 from __future__ import annotations
@@ -17,8 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
-from kafka_wire.broker.effects import FileRegion, StorageEffect
-from kafka_wire.broker.log.batches import BatchScanner
+from kafka_wire.broker.effects import FileRegion, StorageEffect, WriteProgress
 from kafka_wire.broker.log.checkpoints import read_offset, write_offset
 from kafka_wire.broker.log.cleaner import (
     DEFAULT_CLEANER_BYTES_PER_CALL,
@@ -29,27 +27,16 @@ from kafka_wire.broker.log.cleaner import (
     cleaner_deadline,
 )
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
-from kafka_wire.broker.log.files import EffectQueue, PendingFile
-from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
+from kafka_wire.broker.log.files import EffectQueue
+from kafka_wire.broker.log.loader import LogLoader
 from kafka_wire.broker.log.retention import apply_retention, retention_deadlines
-from kafka_wire.broker.log.segment import Segment, segment_path
-from kafka_wire.broker.log.txn_index import TxnIndex
+from kafka_wire.broker.log.segment import Segment
 from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
 from kafka_wire.broker.storage import StorageReader
-from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE, LOG_START_OFFSET_FILE, STATE_FILES
-from kafka_wire.logformat.names import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    SUFFIXES,
-    SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
-    parse_segment_name,
-)
+from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE, LOG_START_OFFSET_FILE
+from kafka_wire.logformat.names import DELETED_SUFFIX
 from kafka_wire.messages import ErrorCode
-from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD, TimestampType
+from kafka_wire.records.constants import TimestampType
 
 BLOCKED_RETRY_MS: Final = 1000
 """When due work cannot run yet (the high watermark lags), ask to be called again this much later."""
@@ -100,11 +87,13 @@ class _PendingDelete:
 class PartitionLog:
     """One partition's log. Open with :meth:`open`."""
 
-    def __init__(self, directory: str, config: LogConfig, storage: StorageReader) -> None:
+    def __init__(
+        self, directory: str, config: LogConfig, storage: StorageReader, progress: WriteProgress | None = None
+    ) -> None:
         self.directory = directory
         self.config = config
         self.storage = storage
-        self._queue = EffectQueue()
+        self._queue = EffectQueue(progress)
         self._segments: list[Segment] = []
         self._bases: list[int] = []
         self.log_start_offset = 0
@@ -122,14 +111,22 @@ class PartitionLog:
 
     # -- opening ----------------------------------------------------------------------------------
     @classmethod
-    def open(cls, directory: str, config: LogConfig, storage: StorageReader, now_ms: int) -> PartitionLog:
+    def open(
+        cls,
+        directory: str,
+        config: LogConfig,
+        storage: StorageReader,
+        now_ms: int,
+        *,
+        progress: WriteProgress | None = None,
+    ) -> PartitionLog:
         """Load (and recover) the log in ``directory``; create the directory when it is missing.
-
-        Leftover ``.cleaned`` / ``.deleted`` files are deleted, a ``.log.swap`` replaces the
-        segments it covers, missing or implausible indexes are rebuilt, every closed segment's
-        tail is checked and the last segment is fully recovered (CRC per batch, torn tail cut).
+        With the engine's ``progress``, appended bytes stay in memory until their batch is applied
+        (see :mod:`kafka_wire.broker.log.files`); without, until they are taken. Recovery of
+        the segment files is :class:`~kafka_wire.broker.log.loader.LogLoader`'s; then segments
+        wholly below the persisted log start offset are deleted.
         """
-        log = cls(directory, config, storage)
+        log = cls(directory, config, storage, progress)
         log._now_ms = now_ms
         log._load(now_ms)
         return log
@@ -138,104 +135,20 @@ class PartitionLog:
         return f"{self.directory}/{name}"
 
     def _load(self, now_ms: int) -> None:
-        storage, queue = self.storage, self._queue
-        names = storage.list_dir(self.directory)
-        if not names:
-            queue.make_dir(self.directory)
-        bases: set[int] = set()
-        index_files: dict[int, list[str]] = {}
-        swaps: list[int] = []
-        txn_swaps: set[int] = set()
-        for name in names:
-            if name.endswith(".tmp") and name[: -len(".tmp")] in STATE_FILES:
-                queue.delete(self._path(name))
-                continue
-            parsed = parse_segment_name(name)
-            if parsed is None:
-                continue  # partition.metadata and other files that are not ours
-            base, suffix = parsed
-            if suffix.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
-                queue.delete(self._path(name))
-            elif suffix == LOG_SUFFIX + SWAP_SUFFIX:
-                swaps.append(base)
-            elif suffix == TXN_INDEX_SUFFIX + SWAP_SUFFIX:
-                txn_swaps.add(base)  # completed with its log swap, else deleted below
-            elif suffix.endswith(SWAP_SUFFIX):
-                queue.delete(self._path(name))  # index swaps: the indexes are rebuilt
-            elif suffix == LOG_SUFFIX:
-                bases.add(base)
-            elif suffix in SUFFIXES or suffix == TXN_INDEX_SUFFIX:
-                index_files.setdefault(base, []).append(name)
-        swapped: dict[int, Segment] = {}
-        for base in sorted(swaps):
-            swapped[base] = self._complete_swap(base, bases, now_ms, txn_swap=base in txn_swaps)
-        for base in txn_swaps - set(swaps):
-            queue.delete(segment_path(self.directory, base, TXN_INDEX_SUFFIX + SWAP_SUFFIX))
-        for base, files in index_files.items():
-            if base not in bases and base not in swapped:
-                for name in files:
-                    queue.delete(self._path(name))  # orphaned index
-        ordered = sorted(bases | set(swapped))
-        segments: list[Segment] = []
-        for i, base in enumerate(ordered):
-            last = i == len(ordered) - 1
-            next_base = None if last else ordered[i + 1]
-            if base in swapped:
-                segment = swapped[base]
-                segment.recover(storage, self.config, closed=not last, next_base_offset=next_base)
-            else:
-                missing = any(
-                    storage.size(segment_path(self.directory, base, s)) is None for s in SUFFIXES[1:]
-                )
-                segment = Segment.open(queue, storage, self.directory, base, now_ms)
-                if last or missing or not segment.check(storage, next_base):
-                    segment.recover(storage, self.config, closed=not last, next_base_offset=next_base)
-            if segment.first_append_ms is None and not segment.is_empty:
-                first = next(iter(segment.scan(storage, chunk=RECORD_BATCH_OVERHEAD)), None)
-                stamp = first[0].max_timestamp if first is not None else -1
-                segment.first_append_ms = stamp if 0 <= stamp <= now_ms else now_ms
-            segments.append(segment)
+        segments = LogLoader(self.directory, self.config, self.storage, self._queue).load(now_ms)
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
-        persisted = read_offset(storage, self._path(LOG_START_OFFSET_FILE))
+        persisted = read_offset(self.storage, self._path(LOG_START_OFFSET_FILE))
         if not segments:
-            self._add_segment(Segment.create(queue, self.directory, persisted or 0, now_ms))
+            self._add_segment(Segment.create(self._queue, self.directory, persisted or 0, now_ms))
         self.log_start_offset = max(persisted or 0, self._segments[0].base_offset)
         if self.log_start_offset > self.log_end_offset:
             self._truncate_fully_and_start_at(self.log_start_offset, now_ms, deferred=False)
         else:
             self._delete_below_log_start(now_ms, deferred=False)
         self.cleaner_offset = max(
-            read_offset(storage, self._path(CLEANER_OFFSET_FILE)) or 0, self.log_start_offset
+            read_offset(self.storage, self._path(CLEANER_OFFSET_FILE)) or 0, self.log_start_offset
         )
-
-    def _complete_swap(self, base: int, bases: set[int], now_ms: int, *, txn_swap: bool) -> Segment:
-        """Finish an interrupted compaction: the ``.log.swap`` (and ``.txnindex.swap``, renamed
-        after it) replaces every segment it covers."""
-        queue, storage = self._queue, self.storage
-        swap_path = segment_path(self.directory, base, LOG_SUFFIX + SWAP_SUFFIX)
-        swap = PendingFile(queue, swap_path, storage.size(swap_path) or 0)
-        next_offset = base
-        for header, _ in BatchScanner(swap, storage):
-            next_offset = header.next_offset
-        for old in sorted(bases):
-            if base <= old < max(next_offset, base + 1):
-                for suffix in (*SUFFIXES, TXN_INDEX_SUFFIX):
-                    if old != base or suffix != LOG_SUFFIX:
-                        queue.delete(segment_path(self.directory, old, suffix))
-                bases.discard(old)
-        swap.rename(segment_path(self.directory, base, LOG_SUFFIX))
-        txn_path = segment_path(self.directory, base, TXN_INDEX_SUFFIX)
-        index = OffsetIndex(PendingFile.create(queue, segment_path(self.directory, base, INDEX_SUFFIX)), base)
-        time_index = TimeIndex(
-            PendingFile.create(queue, segment_path(self.directory, base, TIME_INDEX_SUFFIX)), base
-        )
-        txn_index = TxnIndex.open(queue, storage, txn_path + SWAP_SUFFIX if txn_swap else txn_path)
-        if txn_swap:
-            txn_index.rename(txn_path)
-        segment = Segment(self.directory, base, swap, index, time_index, txn_index)
-        segment.last_append_ms = now_ms
-        return segment
 
     # -- offsets and sizes ------------------------------------------------------------------------
     @property
@@ -269,7 +182,8 @@ class PartitionLog:
 
     # -- effects ----------------------------------------------------------------------------------
     def take_effects(self) -> list[StorageEffect]:
-        """The storage effects queued since the last take, in order. Apply them before the next call."""
+        """The storage effects queued since the last take, in order (see ``open`` for when they
+        must be applied)."""
         return self._queue.take()
 
     def close(self) -> list[StorageEffect]:
@@ -618,5 +532,6 @@ class PartitionLog:
 
     # -- inspection -------------------------------------------------------------------------------
     def memory_held_bytes(self) -> int:
-        """File content held in memory: the appends not yet taken (0 right after a take)."""
+        """File content held in memory: the appends storage may not hold yet (0 once what was taken
+        is applied)."""
         return sum(s.holds_memory() for s in self._segments)

@@ -143,7 +143,7 @@ class Segment:
         return (self.log, self.index.file, self.time_index.file, *(() if txn is None else (txn,)))
 
     def holds_memory(self) -> int:
-        """Bytes of file content this segment keeps in memory (its not-yet-taken appends)."""
+        """Bytes of file content this segment keeps in memory (appends storage may not hold yet)."""
         return sum(len(f.pending) for f in self.files())
 
     def retention_timestamp(self) -> int:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Final, Literal
 
 from kafka_wire.broker.log.config import LogConfig
@@ -228,6 +229,12 @@ def validate_records(
     )
 
 
+_OFFSET: Final = attrgetter("offset")
+_TIMESTAMP: Final = attrgetter("timestamp")
+_KEY: Final = attrgetter("key")
+_VALUE: Final = attrgetter("value")
+
+
 def _check_for_leader(
     view: memoryview,
     header: BatchHeader,
@@ -257,16 +264,21 @@ def _check_for_leader(
         )
     except DecodeError as e:
         return Rejection(ErrorCode.CORRUPT_MESSAGE, f"{where}: {e.reason}")
+    # The per-record checks run as C loops over the records' fields (map, min, max): a batch of
+    # thousands of records is one step of a job, and the loop is held for all of it.
     work = RECORD_WORK_BYTES * len(records)
     if header.compressed:
-        work += sum(len(r.key or b"") + len(r.value or b"") for r in records)
+        work += sum(map(len, filter(None, map(_KEY, records)))) + sum(
+            map(len, filter(None, map(_VALUE, records)))
+        )
     if header.magic == 2:
-        for i, record in enumerate(records):
-            if record.offset != header.base_offset + i:
-                return Rejection(
-                    ErrorCode.INVALID_RECORD,
-                    f"{where}: record {i} has offset delta {record.offset - header.base_offset}",
-                )
+        base = header.base_offset
+        offsets = list(map(_OFFSET, records))
+        if offsets != list(range(base, base + len(offsets))):
+            i = next(i for i, offset in enumerate(offsets) if offset != base + i)
+            return Rejection(
+                ErrorCode.INVALID_RECORD, f"{where}: record {i} has offset delta {offsets[i] - base}"
+            )
     is_control = header.magic == 2 and bool(header.attributes & CONTROL_MASK)
     if config.compact and not is_control:
         missing = tuple(
@@ -278,9 +290,12 @@ def _check_for_leader(
             return Rejection(
                 ErrorCode.INVALID_RECORD, f"{where}: compacted topic record without key", missing, work
             )
-    if not log_append_time and header.magic >= 1 and not is_control:
+    if not log_append_time and header.magic >= 1 and not is_control and records:
         low = now_ms - config.message_timestamp_before_max_ms
         high = now_ms + config.message_timestamp_after_max_ms
+        timestamps = list(map(_TIMESTAMP, records))
+        if low <= min(timestamps) and max(timestamps) <= high:
+            return _Decoded(batches[0], records, work)
         late = tuple(
             RecordError(i, f"Timestamp {record.timestamp} of message with offset {i} is out of range.")
             for i, record in enumerate(records)

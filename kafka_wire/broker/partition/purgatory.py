@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafka_wire.broker import buggify
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.work import Job
 from kafka_wire.messages import (
@@ -42,7 +41,7 @@ class PendingProduce:
         replica = self.replica
         if not replica.is_leader or replica.leader_epoch != self.leader_epoch:
             self._fail(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        elif replica.high_watermark >= self.required_offset or buggify.hooks.planted("ack-before-isr"):
+        elif replica.high_watermark >= self.required_offset or replica.hooks.planted("ack-before-isr"):
             if replica.under_min_isr:
                 self._fail(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
             self.done = True

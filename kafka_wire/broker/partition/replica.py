@@ -5,7 +5,7 @@ ISR. In a cluster the replica follows its registration in the metadata (see
 ``kafka_wire.broker.replication.manager``): the role (``roles.Leadership``: leader, follower or
 offline, with the leader epoch and its epoch cache) moves with each leader epoch.
 
-As leader it keeps each follower's fetch state (:class:`FollowerState`, Kafka's ``Replica``),
+As leader it keeps each follower's fetch state (``followers.Followers``, Kafka's ``Replica``s),
 moves the high watermark by Kafka's rule (the smallest log end offset over the *maximal* ISR,
 the committed ISR plus the additions an AlterPartition in flight proposes, and frozen while the
 ISR is below the effective ``min.insync.replicas``), and proposes ISR changes (expansion when a
@@ -22,13 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from kafka_wire.broker import buggify
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
 from kafka_wire.broker.effects import FileRegion, StorageEffect
 from kafka_wire.broker.log.aborted import aborted_transactions
 from kafka_wire.broker.log.log import AppendResult, PartitionLog, ReadResult
 from kafka_wire.broker.log.validation import AppendOrigin, RecordError
 from kafka_wire.broker.partition.epoch_cache import EpochCache
+from kafka_wire.broker.partition.followers import Followers, FollowerState
 from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
 from kafka_wire.broker.partition.transactions import ProducerLog, index_abort, last_stable_offset
 from kafka_wire.broker.txn.producers import ProducerStates
@@ -41,9 +42,6 @@ from kafka_wire.records import RecordBatch, build_end_txn_marker, read_batches, 
 _MAGIC_AT: Final = 16
 READ_UNCOMMITTED: Final = 0
 READ_COMMITTED: Final = 1
-#: Kafka's ``replica.lag.time.max.ms`` default.
-DEFAULT_REPLICA_LAG_TIME_MAX_MS: Final = 30_000
-UNKNOWN_OFFSET: Final = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,38 +75,6 @@ class FetchOutcome:
     aborted: tuple[AbortedTxn, ...] | None = None
 
 
-@dataclass(slots=True)
-class FollowerState:
-    """What a leader knows of one follower (Kafka's ``Replica``): updated on each of its fetches."""
-
-    node_id: int
-    log_end_offset: int = UNKNOWN_OFFSET
-    log_start_offset: int = UNKNOWN_OFFSET
-    last_caught_up_ms: int = 0
-    last_fetch_ms: int = 0
-    #: The leader's log end offset when the follower last fetched.
-    last_fetch_leader_leo: int = UNKNOWN_OFFSET
-    broker_epoch: int = -1
-
-    def update(
-        self, fetch_offset: int, log_start: int, now_ms: int, leader_leo: int, broker_epoch: int
-    ) -> None:
-        """A fetch at ``fetch_offset``: caught up at this fetch if it reached the leader's log
-        end, else at the previous fetch if it reached the leader's log end of then."""
-        if fetch_offset >= leader_leo:
-            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
-        elif fetch_offset >= self.last_fetch_leader_leo >= 0:
-            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
-        self.log_end_offset = fetch_offset
-        self.log_start_offset = log_start
-        self.last_fetch_leader_leo = leader_leo
-        self.last_fetch_ms = now_ms
-        self.broker_epoch = broker_epoch
-
-    def is_caught_up(self, leader_leo: int, now_ms: int, lag_max_ms: int) -> bool:
-        return self.log_end_offset == leader_leo or now_ms - self.last_caught_up_ms <= lag_max_ms
-
-
 #: Called with a leader replica and the ISR it wants; the AlterPartition sender owns the request.
 IsrProposer = Callable[["PartitionReplica", tuple[int, ...]], None]
 
@@ -128,16 +94,18 @@ class PartitionReplica:
     #: The registration in the cluster metadata (None: the single-node broker).
     registration: PartitionState | None = None
     cluster: ClusterView | None = None
-    #: Each follower's fetch state while this replica leads (by node id).
-    followers: dict[int, FollowerState] = field(default_factory=dict)
+    #: Each follower's fetch state while this replica leads, and ``replica.lag.time.max.ms``.
+    followers: Followers = field(init=False)
     #: The ISR an AlterPartition in flight proposes (None: none in flight).
     pending_isr: tuple[int, ...] | None = None
     #: Where ISR changes go (set by the replica manager in a cluster).
     propose_isr: IsrProposer | None = None
-    lag_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS
+    #: The simulator's BUGGIFY points and planted bugs (``buggify.OFF`` outside it).
+    hooks: Hooks = OFF
 
     def __post_init__(self) -> None:
         self.leadership = Leadership(self.node_id)
+        self.followers = Followers(self.node_id)
 
     @property
     def leader_epoch(self) -> int:
@@ -212,7 +180,7 @@ class PartitionReplica:
     def open(self) -> None:
         """Rebuild the producer state (from its snapshot and the log after it) and set the high
         watermark."""
-        if not buggify.hooks.planted("forget-producer-state"):  # planted bug: a restart forgets
+        if not self.hooks.planted("forget-producer-state"):  # planted bug: a restart forgets
             self.producer_log.rebuild(self)
         self._advance_high_watermark()
         self.producers.on_high_watermark(self.high_watermark)
@@ -234,18 +202,11 @@ class PartitionReplica:
         """Kafka's ``maybeIncrementLeaderHW``: True when the high watermark moved."""
         if not self.is_leader:
             return False
-        leo = self.log.log_end_offset
-        new = leo
-        if self.registration is not None and not buggify.hooks.planted("hw-without-isr"):
+        new = self.log.log_end_offset
+        if self.registration is not None and not self.hooks.planted("hw-without-isr"):
             if self.under_min_isr:
                 return False
-            maximal = self.maximal_isr
-            for follower in self.followers.values():
-                counted = follower.node_id in maximal or (
-                    follower.is_caught_up(leo, now_ms, self.lag_max_ms) and self.isr_eligible(follower)
-                )
-                if counted and follower.log_end_offset < new:
-                    new = follower.log_end_offset
+            new = self.followers.high_watermark_bound(new, self.maximal_isr, now_ms, self.isr_eligible)
         new = max(self.high_watermark, new, self.log.log_start_offset)
         if new != self.high_watermark:
             self.high_watermark = new
@@ -267,17 +228,9 @@ class PartitionReplica:
             self.pending_isr = None
         if new_epoch:
             self.leadership.become_leader(registration.leader_epoch, self.log.log_end_offset)
-            self.followers = {
-                r: FollowerState(r, last_caught_up_ms=now_ms if r in registration.isr else 0)
-                for r in registration.replicas
-                if r != self.node_id
-            }
+            self.followers.restart(registration.replicas, registration.isr, now_ms)
         else:
-            for r in registration.replicas:
-                if r != self.node_id and r not in self.followers:
-                    self.followers[r] = FollowerState(r)
-            for r in [r for r in self.followers if r not in registration.replicas]:
-                del self.followers[r]
+            self.followers.follow_assignment(registration.replicas)
         self._advance_high_watermark(now_ms)
         return new_epoch
 
@@ -290,7 +243,7 @@ class PartitionReplica:
         )
         self.registration = registration
         self.pending_isr = None
-        self.followers = {}
+        self.followers.clear()
         if changed:
             self.leadership.become_follower(registration.leader_epoch, registration.leader)
         return changed
@@ -299,7 +252,7 @@ class PartitionReplica:
         if registration is not None:
             self.registration = registration
         self.pending_isr = None
-        self.followers = {}
+        self.followers.clear()
         if self.leadership.role is not ReplicaRole.OFFLINE:
             self.leadership.go_offline()
 
@@ -319,10 +272,9 @@ class PartitionReplica:
     ) -> bool:
         """A follower fetched from ``fetch_offset``: update its state, propose it for the ISR if
         it caught up, and move the high watermark (True when it moved)."""
-        follower = self.followers.get(node_id)
-        if follower is None:
-            follower = self.followers[node_id] = FollowerState(node_id)
-        follower.update(fetch_offset, log_start, now_ms, self.log.log_end_offset, broker_epoch)
+        follower = self.followers.record_fetch(
+            node_id, fetch_offset, log_start, now_ms, self.log.log_end_offset, broker_epoch
+        )
         self.maybe_expand_isr(follower)
         return self._advance_high_watermark(now_ms)
 
@@ -341,15 +293,7 @@ class PartitionReplica:
 
     def out_of_sync(self, now_ms: int) -> list[int]:
         """ISR members (other than this leader) that lag more than ``replica.lag.time.max.ms``."""
-        leo = self.log.log_end_offset
-        out = []
-        for r in self.isr:
-            if r == self.node_id:
-                continue
-            follower = self.followers.get(r)
-            if follower is None or not follower.is_caught_up(leo, now_ms, self.lag_max_ms):
-                out.append(r)
-        return out
+        return self.followers.lagging(self.isr, self.log.log_end_offset, now_ms)
 
     def maybe_shrink_isr(self, now_ms: int) -> None:
         """Kafka's ``maybeShrinkIsr``: propose the ISR without its out-of-sync members."""
@@ -360,7 +304,7 @@ class PartitionReplica:
         lagging = self.out_of_sync(now_ms)
         if lagging:
             self.propose_isr(self, tuple(r for r in self.isr if r not in lagging))
-        elif len(self.isr) > self.effective_min_isr and buggify.hooks.fire("replica.minimal_isr"):
+        elif len(self.isr) > self.effective_min_isr and self.hooks.fire("replica.minimal_isr"):
             # A rare legal path: the smallest ISR min.insync.replicas allows (FDB's "minimal
             # quorum"); the members left out rejoin once they fetch again.
             rest = [r for r in self.isr if r != self.node_id]
@@ -388,12 +332,7 @@ class PartitionReplica:
 
     def low_watermark(self) -> int:
         """The smallest log start offset over this leader and its maximal ISR (DeleteRecords)."""
-        low = self.log.log_start_offset
-        for r in self.maximal_isr:
-            follower = self.followers.get(r)
-            if r != self.node_id and follower is not None:
-                low = min(low, follower.log_start_offset)
-        return low
+        return self.followers.low_watermark(self.log.log_start_offset, self.maximal_isr)
 
     # -- follower ---------------------------------------------------------------------------------
     def append_as_follower(self, records: bytes, now_ms: int) -> AppendResult:
@@ -606,7 +545,7 @@ class PartitionReplica:
             limit = self.last_stable_offset
         else:
             limit = self.high_watermark
-        if not to_log_end and buggify.hooks.planted("serve-above-hw"):
+        if not to_log_end and self.hooks.planted("serve-above-hw"):
             limit = self.log.log_end_offset  # planted bug: consumers read uncommitted records
         committed = isolation_level == READ_COMMITTED and not to_log_end
         base = FetchOutcome(

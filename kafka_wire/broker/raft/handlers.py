@@ -4,6 +4,9 @@ EndQuorumEpoch, DescribeQuorum and FetchSnapshot (Fetch is :mod:`.leader_fetch`'
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kafka_wire import messages
 from kafka_wire.broker.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from kafka_wire.broker.raft.replica_state import ReplicaProgress
 from kafka_wire.broker.raft.snapshots import SnapshotId
@@ -12,39 +15,23 @@ from kafka_wire.broker.raft.transitions import QuorumTransitions
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import (
-    ApiKey,
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochResponse,
-    BeginQuorumEpochResponseNodeEndpoint,
-    BeginQuorumEpochResponsePartitionData,
-    BeginQuorumEpochResponseTopicData,
-    DescribeQuorumRequest,
-    DescribeQuorumResponse,
-    DescribeQuorumResponseListener,
-    DescribeQuorumResponseNode,
-    DescribeQuorumResponsePartitionData,
-    DescribeQuorumResponseReplicaState,
-    DescribeQuorumResponseTopicData,
-    EndQuorumEpochRequest,
-    EndQuorumEpochResponse,
-    EndQuorumEpochResponseNodeEndpoint,
-    EndQuorumEpochResponsePartitionData,
-    EndQuorumEpochResponseTopicData,
-    ErrorCode,
-    FetchRequest,
-    FetchSnapshotRequest,
-    FetchSnapshotResponse,
-    FetchSnapshotResponseLeaderIdAndEpoch,
-    FetchSnapshotResponsePartitionSnapshot,
-    FetchSnapshotResponseSnapshotId,
-    FetchSnapshotResponseTopicSnapshot,
-    VoteRequest,
-    VoteResponse,
-    VoteResponseNodeEndpoint,
-    VoteResponsePartitionData,
-    VoteResponseTopicData,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        BeginQuorumEpochRequest,
+        BeginQuorumEpochResponse,
+        DescribeQuorumRequest,
+        DescribeQuorumResponse,
+        DescribeQuorumResponsePartitionData,
+        DescribeQuorumResponseReplicaState,
+        EndQuorumEpochRequest,
+        EndQuorumEpochResponse,
+        FetchSnapshotRequest,
+        FetchSnapshotResponse,
+        VoteRequest,
+        VoteResponse,
+    )
 
 
 class RequestHandlers(QuorumTransitions):
@@ -56,17 +43,17 @@ class RequestHandlers(QuorumTransitions):
         FetchSnapshot or DescribeQuorum; a Fetch with nothing to return yet waits (long poll)."""
         self._now_ms = now_ms
         try:
-            if api_key == ApiKey.VOTE and isinstance(body, VoteRequest):
+            if api_key == ApiKey.VOTE and isinstance(body, messages.VoteRequest):
                 return self._handle_vote(body, api_version, now_ms)
-            if api_key == ApiKey.BEGIN_QUORUM_EPOCH and isinstance(body, BeginQuorumEpochRequest):
+            if api_key == ApiKey.BEGIN_QUORUM_EPOCH and isinstance(body, messages.BeginQuorumEpochRequest):
                 return self._handle_begin_epoch(body, api_version, now_ms)
-            if api_key == ApiKey.END_QUORUM_EPOCH and isinstance(body, EndQuorumEpochRequest):
+            if api_key == ApiKey.END_QUORUM_EPOCH and isinstance(body, messages.EndQuorumEpochRequest):
                 return self._handle_end_epoch(body, api_version, now_ms)
-            if api_key == ApiKey.FETCH and isinstance(body, FetchRequest):
+            if api_key == ApiKey.FETCH and isinstance(body, messages.FetchRequest):
                 return self._handle_fetch(body, api_version, now_ms)
-            if api_key == ApiKey.FETCH_SNAPSHOT and isinstance(body, FetchSnapshotRequest):
+            if api_key == ApiKey.FETCH_SNAPSHOT and isinstance(body, messages.FetchSnapshotRequest):
                 return self._handle_fetch_snapshot(body, api_version, now_ms)
-            if api_key == ApiKey.DESCRIBE_QUORUM and isinstance(body, DescribeQuorumRequest):
+            if api_key == ApiKey.DESCRIBE_QUORUM and isinstance(body, messages.DescribeQuorumRequest):
                 return self._handle_describe_quorum(body, api_version, now_ms)
             raise LocalProtocolError(
                 f"the raft replica does not answer api key {api_key} ({type(body).__name__})"
@@ -85,14 +72,14 @@ class RequestHandlers(QuorumTransitions):
 
     def _handle_vote(self, request: VoteRequest, version: int, now_ms: int) -> VoteResponse:
         if not self._cluster_ok(request.cluster_id):
-            return VoteResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+            return messages.VoteResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         if (
             len(request.topics) != 1
             or request.topics[0].topic_name != METADATA_TOPIC
             or len(request.topics[0].partitions) != 1
             or request.topics[0].partitions[0].partition_index != METADATA_PARTITION
         ):
-            return VoteResponse(error_code=ErrorCode.INVALID_REQUEST)
+            return messages.VoteResponse(error_code=ErrorCode.INVALID_REQUEST)
         part = request.topics[0].partitions[0]
         candidate, candidate_epoch = part.replica_id, part.replica_epoch
         if part.last_offset < 0 or part.last_offset_epoch < 0 or part.last_offset_epoch >= candidate_epoch:
@@ -127,13 +114,13 @@ class RequestHandlers(QuorumTransitions):
 
     def _vote_response(self, version: int, error: int, granted: bool) -> VoteResponse:
         endpoint = self._leader_endpoint()
-        return VoteResponse(
+        return messages.VoteResponse(
             error_code=ErrorCode.NONE,
             topics=[
-                VoteResponseTopicData(
+                messages.VoteResponseTopicData(
                     topic_name=METADATA_TOPIC,
                     partitions=[
-                        VoteResponsePartitionData(
+                        messages.VoteResponsePartitionData(
                             partition_index=METADATA_PARTITION,
                             error_code=error,
                             leader_id=self.leader_id,
@@ -144,7 +131,9 @@ class RequestHandlers(QuorumTransitions):
                 )
             ],
             node_endpoints=[
-                VoteResponseNodeEndpoint(node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port)
+                messages.VoteResponseNodeEndpoint(
+                    node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port
+                )
             ]
             if endpoint is not None and version >= 1
             else [],
@@ -154,14 +143,14 @@ class RequestHandlers(QuorumTransitions):
         self, request: BeginQuorumEpochRequest, version: int, now_ms: int
     ) -> BeginQuorumEpochResponse:
         if not self._cluster_ok(request.cluster_id):
-            return BeginQuorumEpochResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+            return messages.BeginQuorumEpochResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         if (
             len(request.topics) != 1
             or request.topics[0].topic_name != METADATA_TOPIC
             or len(request.topics[0].partitions) != 1
             or request.topics[0].partitions[0].partition_index != METADATA_PARTITION
         ):
-            return BeginQuorumEpochResponse(error_code=ErrorCode.INVALID_REQUEST)
+            return messages.BeginQuorumEpochResponse(error_code=ErrorCode.INVALID_REQUEST)
         part = request.topics[0].partitions[0]
         error = self._voter_only_error(part.leader_id, part.leader_epoch)
         if not error:
@@ -169,13 +158,13 @@ class RequestHandlers(QuorumTransitions):
             if self.role is QuorumRole.FOLLOWER and self.leader_id == part.leader_id:
                 self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
         endpoint = self._leader_endpoint()
-        return BeginQuorumEpochResponse(
+        return messages.BeginQuorumEpochResponse(
             error_code=ErrorCode.NONE,
             topics=[
-                BeginQuorumEpochResponseTopicData(
+                messages.BeginQuorumEpochResponseTopicData(
                     topic_name=METADATA_TOPIC,
                     partitions=[
-                        BeginQuorumEpochResponsePartitionData(
+                        messages.BeginQuorumEpochResponsePartitionData(
                             partition_index=METADATA_PARTITION,
                             error_code=error,
                             leader_id=self.leader_id,
@@ -185,7 +174,7 @@ class RequestHandlers(QuorumTransitions):
                 )
             ],
             node_endpoints=[
-                BeginQuorumEpochResponseNodeEndpoint(
+                messages.BeginQuorumEpochResponseNodeEndpoint(
                     node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port
                 )
             ]
@@ -197,14 +186,14 @@ class RequestHandlers(QuorumTransitions):
         self, request: EndQuorumEpochRequest, version: int, now_ms: int
     ) -> EndQuorumEpochResponse:
         if not self._cluster_ok(request.cluster_id):
-            return EndQuorumEpochResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+            return messages.EndQuorumEpochResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         if (
             len(request.topics) != 1
             or request.topics[0].topic_name != METADATA_TOPIC
             or len(request.topics[0].partitions) != 1
             or request.topics[0].partitions[0].partition_index != METADATA_PARTITION
         ):
-            return EndQuorumEpochResponse(error_code=ErrorCode.INVALID_REQUEST)
+            return messages.EndQuorumEpochResponse(error_code=ErrorCode.INVALID_REQUEST)
         part = request.topics[0].partitions[0]
         error = self._voter_only_error(part.leader_id, part.leader_epoch)
         if not error:
@@ -222,13 +211,13 @@ class RequestHandlers(QuorumTransitions):
                 position = successors.index(self.node_id) if self.node_id in successors else -1
                 self._fetch_deadline = now_ms + self._successor_backoff(position, len(successors))
         endpoint = self._leader_endpoint()
-        return EndQuorumEpochResponse(
+        return messages.EndQuorumEpochResponse(
             error_code=ErrorCode.NONE,
             topics=[
-                EndQuorumEpochResponseTopicData(
+                messages.EndQuorumEpochResponseTopicData(
                     topic_name=METADATA_TOPIC,
                     partitions=[
-                        EndQuorumEpochResponsePartitionData(
+                        messages.EndQuorumEpochResponsePartitionData(
                             partition_index=METADATA_PARTITION,
                             error_code=error,
                             leader_id=self.leader_id,
@@ -238,7 +227,7 @@ class RequestHandlers(QuorumTransitions):
                 )
             ],
             node_endpoints=[
-                EndQuorumEpochResponseNodeEndpoint(
+                messages.EndQuorumEpochResponseNodeEndpoint(
                     node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port
                 )
             ]
@@ -261,9 +250,9 @@ class RequestHandlers(QuorumTransitions):
         self, request: FetchSnapshotRequest, version: int, now_ms: int
     ) -> FetchSnapshotResponse:
         if not self._cluster_ok(request.cluster_id):
-            return FetchSnapshotResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+            return messages.FetchSnapshotResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         if len(request.topics) != 1 or len(request.topics[0].partitions) != 1:
-            return FetchSnapshotResponse(error_code=ErrorCode.INVALID_REQUEST)
+            return messages.FetchSnapshotResponse(error_code=ErrorCode.INVALID_REQUEST)
         topic = request.topics[0]
         part = topic.partitions[0]
         if topic.name != METADATA_TOPIC or part.partition != METADATA_PARTITION:
@@ -303,20 +292,20 @@ class RequestHandlers(QuorumTransitions):
         position: int = 0,
         data: bytes = b"",
     ) -> FetchSnapshotResponse:
-        return FetchSnapshotResponse(
+        return messages.FetchSnapshotResponse(
             error_code=ErrorCode.NONE,
             topics=[
-                FetchSnapshotResponseTopicSnapshot(
+                messages.FetchSnapshotResponseTopicSnapshot(
                     name=topic,
                     partitions=[
-                        FetchSnapshotResponsePartitionSnapshot(
+                        messages.FetchSnapshotResponsePartitionSnapshot(
                             index=partition,
                             error_code=error,
-                            snapshot_id=FetchSnapshotResponseSnapshotId(
+                            snapshot_id=messages.FetchSnapshotResponseSnapshotId(
                                 end_offset=snapshot.end_offset if snapshot else -1,
                                 epoch=snapshot.epoch if snapshot else -1,
                             ),
-                            current_leader=FetchSnapshotResponseLeaderIdAndEpoch(
+                            current_leader=messages.FetchSnapshotResponseLeaderIdAndEpoch(
                                 leader_id=self.leader_id, leader_epoch=self.epoch
                             ),
                             size=size,
@@ -338,10 +327,10 @@ class RequestHandlers(QuorumTransitions):
             and request.topics[0].partitions[0].partition_index == METADATA_PARTITION
         )
         if not valid:
-            return DescribeQuorumResponse(
+            return messages.DescribeQuorumResponse(
                 error_code=ErrorCode.NONE,
                 topics=[
-                    DescribeQuorumResponseTopicData(
+                    messages.DescribeQuorumResponseTopicData(
                         topic_name=t.topic_name,
                         partitions=[
                             _describe_quorum_error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -358,14 +347,14 @@ class RequestHandlers(QuorumTransitions):
 
             def state(node_id: int) -> DescribeQuorumResponseReplicaState:
                 progress = self._progress_of(node_id)
-                return DescribeQuorumResponseReplicaState(
+                return messages.DescribeQuorumResponseReplicaState(
                     replica_id=node_id,
                     log_end_offset=progress.end_offset,
                     last_fetch_timestamp=progress.last_fetch_ms,
                     last_caught_up_timestamp=progress.last_caught_up_ms,
                 )
 
-            partition = DescribeQuorumResponsePartitionData(
+            partition = messages.DescribeQuorumResponsePartitionData(
                 partition_index=METADATA_PARTITION,
                 error_code=ErrorCode.NONE,
                 leader_id=self.node_id,
@@ -374,14 +363,18 @@ class RequestHandlers(QuorumTransitions):
                 current_voters=[state(v) for v in self._voters],
                 observers=[state(o) for o in sorted(self._progress) if o not in self._voters],
             )
-        return DescribeQuorumResponse(
+        return messages.DescribeQuorumResponse(
             error_code=ErrorCode.NONE,
-            topics=[DescribeQuorumResponseTopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
+            topics=[
+                messages.DescribeQuorumResponseTopicData(topic_name=METADATA_TOPIC, partitions=[partition])
+            ],
             nodes=[
-                DescribeQuorumResponseNode(
+                messages.DescribeQuorumResponseNode(
                     node_id=v.node_id,
                     listeners=[
-                        DescribeQuorumResponseListener(name=self.config.listener, host=v.host, port=v.port)
+                        messages.DescribeQuorumResponseListener(
+                            name=self.config.listener, host=v.host, port=v.port
+                        )
                     ]
                     if v.port  # a standalone node's controller has no listener
                     else [],
@@ -396,6 +389,6 @@ class RequestHandlers(QuorumTransitions):
 def _describe_quorum_error(partition_index: int, code: ErrorCode) -> DescribeQuorumResponsePartitionData:
     """A partition DescribeQuorum fails, as Kafka's ``singletonErrorResponse`` gives it: the code
     and its message, the leader, epoch and high watermark left at 0."""
-    return DescribeQuorumResponsePartitionData(
+    return messages.DescribeQuorumResponsePartitionData(
         partition_index=partition_index, error_code=code, error_message=code.description
     )

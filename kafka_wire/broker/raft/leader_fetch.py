@@ -4,23 +4,22 @@ watermark, and the long poll of a Fetch with nothing to return yet."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kafka_wire import messages
 from kafka_wire.broker.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
 from kafka_wire.broker.raft.replica_state import ReplicaProgress, ReplicaState
 from kafka_wire.broker.raft.snapshots import SnapshotId
 from kafka_wire.broker.raft.states import QuorumRole
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ErrorCode,
-    FetchRequest,
-    FetchResponse,
-    FetchResponseEpochEndOffset,
-    FetchResponseFetchableTopicResponse,
-    FetchResponseLeaderIdAndEpoch,
-    FetchResponseNodeEndpoint,
-    FetchResponsePartitionData,
-    FetchResponseSnapshotId,
-)
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        FetchRequest,
+        FetchResponse,
+    )
 
 
 class _FetchWait:
@@ -93,7 +92,7 @@ class LeaderFetch(ReplicaState):
     # -- answering Fetch --------------------------------------------------------------------------
     def _handle_fetch(self, request: FetchRequest, version: int, now_ms: int) -> Message | Waiting:
         if not self._cluster_ok(request.cluster_id):
-            return FetchResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+            return messages.FetchResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         topics = request.topics
         if (
             len(topics) != 1
@@ -105,7 +104,7 @@ class LeaderFetch(ReplicaState):
                 else topics[0].topic != METADATA_TOPIC
             )
         ):
-            return FetchResponse(error_code=ErrorCode.INVALID_REQUEST)
+            return messages.FetchResponse(error_code=ErrorCode.INVALID_REQUEST)
         part = topics[0].partitions[0]
         if (
             request.max_wait_ms < 0
@@ -164,29 +163,29 @@ class LeaderFetch(ReplicaState):
         snapshot: SnapshotId | None = None,
     ) -> FetchResponse:
         endpoint = self._leader_endpoint()
-        return FetchResponse(
+        return messages.FetchResponse(
             throttle_time_ms=0,
             error_code=ErrorCode.NONE,
             session_id=0,
             responses=[
-                FetchResponseFetchableTopicResponse(
+                messages.FetchResponseFetchableTopicResponse(
                     topic_id=METADATA_TOPIC_ID,
                     topic=METADATA_TOPIC,
                     partitions=[
-                        FetchResponsePartitionData(
+                        messages.FetchResponsePartitionData(
                             partition_index=METADATA_PARTITION,
                             error_code=error,
                             high_watermark=self._hw if not error else -1,
                             last_stable_offset=self._hw if not error else -1,
                             log_start_offset=self._log.log_start_offset if not error else -1,
-                            diverging_epoch=FetchResponseEpochEndOffset(
+                            diverging_epoch=messages.FetchResponseEpochEndOffset(
                                 epoch=diverging[0] if diverging else -1,
                                 end_offset=diverging[1] if diverging else -1,
                             ),
-                            current_leader=FetchResponseLeaderIdAndEpoch(
+                            current_leader=messages.FetchResponseLeaderIdAndEpoch(
                                 leader_id=self.leader_id, leader_epoch=self.epoch
                             ),
-                            snapshot_id=FetchResponseSnapshotId(
+                            snapshot_id=messages.FetchResponseSnapshotId(
                                 end_offset=snapshot.end_offset if snapshot else -1,
                                 epoch=snapshot.epoch if snapshot else -1,
                             ),
@@ -198,7 +197,7 @@ class LeaderFetch(ReplicaState):
                 )
             ],
             node_endpoints=[
-                FetchResponseNodeEndpoint(
+                messages.FetchResponseNodeEndpoint(
                     node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port, rack=None
                 )
             ]

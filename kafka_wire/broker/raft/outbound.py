@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import Outbound
 from kafka_wire.broker.config import Voter
 from kafka_wire.broker.effects import Delete
@@ -20,37 +22,20 @@ from kafka_wire.broker.raft.snapshots import SnapshotId, decode_snapshot, write_
 from kafka_wire.broker.raft.states import QuorumRole
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError, InvalidValueError
-from kafka_wire.messages import (
-    ApiKey,
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochRequestLeaderEndpoint,
-    BeginQuorumEpochRequestPartitionData,
-    BeginQuorumEpochRequestTopicData,
-    BeginQuorumEpochResponse,
-    EndQuorumEpochRequest,
-    EndQuorumEpochRequestLeaderEndpoint,
-    EndQuorumEpochRequestPartitionData,
-    EndQuorumEpochRequestReplicaInfo,
-    EndQuorumEpochRequestTopicData,
-    EndQuorumEpochResponse,
-    ErrorCode,
-    FetchRequest,
-    FetchRequestPartition,
-    FetchRequestReplicaState,
-    FetchRequestTopic,
-    FetchResponse,
-    FetchSnapshotRequest,
-    FetchSnapshotRequestPartitionSnapshot,
-    FetchSnapshotRequestSnapshotId,
-    FetchSnapshotRequestTopicSnapshot,
-    FetchSnapshotResponse,
-    VoteRequest,
-    VoteRequestPartitionData,
-    VoteRequestTopicData,
-    VoteResponse,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.records.batch import RecordBatch
 from kafka_wire.records.reader import read_batches
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        BeginQuorumEpochRequest,
+        EndQuorumEpochRequest,
+        FetchRequest,
+        FetchResponse,
+        FetchSnapshotRequest,
+        FetchSnapshotResponse,
+        VoteRequest,
+    )
 
 
 @dataclass(slots=True)
@@ -130,14 +115,14 @@ class OutboundRequests(RequestHandlers):
         out.append(Outbound(destination, self.config.listener, build(), call.on_reply, timeout))
 
     def _vote_request(self, voter: int) -> VoteRequest:
-        return VoteRequest(
+        return messages.VoteRequest(
             cluster_id=self.config.cluster_id,
             voter_id=voter,
             topics=[
-                VoteRequestTopicData(
+                messages.VoteRequestTopicData(
                     topic_name=METADATA_TOPIC,
                     partitions=[
-                        VoteRequestPartitionData(
+                        messages.VoteRequestPartitionData(
                             partition_index=METADATA_PARTITION,
                             replica_epoch=self.epoch,
                             replica_id=self.node_id,
@@ -154,14 +139,14 @@ class OutboundRequests(RequestHandlers):
 
     def _begin_request(self, voter: int) -> BeginQuorumEpochRequest:
         me = self._my_endpoint()
-        return BeginQuorumEpochRequest(
+        return messages.BeginQuorumEpochRequest(
             cluster_id=self.config.cluster_id,
             voter_id=voter,
             topics=[
-                BeginQuorumEpochRequestTopicData(
+                messages.BeginQuorumEpochRequestTopicData(
                     topic_name=METADATA_TOPIC,
                     partitions=[
-                        BeginQuorumEpochRequestPartitionData(
+                        messages.BeginQuorumEpochRequestPartitionData(
                             partition_index=METADATA_PARTITION,
                             leader_id=self.node_id,
                             leader_epoch=self.epoch,
@@ -170,7 +155,9 @@ class OutboundRequests(RequestHandlers):
                 )
             ],
             leader_endpoints=[
-                BeginQuorumEpochRequestLeaderEndpoint(name=self.config.listener, host=me.host, port=me.port)
+                messages.BeginQuorumEpochRequestLeaderEndpoint(
+                    name=self.config.listener, host=me.host, port=me.port
+                )
             ]
             if me is not None
             else [],
@@ -178,26 +165,29 @@ class OutboundRequests(RequestHandlers):
 
     def _end_request(self) -> EndQuorumEpochRequest:
         me = self._my_endpoint()
-        return EndQuorumEpochRequest(
+        return messages.EndQuorumEpochRequest(
             cluster_id=self.config.cluster_id,
             topics=[
-                EndQuorumEpochRequestTopicData(
+                messages.EndQuorumEpochRequestTopicData(
                     topic_name=METADATA_TOPIC,
                     partitions=[
-                        EndQuorumEpochRequestPartitionData(
+                        messages.EndQuorumEpochRequestPartitionData(
                             partition_index=METADATA_PARTITION,
                             leader_id=self.node_id,
                             leader_epoch=self.epoch,
                             preferred_successors=list(self._preferred),
                             preferred_candidates=[
-                                EndQuorumEpochRequestReplicaInfo(candidate_id=c) for c in self._preferred
+                                messages.EndQuorumEpochRequestReplicaInfo(candidate_id=c)
+                                for c in self._preferred
                             ],
                         )
                     ],
                 )
             ],
             leader_endpoints=[
-                EndQuorumEpochRequestLeaderEndpoint(name=self.config.listener, host=me.host, port=me.port)
+                messages.EndQuorumEpochRequestLeaderEndpoint(
+                    name=self.config.listener, host=me.host, port=me.port
+                )
             ]
             if me is not None
             else [],
@@ -205,9 +195,9 @@ class OutboundRequests(RequestHandlers):
 
     def _fetch_request(self) -> FetchRequest:
         config = self.config
-        return FetchRequest(
+        return messages.FetchRequest(
             cluster_id=config.cluster_id,
-            replica_state=FetchRequestReplicaState(replica_id=self.node_id, replica_epoch=-1),
+            replica_state=messages.FetchRequestReplicaState(replica_id=self.node_id, replica_epoch=-1),
             max_wait_ms=config.fetch_max_wait_ms,
             min_bytes=0,
             max_bytes=config.fetch_max_bytes,
@@ -215,11 +205,11 @@ class OutboundRequests(RequestHandlers):
             session_id=0,
             session_epoch=-1,
             topics=[
-                FetchRequestTopic(
+                messages.FetchRequestTopic(
                     topic_id=METADATA_TOPIC_ID,
                     topic=METADATA_TOPIC,
                     partitions=[
-                        FetchRequestPartition(
+                        messages.FetchRequestPartition(
                             partition=METADATA_PARTITION,
                             current_leader_epoch=self.epoch,
                             fetch_offset=self._log.log_end_offset,
@@ -233,18 +223,18 @@ class OutboundRequests(RequestHandlers):
         )
 
     def _fetch_snapshot_request(self, fetching: SnapshotFetch) -> FetchSnapshotRequest:
-        return FetchSnapshotRequest(
+        return messages.FetchSnapshotRequest(
             cluster_id=self.config.cluster_id,
             replica_id=self.node_id,
             max_bytes=self.config.fetch_max_bytes,
             topics=[
-                FetchSnapshotRequestTopicSnapshot(
+                messages.FetchSnapshotRequestTopicSnapshot(
                     name=METADATA_TOPIC,
                     partitions=[
-                        FetchSnapshotRequestPartitionSnapshot(
+                        messages.FetchSnapshotRequestPartitionSnapshot(
                             partition=METADATA_PARTITION,
                             current_leader_epoch=self.epoch,
-                            snapshot_id=FetchSnapshotRequestSnapshotId(
+                            snapshot_id=messages.FetchSnapshotRequestSnapshotId(
                                 end_offset=fetching.snapshot_id.end_offset, epoch=fetching.snapshot_id.epoch
                             ),
                             position=len(fetching.data),
@@ -274,7 +264,7 @@ class OutboundRequests(RequestHandlers):
 
     def _dispatch_reply(self, call: _Call, body: Message, current: bool, now_ms: int) -> bool:
         """Handle one answer; False asks for a retry after the backoff."""
-        if isinstance(body, VoteResponse):
+        if isinstance(body, messages.VoteResponse):
             if body.error_code or not body.topics or not body.topics[0].partitions:
                 return False
             vote = body.topics[0].partitions[0]
@@ -291,7 +281,7 @@ class OutboundRequests(RequestHandlers):
                     if len(self._rejected) * 2 >= len(self._voters):
                         self._election_deadline = now_ms + self._election_backoff()
             return True
-        if isinstance(body, BeginQuorumEpochResponse | EndQuorumEpochResponse):
+        if isinstance(body, messages.BeginQuorumEpochResponse | messages.EndQuorumEpochResponse):
             if body.error_code or not body.topics or not body.topics[0].partitions:
                 return False
             part = body.topics[0].partitions[0]
@@ -302,9 +292,9 @@ class OutboundRequests(RequestHandlers):
             if self.role in (QuorumRole.LEADER, QuorumRole.RESIGNED):
                 self._acked.add(call.destination)
             return True
-        if isinstance(body, FetchResponse):
+        if isinstance(body, messages.FetchResponse):
             return self._on_fetch_reply(body, current, now_ms)
-        if isinstance(body, FetchSnapshotResponse):
+        if isinstance(body, messages.FetchSnapshotResponse):
             return self._on_fetch_snapshot_reply(body, current, now_ms)
         return False
 

@@ -22,7 +22,8 @@ The rules are Kafka's KRaft (``KafkaRaftClient``, ``QuorumState``, ``LeaderState
   once that is past the start of the leader's epoch. A fetch with nothing to return waits (long
   poll) up to its max wait, until data arrives or the high watermark moves.
 - A leader that stops hearing from a majority for 1.5 fetch timeouts resigns (check quorum; a
-  lone voter is its own majority and never does); :meth:`resign` steps down gracefully with EndQuorumEpoch naming the preferred successors.
+  lone voter is its own majority and never does);
+  :meth:`resign` steps down gracefully with EndQuorumEpoch naming the preferred successors.
 
 The class is built in layers (see :mod:`.replica_state`); this module holds the top one:
 starting, stopping, appending, handing out what is committed, snapshots and timers.
@@ -67,13 +68,17 @@ class KRaftReplica(OutboundRequests):
         self._started = True
         self._now_ms = now_ms
         config = self.config
-        self._log = PartitionLog.open(config.directory, config.log_config, self._storage, now_ms)
+        self._log = PartitionLog.open(
+            config.directory, config.log_config, self._storage, now_ms, progress=self._effects.progress
+        )
         self._load_snapshot()
         self._rebuild_epochs()
         stored = read_quorum_state(self._storage, config.directory)
+        lone = self._voters == (self.node_id,)
         if stored is None:
             stored = ElectionState()
-            write_quorum_state(self._effects, config.directory, stored, self._voters)
+            if not lone:  # a lone voter writes its state once, as the leader it becomes below
+                write_quorum_state(self._effects, config.directory, stored, self._voters)
         self.epoch, self.leader_id, self.voted_id = stored.epoch, stored.leader_id, stored.voted_id
         if stored.leader_id == self.node_id and self.is_voter:
             self.role = QuorumRole.RESIGNED
@@ -88,7 +93,7 @@ class KRaftReplica(OutboundRequests):
             self.role = QuorumRole.UNATTACHED
             if self.is_voter:
                 self._election_deadline = now_ms + self._random_timeout()
-        if self._voters == (self.node_id,):
+        if lone:
             self._become_candidate(now_ms)
         self._flush()
 

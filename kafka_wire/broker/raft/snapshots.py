@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.effects import Delete, EffectSink, Fsync, Rename, WriteAt
 from kafka_wire.errors import InvalidValueError
-from kafka_wire.messages import SnapshotFooterRecord, SnapshotHeaderRecord
 from kafka_wire.records.batch import RecordBatch
 from kafka_wire.records.builder import build_batch
 from kafka_wire.records.control import ControlRecordType, build_control_batch, decode_control_key
@@ -55,7 +55,9 @@ def encode_snapshot(snapshot_id: SnapshotId, records: Sequence[bytes], last_time
     parts = [
         build_control_batch(
             ControlRecordType.SNAPSHOT_HEADER,
-            SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_timestamp_ms).encode(0),
+            messages.SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_timestamp_ms).encode(
+                0
+            ),
             base_offset=0,
             timestamp=last_timestamp_ms,
             partition_leader_epoch=epoch,
@@ -75,7 +77,7 @@ def encode_snapshot(snapshot_id: SnapshotId, records: Sequence[bytes], last_time
     parts.append(
         build_control_batch(
             ControlRecordType.SNAPSHOT_FOOTER,
-            SnapshotFooterRecord(version=0).encode(0),
+            messages.SnapshotFooterRecord(version=0).encode(0),
             base_offset=offset,
             timestamp=last_timestamp_ms,
             partition_leader_epoch=epoch,

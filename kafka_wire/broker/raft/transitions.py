@@ -3,12 +3,12 @@ each persisting the epoch, leader and vote to ``quorum-state`` and arming its ro
 
 from __future__ import annotations
 
+from kafka_wire import messages
 from kafka_wire.broker.raft.leader_fetch import LeaderFetch
 from kafka_wire.broker.raft.quorum_state import NO_NODE, ElectionState, write_quorum_state
 from kafka_wire.broker.raft.replica_state import ReplicaProgress
 from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS, QuorumInput, QuorumRole
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import LeaderChangeMessage, LeaderChangeMessageVoter
 from kafka_wire.protocol.machine import step
 from kafka_wire.records.control import ControlRecordType, build_control_batch
 
@@ -61,7 +61,8 @@ class QuorumTransitions(LeaderFetch):
         self._election_retries = retries
         self.epoch += 1
         self.leader_id, self.voted_id = NO_NODE, self.node_id
-        self._persist()
+        if self._voters != (self.node_id,):  # a lone voter is elected at once: its leader state,
+            self._persist()  # written next with this epoch and vote, is the one write it needs
         self._granted, self._rejected = {self.node_id}, set()
         self._election_deadline = now_ms + self._random_timeout()
         self._maybe_elected(now_ms)
@@ -76,11 +77,11 @@ class QuorumTransitions(LeaderFetch):
         self._persist()
         log = self._log
         self._epoch_start_offset = log.log_end_offset
-        message = LeaderChangeMessage(
+        message = messages.LeaderChangeMessage(
             version=0,
             leader_id=self.node_id,
-            voters=[LeaderChangeMessageVoter(voter_id=v) for v in self._voters],
-            granting_voters=[LeaderChangeMessageVoter(voter_id=v) for v in sorted(self._granted)],
+            voters=[messages.LeaderChangeMessageVoter(voter_id=v) for v in self._voters],
+            granting_voters=[messages.LeaderChangeMessageVoter(voter_id=v) for v in sorted(self._granted)],
         )
         control = build_control_batch(
             ControlRecordType.LEADER_CHANGE,

@@ -19,18 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from kafka_wire.broker import buggify
+from kafka_wire import messages
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, Outbound
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AlterPartitionRequest,
-    AlterPartitionRequestBrokerState,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionRequestTopicData,
-    AlterPartitionResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ErrorCode
 
 DEFAULT_RETRY_BACKOFF_MS: Final = 100
 #: How many retry backoffs the BUGGIFY point ``replica.delay_alter_partition`` holds a proposal.
@@ -65,8 +59,11 @@ class Proposal:
 
 
 class AlterPartitionSender:
-    def __init__(self, cluster: ClusterView, *, retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS) -> None:
+    def __init__(
+        self, cluster: ClusterView, *, retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS, hooks: Hooks = OFF
+    ) -> None:
         self.cluster = cluster
+        self.hooks = hooks
         self.retry_backoff_ms = retry_backoff_ms
         self.proposals: dict[tuple[str, int], Proposal] = {}
         self._now_ms = 0
@@ -85,7 +82,7 @@ class AlterPartitionSender:
         proposal = Proposal(replica, isr, replica.leader_epoch, registration.partition_epoch, recovery_state)
         self.proposals[key] = proposal
         replica.pending_isr = isr
-        if buggify.hooks.fire("replica.delay_alter_partition"):
+        if self.hooks.fire("replica.delay_alter_partition"):
             # A rare legal path: the proposal stays pending (as if its first send were lost) and
             # goes out after the backoff, so a leader change may come first.
             proposal.retry_at_ms = self._now_ms + self.retry_backoff_ms * DELAY_BACKOFFS
@@ -111,18 +108,20 @@ class AlterPartitionSender:
             broker = self.cluster.broker(node)
             return broker.epoch if broker is not None else -1
 
-        body = AlterPartitionRequest(
+        body = messages.AlterPartitionRequest(
             broker_id=self.cluster.node_id,
             broker_epoch=me.epoch if me is not None else -1,
             topics=[
-                AlterPartitionRequestTopicData(
+                messages.AlterPartitionRequestTopicData(
                     topic_id=replica.topic_id,
                     partitions=[
-                        AlterPartitionRequestPartitionData(
+                        messages.AlterPartitionRequestPartitionData(
                             partition_index=replica.partition,
                             leader_epoch=proposal.leader_epoch,
                             new_isr_with_epochs=[
-                                AlterPartitionRequestBrokerState(broker_id=r, broker_epoch=epoch_of(r))
+                                messages.AlterPartitionRequestBrokerState(
+                                    broker_id=r, broker_epoch=epoch_of(r)
+                                )
                                 for r in proposal.isr
                             ],
                             leader_recovery_state=int(proposal.recovery_state),
@@ -146,7 +145,7 @@ class AlterPartitionSender:
         key = (replica.topic, replica.partition)
         if self.proposals.get(key) is not proposal:
             return  # forgotten meanwhile
-        if not isinstance(reply, AlterPartitionResponse) or reply.error_code:
+        if not isinstance(reply, messages.AlterPartitionResponse) or reply.error_code:
             proposal.retry_at_ms = now_ms + self.retry_backoff_ms
             return
         for topic in reply.topics:

@@ -24,21 +24,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from kafka_wire.broker import buggify
+from kafka_wire import messages
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ErrorCode,
-    FetchRequest,
-    FetchRequestPartition,
-    FetchRequestReplicaState,
-    FetchRequestTopic,
-    FetchResponse,
-    FetchResponsePartitionData,
-)
+from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import (
+        FetchRequestTopic,
+        FetchResponsePartitionData,
+    )
 
 DEFAULT_FETCH_WAIT_MAX_MS: Final = 500
 DEFAULT_FETCH_MAX_BYTES: Final = 1024 * 1024
@@ -82,8 +81,10 @@ class ReplicaFetcher:
         cluster: ClusterView,
         config: FetcherConfig,
         touch: Callable[[PartitionReplica], None],
+        hooks: Hooks = OFF,
     ) -> None:
         self.leader_id = leader_id
+        self.hooks = hooks
         self.cluster = cluster
         self.config = config
         self.touch = touch
@@ -113,13 +114,13 @@ class ReplicaFetcher:
         ready = self._ready(now_ms)
         if not ready:
             return False
-        if buggify.hooks.fire("replica.delay_fetch"):
+        if self.hooks.fire("replica.delay_fetch"):
             # A rare legal path: this round waits a backoff (as after a failed fetch).
             for item in ready:
                 item.ready_at_ms = now_ms + self.config.backoff_ms
             return False
         # Planted bug: without the last fetched epoch the leader never answers DivergingEpoch.
-        ask_diverging = not buggify.hooks.planted("skip-truncation")
+        ask_diverging = not self.hooks.planted("skip-truncation")
         me = self.cluster.broker(self.cluster.node_id)
         epoch = me.epoch if me is not None else -1
         topics: dict[str, FetchRequestTopic] = {}
@@ -128,9 +129,9 @@ class ReplicaFetcher:
             item.requested = (replica.leader_epoch, replica.log_end_offset)
             topic = topics.get(replica.topic)
             if topic is None:
-                topic = topics[replica.topic] = FetchRequestTopic(topic_id=replica.topic_id)
+                topic = topics[replica.topic] = messages.FetchRequestTopic(topic_id=replica.topic_id)
             topic.partitions.append(
-                FetchRequestPartition(
+                messages.FetchRequestPartition(
                     partition=replica.partition,
                     current_leader_epoch=replica.leader_epoch,
                     fetch_offset=replica.log_end_offset,
@@ -140,8 +141,10 @@ class ReplicaFetcher:
                     high_watermark=replica.high_watermark,
                 )
             )
-        body = FetchRequest(
-            replica_state=FetchRequestReplicaState(replica_id=self.cluster.node_id, replica_epoch=epoch),
+        body = messages.FetchRequest(
+            replica_state=messages.FetchRequestReplicaState(
+                replica_id=self.cluster.node_id, replica_epoch=epoch
+            ),
             max_wait_ms=self.config.wait_max_ms,
             min_bytes=1,
             max_bytes=self.config.response_max_bytes,
@@ -171,7 +174,7 @@ class ReplicaFetcher:
         if round_ != self._round:
             return
         self.in_flight = False
-        if not isinstance(reply, FetchResponse) or reply.error_code:
+        if not isinstance(reply, messages.FetchResponse) or reply.error_code:
             for waiting in self.partitions.values():
                 waiting.ready_at_ms = now_ms + self.config.backoff_ms
             return

@@ -28,7 +28,8 @@ from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, Par
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.partition.epoch_cache import EpochCache
-from kafka_wire.broker.partition.replica import DEFAULT_REPLICA_LAG_TIME_MAX_MS, PartitionReplica
+from kafka_wire.broker.partition.followers import DEFAULT_REPLICA_LAG_TIME_MAX_MS
+from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
 from kafka_wire.broker.replication.alter_partition import DEFAULT_RETRY_BACKOFF_MS, AlterPartitionSender
 from kafka_wire.broker.replication.checkpoints import (
@@ -71,7 +72,7 @@ class ReplicaManager:
         self.effects = effects
         self.config = config or ReplicationConfig()
         self.alter = AlterPartitionSender(
-            cluster, retry_backoff_ms=self.config.alter_partition_retry_backoff_ms
+            cluster, retry_backoff_ms=self.config.alter_partition_retry_backoff_ms, hooks=state.hooks
         )
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.checkpoints = OffsetCheckpoints.load(state.storage)
@@ -115,7 +116,10 @@ class ReplicaManager:
         return applied
 
     def _work(self, now_ms: int) -> None:
-        """Open and delete queued partitions while the call's budget lasts (at least one)."""
+        """Open and delete queued partitions while the call's budget lasts (at least one), unless
+        the writes of the last slices are still in flight (a report of them wakes the queue)."""
+        if not self.state.may_slice():
+            return
         budget = self.state.budget
         stepped = False
         while self._queue and (not stepped or not budget.exhausted):
@@ -189,7 +193,7 @@ class ReplicaManager:
         key = (replica.topic, replica.partition)
         log = replica.log
         replica.cluster = self.cluster
-        replica.lag_max_ms = self.config.replica_lag_time_max_ms
+        replica.followers.lag_max_ms = self.config.replica_lag_time_max_ms
         replica.propose_isr = self._propose
         cache = EpochCache.load(self.state.storage, log.directory, log.queue)
         cache.truncate_from_end(log.log_end_offset)
@@ -216,7 +220,7 @@ class ReplicaManager:
         fetcher = self.fetchers.get(leader)
         if fetcher is None:
             fetcher = self.fetchers[leader] = ReplicaFetcher(
-                leader, self.cluster, self.config.fetcher, self.state.touch
+                leader, self.cluster, self.config.fetcher, self.state.touch, self.state.hooks
             )
         return fetcher
 
@@ -259,7 +263,7 @@ class ReplicaManager:
         )
 
     def next_deadline_ms(self) -> int | None:
-        if self._queue:
+        if self._queue and self.state.may_slice():
             return self._now_ms  # the queue goes on at once
         deadlines = [self._next_isr_check_ms, self._next_checkpoint_ms]
         if (alter := self.alter.next_deadline_ms()) is not None:

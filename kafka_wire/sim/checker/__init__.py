@@ -16,7 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from kafka_wire.sim.checker.ends import EndReport, check_end
-from kafka_wire.sim.checker.groups import GroupChecker
+from kafka_wire.sim.checker.groups import GroupChecker, consumer_group_owners
 from kafka_wire.sim.checker.observe import (
     Fingerprint,
     LogContents,
@@ -100,6 +100,7 @@ class Checker:
                     live_rafts.append((node_id, parts[1]))
                 continue
             self._calls[node_id] = host.calls
+            out += consumer_group_owners(now, node_id, broker)
             snaps += changed_snaps(node_id, broker, self._prints)
             out += self._opened_replicas(now, node_id, broker)
             parts = self._parts.get(node_id)

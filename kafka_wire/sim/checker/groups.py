@@ -11,9 +11,14 @@ offset, never below a commit answered before the assignment (or at a commit of u
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from kafka_wire.errors import LocalProtocolError
 from kafka_wire.sim.contracts import Violation
 from kafka_wire.sim.history import History, Op, OpKind, OpType
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.broker import Broker
 
 
 def parse_assignment(value: str) -> list[tuple[str, int]]:
@@ -147,3 +152,24 @@ class GroupChecker:
             if name == group and other > generation and formed_ms < sent_ms:
                 return other, formed_ms
         return None
+
+
+def consumer_group_owners(now_ms: int, node_id: int, broker: Broker) -> list[Violation]:
+    """One owner per partition in every KIP-848 group a coordinator holds: a partition is in at
+    most one member's assigned or pending-revocation set at any time (so at any member epoch)."""
+    try:
+        coordinator = broker.group_coordinator
+    except LocalProtocolError:  # not started yet
+        return []
+    out: list[Violation] = []
+    for group_id in coordinator.consumer_group_ids():
+        view = coordinator.consumer_group_view(group_id)
+        for topic_id, partition, first, second in [] if view is None else view.double_owned():
+            out.append(
+                Violation(
+                    "double-ownership",
+                    now_ms,
+                    f"node {node_id} group {group_id}: {topic_id}-{partition} owned by {first} and {second}",
+                )
+            )
+    return out

@@ -109,7 +109,7 @@ def snap_replica(node_id: int, replica: PartitionReplica) -> ReplicaSnap:
             else registration.isr + tuple(r for r in pending if r not in registration.isr)
         )
         snap.min_isr = replica.effective_min_isr
-        snap.follower_leos = tuple((f.node_id, f.log_end_offset) for f in replica.followers.values())
+        snap.follower_leos = tuple((f.node_id, f.log_end_offset) for f in replica.followers.states())
     return snap
 
 

@@ -10,6 +10,7 @@ which runs after every input, so no input is ever lost waiting for a callback.
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -87,6 +88,8 @@ class ClientBase:
         self.brokers: dict[int, Address] = {}
         self.partitions: dict[tuple[str, int], PartitionInfo] = {}
         self.partition_counts: dict[str, int] = {}
+        #: Topic ids by name, from Metadata (KIP-848 heartbeats name partitions by topic id).
+        self.topic_ids: dict[str, uuid.UUID] = {}
         self.metadata_in_flight = False
         self.metadata_at_ms = -METADATA_MAX_AGE_MS
         self.metadata_wanted = True
@@ -234,6 +237,7 @@ class ClientBase:
                 complete = False
                 continue
             self.partition_counts[topic.name] = len(topic.partitions)
+            self.topic_ids[topic.name] = topic.topic_id
             for p in topic.partitions:
                 self.partitions[topic.name, p.partition_index] = PartitionInfo(p.leader_id, p.leader_epoch)
                 if p.leader_id < 0:

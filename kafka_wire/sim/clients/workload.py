@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
 from kafka_wire.sim.clients.consumer import AssignConsumer
+from kafka_wire.sim.clients.consumer_member import ConsumerProtocolMember
 from kafka_wire.sim.clients.group import GroupMember
 from kafka_wire.sim.clients.producer import Producer
 
@@ -30,6 +31,8 @@ class Workload:
     #: The share of the acks=1 producer's batches sent with acks=0.
     acks0_share: float = 0.1
     group: str = "group-1"
+    #: The KIP-848 consumer group (``group.protocol=consumer``) of the two other members.
+    consumer_group: str = "group-848"
     #: Each group member's process restarts (a new member id) after a pause in this range (None:
     #: never), so the group rebalances and members fetch committed offsets again and again.
     member_restart_ms: tuple[int, int] | None = (4000, 12000)
@@ -56,8 +59,9 @@ class Workload:
 
 def default_clients(workload: Workload, history: History, rng: random.Random) -> list[SimClient]:
     """One admin, an idempotent acks=all producer, an acks=all one, an acks=1 one (some batches
-    acks=0), a consumer by assignment over every topic, and two members of one group over the
-    first topic. Each client draws from its own generator, seeded from ``rng`` in this order."""
+    acks=0), a consumer by assignment over every topic, two members of one classic group over the
+    first topic and two members of one KIP-848 consumer group over the first two topics. Each
+    client draws from its own generator, seeded from ``rng`` in this order."""
     bootstrap = workload.bootstrap()
     names = [name for name, _ in workload.topics]
     interval = workload.producer_interval_ms
@@ -98,6 +102,18 @@ def default_clients(workload: Workload, history: History, rng: random.Random) ->
             bootstrap,
             names[:1],
             workload.group,
+            restart_every_ms=workload.member_restart_ms,
+        )
+        for i in (1, 2)
+    ]
+    clients += [
+        ConsumerProtocolMember(
+            f"cmember-{i}",
+            history,
+            child(),
+            bootstrap,
+            names[:2],
+            workload.consumer_group,
             restart_every_ms=workload.member_restart_ms,
         )
         for i in (1, 2)

@@ -6,6 +6,7 @@ import random
 import uuid
 from dataclasses import dataclass, field
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.controller.controller import ControllerConfig, QuorumController
 from kafka_wire.broker.controller.records import decode_record
 from kafka_wire.broker.state import Waiting
@@ -57,13 +58,14 @@ class FakeRaft:
 
 
 class Harness:
-    def __init__(self, **config: object) -> None:
+    def __init__(self, *, hooks: Hooks = OFF, **config: object) -> None:
         self.raft = FakeRaft()
         self.now_ms = 1_000
         self.controller = QuorumController(
             ControllerConfig(node_id=3000, cluster_id=CLUSTER_ID, **config),  # type: ignore[arg-type]
             self.raft,
             random.Random(5),
+            hooks=hooks,
         )
         self.incarnations: dict[int, uuid.UUID] = {}
         self.epochs: dict[int, int] = {}

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import PartitionState
 from kafka_wire.broker.config import BrokerConfig, BrokerConfigError
 from kafka_wire.broker.controller.controller import ControllerConfig, QuorumController
@@ -55,8 +56,8 @@ from kafka_wire.messages import (
 from tests.broker.controller.harness import CLUSTER_ID, FakeRaft, Harness
 
 
-def cluster(*brokers: int, **config: object) -> Harness:
-    h = Harness(**config)
+def cluster(*brokers: int, hooks: Hooks = OFF, **config: object) -> Harness:
+    h = Harness(hooks=hooks, **config)
     h.start_brokers(*brokers)
     return h
 
@@ -888,7 +889,7 @@ def test_incremental_alter_configs_append_subtract_and_validate_only() -> None:
         )
         assert isinstance(response, IncrementalAlterConfigsResponse) and response.responses[0].error_code == 0
 
-    alter(2, "compact")  # appended to the default, as Kafka appends
+    alter(2, "compact")  # onto the default, "delete", as Kafka appends to an absent key
     alter(2, "delete")
     assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "delete,compact"}
     alter(3, "compact")

@@ -19,11 +19,11 @@ from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata, TopicInfo
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.state import BrokerState
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import RequestHeader
 from kafka_wire.protocol.events import Request
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 OFFSETS_ID = uuid.UUID(int=0xC0FFEE)
 #: Partitions of __consumer_offsets in these tests.

@@ -7,7 +7,6 @@ from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.state import BrokerState, Context
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -20,6 +19,7 @@ from kafka_wire.messages import (
     RequestHeader,
 )
 from kafka_wire.protocol.events import Request
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 
 from .fakes import NOW, PARTITIONS, FakeCluster, node_state
@@ -156,7 +156,7 @@ def test_metadata_auto_creation_of_the_offsets_topic_goes_to_the_controller() ->
     header = RequestHeader(request_api_key=3, request_api_version=12, correlation_id=1, client_id="c")
     ctx = Context(state=state, effects=EffectSink(), conn_id=1, request=Request(header, body), now_ms=NOW)
     answer = metadata.handle(ctx, body)
-    assert answer.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
+    assert answer.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION  # until the image has it
     assert OFFSETS_TOPIC not in state.metadata.topics
     [outbound] = cluster.sent
     assert isinstance(outbound.body, CreateTopicsRequest) and outbound.body.topics[0].name == OFFSETS_TOPIC

@@ -7,7 +7,6 @@ import pytest
 
 from kafka_wire.broker import group_link
 from kafka_wire.broker.group import partition_for_group
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     ConsumerProtocolSubscription,
     DeleteGroupsRequest,
@@ -35,6 +34,7 @@ from kafka_wire.messages import (
     SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 from .fakes import DATA_TOPIC, PARTITIONS, FakeCluster, Node, follower_fetched, node_state
 

@@ -8,7 +8,6 @@ from kafka_wire.broker.apis import init_producer_id
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.producer_ids import BLOCK_SIZE, RETRY_BACKOFF_MS, IdBlock, ProducerIdBlocks
 from kafka_wire.broker.state import BrokerState, Context
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -18,6 +17,7 @@ from kafka_wire.messages import (
     RequestHeader,
 )
 from kafka_wire.protocol.events import Request
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.engine import Client, Engine
 
 from .fakes import NOW, FakeCluster, node_state

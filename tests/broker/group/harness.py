@@ -18,9 +18,14 @@ from kafka_wire.broker.group import (
     Persist,
     partition_for_group,
 )
-from kafka_wire.broker.group.records import GroupMetadataKey, OffsetCommitKey, decode_key
+from kafka_wire.broker.group.consumer_records import CONSUMER_KEY_VERSIONS, decode_consumer_key
+from kafka_wire.broker.group.records import UnknownKey, decode_key
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     ConsumerProtocolAssignment,
     ConsumerProtocolAssignmentTopicPartition,
     ConsumerProtocolSubscription,
@@ -60,6 +65,8 @@ SESSION_MS = 10_000
 REBALANCE_MS = 30_000
 
 RESPONSES: dict[type[Message], type[Message]] = {
+    ConsumerGroupHeartbeatRequest: ConsumerGroupHeartbeatResponse,
+    ConsumerGroupDescribeRequest: ConsumerGroupDescribeResponse,
     JoinGroupRequest: JoinGroupResponse,
     SyncGroupRequest: SyncGroupResponse,
     HeartbeatRequest: HeartbeatResponse,
@@ -152,7 +159,10 @@ class Harness:
                 )
                 for key, _ in effect.records:
                     decoded = decode_key(key)
-                    assert isinstance(decoded, OffsetCommitKey | GroupMetadataKey)
+                    if isinstance(decoded, UnknownKey):
+                        assert decoded.version in CONSUMER_KEY_VERSIONS
+                        assert decode_consumer_key(key).group == effect.group_id
+                        continue
                     assert decoded.group == effect.group_id
                 if not self.append_error:
                     self.log.extend(effect.records)

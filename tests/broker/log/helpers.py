@@ -9,9 +9,10 @@ from typing import Any, Final
 from kafka_wire.broker.effects import StorageEffect
 from kafka_wire.broker.log import LogConfig, PartitionLog
 from kafka_wire.broker.log.config import MIN_SEGMENT_BYTES
-from kafka_wire.broker.storage import MemoryStorage, StorageReader
+from kafka_wire.broker.storage import StorageReader
 from kafka_wire.records import build_batch, read_batches
 from kafka_wire.records.record import Record
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 DIR = "t-0"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")

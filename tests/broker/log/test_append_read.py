@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from kafka_wire.broker.effects import Append, FileRegion
 from kafka_wire.broker.log import LogConfig, PartitionLog
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import ErrorCode
 from kafka_wire.records import build_batch, build_commit_marker, read_batches
 from kafka_wire.records.constants import TimestampType
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 from .helpers import CODECS, DIR, MIB, Driven, all_records, batch, contents, noise, offsets
 

@@ -10,7 +10,6 @@ from kafka_wire.broker.log import CONFIG_KEYS, ConfigError, ConfigType, LogConfi
 from kafka_wire.broker.log.config import LONG_MAX, REMOVED_CONFIGS
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
 from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.logformat.index import (
     decode_offset_entries,
@@ -18,6 +17,7 @@ from kafka_wire.logformat.index import (
     encode_offset_entry,
     encode_time_entry,
 )
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 
 def test_defaults_are_kafkas() -> None:

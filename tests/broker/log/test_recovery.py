@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from kafka_wire.broker.effects import Append, Fsync, MakeDir
 from kafka_wire.broker.log import LogConfig, PartitionLog
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.logformat.index import OFFSET_ENTRY, decode_offset_entries, decode_time_entries
 from kafka_wire.records import read_batches
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 from .helpers import DIR, MIB, Driven, batch, contents, file_bytes, segment_files
 

@@ -8,8 +8,8 @@ import pytest
 
 from kafka_wire.broker.data_dir import DataDir, DataDirError, read_properties
 from kafka_wire.broker.effects import Rename, WriteAt
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.logformat.meta_properties import META_PROPERTIES, format_meta_properties
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 
 def formatted(node_id: int = 1, cluster_id: str = "AAAAAAAAAAAAAAAAAAAAAA") -> MemoryStorage:

@@ -88,7 +88,9 @@ class ControllerPeer:
         return BrokerHeartbeatResponse(is_fenced=False, should_shut_down=body.want_shut_down)
 
 
-async def eventually(check: object, timeout_s: float = 10.0) -> None:
+async def eventually(check: object, timeout_s: float = 30.0) -> None:
+    """Poll ``check`` under a deadline: generous, as the node's start waits for its first fsyncs,
+    which a disk shared with other processes may hold for seconds."""
     assert callable(check)
     deadline = asyncio.get_running_loop().time() + timeout_s
     while not check():

@@ -78,12 +78,13 @@ def test_registration_then_heartbeats_until_unfenced() -> None:
     fake.answer(BrokerHeartbeatResponse(is_fenced=True), 6)
     assert life.state is LifecycleState.RECOVERY and life.next_deadline_ms() == 2006
     fake.offset = 42
-    life.caught_up()
-    life.tick(2006)
+    life.caught_up(7)
+    assert life.next_deadline_ms() == 7  # the heartbeat asking to be unfenced goes at once
+    life.tick(7)
     heartbeat = fake.sent[-1].body
     assert isinstance(heartbeat, BrokerHeartbeatRequest)
     assert (heartbeat.current_metadata_offset, heartbeat.want_fence) == (42, False)
-    fake.answer(BrokerHeartbeatResponse(is_fenced=False), 2007)
+    fake.answer(BrokerHeartbeatResponse(is_fenced=False), 8)
     assert life.state.name == "RUNNING" and not life.fenced
 
 

@@ -15,7 +15,7 @@ from kafka_wire.broker.effects import Effect, OpenConnection, Send
 from kafka_wire.broker.node import MetadataView, Node, NodeParts, PartsContext
 from kafka_wire.broker.server_properties import load_server_properties
 from kafka_wire.broker.state import Waiting
-from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.broker.work import Steps
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ApiKey,
@@ -30,6 +30,7 @@ from kafka_wire.messages import (
     VoteResponse,
 )
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 CLUSTER_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 TOPIC_ID = uuid.UUID(int=7)
@@ -131,6 +132,10 @@ class FakeImage:
         names = [r.client_software_name for r in records if isinstance(r, ApiVersionsRequest)]
         return self.deltas[names[0]]
 
+    def apply_steps(self, offset: int, records: Sequence[Message]) -> Steps[Delta]:
+        yield len(records)
+        return self.apply_batch(offset, records)
+
     def load_snapshot(self, offset: int, records: Sequence[Message]) -> Delta:
         return self.apply_batch(offset, records)
 
@@ -157,6 +162,10 @@ class FakeController:
     def replay(self, offset: int, records: Sequence[bytes], now_ms: int) -> Delta:
         self.replayed.append(offset)
         return self.image.apply_batch(offset, [decode(r) for r in records])
+
+    def replay_steps(self, offset: int, records: Sequence[bytes], now_ms: int) -> Steps[Delta]:
+        yield len(records)
+        return self.replay(offset, records, now_ms)
 
     def load_snapshot(self, offset: int, records: Sequence[bytes]) -> Delta:
         self.replayed.append(offset)

@@ -17,8 +17,8 @@ from kafka_wire.broker.cluster_view import Outbound
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.raft import CommittedBatch, KRaftReplica, QuorumRole, RaftConfig, SnapshotLoad, Voter
 from kafka_wire.broker.state import Waiting
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 #: The version each request goes out at (what Kafka 3.9's KRaft client sends, or newer).
 VERSIONS: dict[int, int] = {1: 17, 52: 2, 53: 1, 54: 1, 55: 2, 59: 1}

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.raft import CommittedBatch, KRaftReplica, QuorumRole, RaftConfig, Voter
-from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.raft.network import Network
 
 

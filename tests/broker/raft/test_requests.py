@@ -310,7 +310,7 @@ def test_every_request_the_replicas_send_encodes_at_every_version_kafka_uses(see
 def test_outbound_replies_come_back_through_bound_methods() -> None:
     from kafka_wire.broker.effects import EffectSink
     from kafka_wire.broker.raft import RaftConfig
-    from kafka_wire.broker.storage import MemoryStorage
+    from kafka_wire.testing.memory_storage import MemoryStorage
 
     config = RaftConfig(node_id=1, voters=(Voter(1, "h", 1), Voter(2, "h", 2), Voter(3, "h", 3)))
     replica = KRaftReplica(config, MemoryStorage(), EffectSink(), random.Random(1))

@@ -15,7 +15,6 @@ from kafka_wire.broker.raft.quorum_state import (
     read_quorum_state,
 )
 from kafka_wire.broker.raft.snapshots import decode_snapshot, encode_snapshot, parse_snapshot_name
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.errors import InvalidValueError
 from kafka_wire.messages import (
     DescribeQuorumRequest,
@@ -30,6 +29,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.records.control import ControlRecordType, decode_control_key
 from kafka_wire.records.reader import read_batches
+from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.raft.network import CLUSTER_ID, Network
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kafka_wire.broker.apis import HANDLERS
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, LeaderRecoveryState, Outbound, PartitionState
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
@@ -18,7 +19,6 @@ from kafka_wire.broker.metadata import ClusterMetadata
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.replication.manager import ReplicaManager, ReplicationConfig
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
-from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     REQUESTS,
@@ -35,6 +35,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol.events import Request
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 CONTROLLER = 100
 TOPIC_ID = uuid.UUID(int=0xABC)
@@ -117,6 +118,7 @@ class Node:
             defaults=LogConfig.from_properties(config.topic_default_properties),
             fetch_sessions=FetchSessionCache(100, rng),
             cluster=self.view,
+            hooks=net.hooks,
         )
         self.manager = ReplicaManager(self.state, self.view, self.effects, net.config, now_ms=net.now_ms)
         #: Requests held here: (waiting, source node, outbound) or (waiting, None, None) for tests.
@@ -213,6 +215,8 @@ class Network:
     answers_lost: bool = False
     #: While True the controller's changes reach no broker (their metadata lags).
     metadata_held: bool = False
+    #: The BUGGIFY hooks every node's engine parts are built with.
+    hooks: Hooks = OFF
 
     def add(self, node_id: int, storage: MemoryStorage | None = None, min_isr: int = 1) -> Node:
         self.brokers[node_id] = BrokerInfo(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafka_wire.broker.log.files import EffectQueue
 from kafka_wire.broker.partition.epoch_cache import EpochCache
-from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.testing.memory_storage import MemoryStorage
 
 
 def stored(entries: list[tuple[int, int]]) -> tuple[EpochCache, MemoryStorage, EffectQueue]:

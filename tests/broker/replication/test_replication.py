@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.partition.purgatory import PendingProduce
 from kafka_wire.broker.partition.replica import PartitionReplica
@@ -35,8 +36,8 @@ def produce_error(answer: object) -> int:
     return answer.responses[0].partition_responses[0].error_code
 
 
-def three(min_isr: int = 1) -> Network:
-    net = Network()
+def three(min_isr: int = 1, hooks: Hooks = OFF) -> Network:
+    net = Network(hooks=hooks)
     for node_id in (1, 2, 3):
         net.add(node_id, min_isr=min_isr)
     net.create((1, 2, 3))

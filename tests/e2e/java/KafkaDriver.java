@@ -3,7 +3,7 @@
 //
 //   java -cp JARS KafkaDriver BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S]
 //        [--partitions P] [--compression none|gzip|snappy|lz4|zstd] [--headers] [--value-size B]
-//        [--golden] [--group G] [--batch N]
+//        [--golden] [--group G] [--batch N] [--group-protocol classic|consumer]
 //
 // JARS are kafka-clients with lz4-java, snappy-java, zstd-jni and slf4j-api, of one of two releases:
 // 3.9.1 from pyflink/lib (the shigawire-apache-flink-libraries wheel of the `test` extra), where the
@@ -87,6 +87,7 @@ public final class KafkaDriver {
         boolean golden = false;
         String group = null;
         int batch = 50;
+        String groupProtocol = "classic";
         long deadlineNs;
 
         long remainingMs() {
@@ -117,6 +118,7 @@ public final class KafkaDriver {
                 case "--golden" -> args.golden = true;
                 case "--group" -> args.group = argv[++i];
                 case "--batch" -> args.batch = Integer.parseInt(argv[++i]);
+                case "--group-protocol" -> args.groupProtocol = argv[++i];
                 default -> positional.add(argv[i]);
             }
         }
@@ -235,8 +237,13 @@ public final class KafkaDriver {
         props.put(ConsumerConfig.GROUP_ID_CONFIG, args.groupId());
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
-        props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
+        if (args.groupProtocol.equals("consumer")) {
+            // KIP-848: the coordinator owns the session timeout and heartbeat interval.
+            props.put("group.protocol", "consumer");
+        } else {
+            props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
+            props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
+        }
         props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, String.valueOf(args.batch));
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
@@ -354,6 +361,15 @@ public final class KafkaDriver {
             consumer.subscribe(List.of(args.topic), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                    // What is kept (KIP-848 and cooperative protocols revoke only what moves).
+                    List<Integer> numbers = new ArrayList<>();
+                    for (TopicPartition tp : consumer.assignment()) {
+                        if (!partitions.contains(tp)) {
+                            numbers.add(tp.partition());
+                        }
+                    }
+                    numbers.sort(null);
+                    emit("assigned", "partitions", numbers, "t", now());
                 }
 
                 @Override

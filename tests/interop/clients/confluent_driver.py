@@ -25,16 +25,12 @@ def _config(args: Args, **extra: Any) -> dict[str, Any]:
 
 
 def _consumer_config(args: Args) -> dict[str, Any]:
-    return _config(
-        args,
-        **{
-            "group.id": args.group_id(CLIENT),
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 1000,
-        },
-    )
+    group: dict[str, Any] = {"group.id": args.group_id(CLIENT), "auto.offset.reset": "earliest"}
+    if args.group_protocol == "consumer":  # KIP-848: the coordinator owns the session timeout
+        group["group.protocol"] = "consumer"
+    else:
+        group.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+    return _config(args, **{**group, "enable.auto.commit": False})
 
 
 def metadata(args: Args) -> None:
@@ -147,11 +143,21 @@ def group(args: Args) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
 
+    incremental = args.group_protocol == "consumer"
+
     def on_assign(consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        emit("assigned", partitions=sorted(p.partition for p in partitions), t=time.monotonic())
+        # KIP-848 assignments are incremental: ``partitions`` is what was added.
+        owned = {p.partition for p in consumer.assignment()} if incremental else set()
+        emit("assigned", partitions=sorted(owned | {p.partition for p in partitions}), t=time.monotonic())
+
+    def on_revoke(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if incremental:
+            gone = {p.partition for p in partitions}
+            kept = sorted({p.partition for p in consumer.assignment()} - gone)
+            emit("assigned", partitions=kept, t=time.monotonic())
 
     consumer = Consumer(_consumer_config(args))
-    consumer.subscribe([args.topic], on_assign=on_assign)
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke)
     try:
         while not stop.is_set() and time.monotonic() < args.deadline:
             batch = consumer.consume(num_messages=args.batch, timeout=min(0.2, args.remaining_s))

@@ -22,7 +22,9 @@ give each record the headers ``i`` = i and ``client`` = the client's name, ``--v
 pad each value to B bytes (compressible text), ``--golden`` for the golden-capture workload of
 ``tools/record_captures.py`` (record i: key ``k<i>``, value ``value-<i>-`` repeated 20 times,
 header ``h`` = ``x<i>``, timestamp 1700000000000 + i, all records in one batch), and ``--group G``
-for the consumer group (default ``kw-interop-<client>-<topic>``).
+for the consumer group (default ``kw-interop-<client>-<topic>``), ``--group-protocol consumer`` for
+the KIP-848 protocol (``group.protocol``; no session timeout or heartbeat interval is set then: the
+coordinator owns them).
 
 Produced values are ``"<client>-<i>"`` (padded with ``--value-size``) with keys ``"k<i>"``. Keys,
 values and header values are printed as text (they are ASCII). The JS and Java drivers speak the
@@ -32,7 +34,7 @@ same format.
 ``--group``, and until SIGTERM (or the timeout) polls batches of at most ``--batch`` records,
 printing each batch, then commits the batch's offsets synchronously and prints the commit:
 
-    {"event": "assigned", "partitions": [...], "t": T}       (after every rebalance)
+    {"event": "assigned", "partitions": [...], "t": T}       (the whole assignment, after every change)
     {"event": "processed", "records": [[partition, offset, value], ...], "t": T}
     {"event": "committed", "offsets": [[partition, next_offset], ...], "t": T}
     {"event": "commit_failed", "offsets": [...], "message": "...", "t": T}   (batch left uncommitted)
@@ -81,6 +83,8 @@ class Args:
     group: str | None = None
     batch: int = 50
     golden: bool = False
+    #: ``group.protocol`` of ``group``: ``classic`` or ``consumer`` (KIP-848).
+    group_protocol: str = "classic"
 
     @property
     def remaining_s(self) -> float:
@@ -137,6 +141,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--value-size", type=int, default=0)
     parser.add_argument("--group", default=None)
     parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--group-protocol", default="classic", choices=("classic", "consumer"))
     parser.add_argument("--golden", action="store_true")
     ns = parser.parse_args(argv)
     steps = tuple(ns.steps.split(","))
@@ -157,6 +162,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
         group=ns.group,
         batch=ns.batch,
         golden=ns.golden,
+        group_protocol=ns.group_protocol,
     )
 
 

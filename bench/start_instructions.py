@@ -1,0 +1,91 @@
+"""Start-up cost that machine load does not move: the instructions ``kafka-wire serve`` executes
+from exec until its port accepts a connection, counted by ``valgrind --tool=callgrind``.
+
+Not a test. The serve runs in a child interpreter as the console script runs it
+(``kafka_wire.cli.main``) on an empty data directory; a thread of that process connects to the
+port until it succeeds and leaves with ``os._exit(0)``. The flavour is the environment's
+(``KAFKA_WIRE_PURE=1`` for pure Python); the ``kafka_wire`` imported is the first on ``sys.path``
+in a child started from an empty folder (``PYTHONPATH`` can put another checkout first). Bytecode
+is compiled first, as ``make run`` does.
+Wall-clock starts are in ``bench/bench_broker.py``; this count is for comparing two builds on a
+machine that is not idle.
+
+Run: ``.venv/bin/python bench/start_instructions.py`` (needs ``valgrind``; about 40 s of CPU).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_RUN_UNTIL_ACCEPTING = r"""
+import os, socket, sys, threading, time
+
+from kafka_wire.cli import main
+
+
+def leave_when_accepting(port):
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            break
+        except OSError:
+            time.sleep(0.005)
+    os._exit(0)
+
+
+threading.Thread(target=leave_when_accepting, args=(int(sys.argv[1]),), daemon=True).start()
+main(["serve", "--host", "127.0.0.1", "--port", sys.argv[1], "--data-dir", sys.argv[2]])
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def instructions(command: list[str], cwd: str) -> int:
+    """Instructions ``command`` executes under callgrind (its ``I refs`` total), run in ``cwd``."""
+    with tempfile.TemporaryDirectory(prefix="start-instructions-") as tmp:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.out", *command],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=cwd,
+        )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count from valgrind: {done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="start-instructions-run-") as run:
+        # From an empty folder: ``-c`` puts the working directory first on the child's path.
+        found = subprocess.run(
+            [sys.executable, "-c", "import kafka_wire; print(kafka_wire.__file__)"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=run,
+        )
+        package = Path(found.stdout.strip()).parent
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
+        serve = instructions(
+            [sys.executable, "-c", _RUN_UNTIL_ACCEPTING, str(free_port()), f"{run}/data"], run
+        )
+        bare = instructions([sys.executable, "-c", "pass"], run)
+    print(f"kafka_wire from {package}")
+    print(f"serve, exec until accepting: {serve:,} instructions")
+    print(f"python -c pass:              {bare:,} instructions")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""One share-partition of a KIP-932 share group: which records are in flight, who holds them and
+how often they were delivered (Kafka's ``SharePartition``), as a pure state machine.
+
+The share-partition start offset (SPSO) is the first record not yet done with; records before
+it were acknowledged or archived. From it, at most ``max_in_flight`` records are in flight
+(``group.share.partition.max.record.locks``), each with a state (:class:`RecordState`, moved only
+through :data:`RECORD_TRANSITIONS`) and a delivery count:
+
+* a share fetch **acquires** available records for a member (redeliveries first, then records
+  past the end of the in-flight window, up to the high watermark), each for
+  ``lock_duration_ms`` (``group.share.record.lock.duration.ms``), and counts a delivery;
+* the member **acknowledges** acquired records: accept (done), release (available again), reject
+  (archived: never delivered again), renew (held for another lock duration), or gap (no record
+  at that offset: archived);
+* a lock that **expires** makes its record available again;
+* a record released or expired after ``delivery_limit`` deliveries
+  (``group.share.delivery.count.limit``) is archived instead: a poison record is delivered at
+  most that many times.
+
+An acknowledgement is checked whole before anything moves (INVALID_RECORD_STATE for a record not
+acquired by the member, INVALID_REQUEST for offsets past the in-flight records), as Kafka rolls a
+refused batch back. Time comes in as ``now_ms``; :meth:`SharePartition.next_deadline_ms` says when
+a lock expires next.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final
+
+from kafka_wire.messages import ErrorCode
+from kafka_wire.protocol.machine import step
+
+#: Kafka 4.x defaults of the share-group broker properties.
+DEFAULT_LOCK_DURATION_MS: Final = 30_000
+DEFAULT_DELIVERY_LIMIT: Final = 5
+DEFAULT_MAX_IN_FLIGHT: Final = 2000
+
+
+class RecordState(enum.IntEnum):
+    """A record's state; the values are Kafka's (stored in share-group state batches)."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(enum.IntEnum):
+    """ShareFetch / ShareAcknowledge acknowledge types (RENEW: v2)."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+class RecordInput(enum.Enum):
+    ACQUIRE = "acquire"
+    ACCEPT = "accept"
+    RELEASE = "release"
+    REJECT = "reject"
+    RENEW = "renew"
+    LOCK_EXPIRED = "lock_expired"
+    #: Released or expired at the delivery limit, or a gap.
+    ARCHIVE = "archive"
+
+
+R, I = RecordState, RecordInput  # noqa: E741
+
+#: ``(state, input) -> state``. Acknowledged and archived records never move again.
+RECORD_TRANSITIONS: Final[dict[tuple[RecordState, RecordInput], RecordState]] = {
+    (R.AVAILABLE, I.ACQUIRE): R.ACQUIRED,
+    (R.AVAILABLE, I.ARCHIVE): R.ARCHIVED,
+    (R.ACQUIRED, I.ACCEPT): R.ACKNOWLEDGED,
+    (R.ACQUIRED, I.RELEASE): R.AVAILABLE,
+    (R.ACQUIRED, I.REJECT): R.ARCHIVED,
+    (R.ACQUIRED, I.RENEW): R.ACQUIRED,
+    (R.ACQUIRED, I.LOCK_EXPIRED): R.AVAILABLE,
+    (R.ACQUIRED, I.ARCHIVE): R.ARCHIVED,
+}
+
+_BY_TYPE: Final = {
+    AcknowledgeType.GAP: I.ARCHIVE,
+    AcknowledgeType.ACCEPT: I.ACCEPT,
+    AcknowledgeType.RELEASE: I.RELEASE,
+    AcknowledgeType.REJECT: I.REJECT,
+    AcknowledgeType.RENEW: I.RENEW,
+}
+
+
+@dataclass(slots=True)
+class InFlight:
+    state: RecordState = RecordState.AVAILABLE
+    delivery_count: int = 0
+    member_id: str = ""
+    #: When the acquisition lock runs out (ACQUIRED only).
+    deadline_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Acquired:
+    """Records ``first..last`` acquired, each delivered ``delivery_count`` times so far."""
+
+    first: int
+    last: int
+    delivery_count: int
+
+
+class SharePartition:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        start_offset: int,
+        *,
+        lock_duration_ms: int = DEFAULT_LOCK_DURATION_MS,
+        delivery_limit: int = DEFAULT_DELIVERY_LIMIT,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> None:
+        self.start_offset = start_offset
+        #: The next offset never fetched: the end of the in-flight window.
+        self.end_offset = start_offset
+        self.lock_duration_ms = lock_duration_ms
+        self.delivery_limit = delivery_limit
+        self.max_in_flight = max_in_flight
+        self.records: dict[int, InFlight] = {}
+
+    # -- acquiring ---------------------------------------------------------------------------------
+
+    def acquire(self, member_id: str, high_watermark: int, max_records: int, now_ms: int) -> list[Acquired]:
+        """Acquire up to ``max_records`` records for ``member_id``: available ones in the window
+        first, then new ones up to ``high_watermark`` and the in-flight limit."""
+        self.expire(now_ms)
+        taken: list[tuple[int, int]] = []
+        for offset in sorted(o for o, r in self.records.items() if r.state is RecordState.AVAILABLE):
+            if len(taken) >= max_records:
+                break
+            taken.append((offset, self._take(self.records[offset], member_id, now_ms)))
+        limit = min(high_watermark, self.start_offset + self.max_in_flight)
+        while len(taken) < max_records and self.end_offset < limit:
+            record = self.records[self.end_offset] = InFlight()
+            taken.append((self.end_offset, self._take(record, member_id, now_ms)))
+            self.end_offset += 1
+        taken.sort()
+        out: list[Acquired] = []
+        for offset, count in taken:
+            if out and out[-1].last == offset - 1 and out[-1].delivery_count == count:
+                out[-1] = Acquired(out[-1].first, offset, count)
+            else:
+                out.append(Acquired(offset, offset, count))
+        return out
+
+    def _take(self, record: InFlight, member_id: str, now_ms: int) -> int:
+        record.state = step(RECORD_TRANSITIONS, record.state, I.ACQUIRE, machine="share record")
+        record.delivery_count += 1
+        record.member_id = member_id
+        record.deadline_ms = now_ms + self.lock_duration_ms
+        return record.delivery_count
+
+    # -- acknowledging -----------------------------------------------------------------------------
+
+    def acknowledge(
+        self, member_id: str, first: int, last: int, kind: AcknowledgeType, now_ms: int
+    ) -> ErrorCode:
+        """Acknowledge ``first..last`` for ``member_id``: all of it, or nothing and the error."""
+        self.expire(now_ms)
+        if last < first or first < 0:
+            return ErrorCode.INVALID_REQUEST
+        if last >= self.end_offset:
+            return ErrorCode.INVALID_REQUEST  # past the acquired records
+        for offset in range(first, last + 1):
+            record = self.records.get(offset)  # None: before the start offset, done with
+            if record is None or record.state is not RecordState.ACQUIRED or record.member_id != member_id:
+                return ErrorCode.INVALID_RECORD_STATE
+        for offset in range(first, last + 1):
+            record = self.records[offset]
+            if kind is AcknowledgeType.RENEW:
+                record.deadline_ms = now_ms + self.lock_duration_ms
+            else:
+                self._settle(record, _BY_TYPE[kind])
+        self._advance()
+        return ErrorCode.NONE
+
+    def release_member(self, member_id: str, now_ms: int) -> None:
+        """Everything ``member_id`` holds becomes available again (it left, or its share session
+        closed), archived at the delivery limit."""
+        self.expire(now_ms)
+        for record in self.records.values():
+            if record.state is RecordState.ACQUIRED and record.member_id == member_id:
+                self._settle(record, I.RELEASE)
+        self._advance()
+
+    def _settle(self, record: InFlight, move: RecordInput) -> None:
+        if move in (I.RELEASE, I.LOCK_EXPIRED) and record.delivery_count >= self.delivery_limit:
+            move = I.ARCHIVE  # a poison record: delivered as often as allowed
+        record.state = step(RECORD_TRANSITIONS, record.state, move, machine="share record")
+        if record.state is not RecordState.ACQUIRED:
+            record.member_id = ""
+
+    def _advance(self) -> None:
+        """Move the start offset past the records done with."""
+        while (record := self.records.get(self.start_offset)) is not None and record.state in (
+            RecordState.ACKNOWLEDGED,
+            RecordState.ARCHIVED,
+        ):
+            del self.records[self.start_offset]
+            self.start_offset += 1
+
+    # -- time --------------------------------------------------------------------------------------
+
+    def next_deadline_ms(self) -> int | None:
+        deadlines = [r.deadline_ms for r in self.records.values() if r.state is RecordState.ACQUIRED]
+        return min(deadlines, default=None)
+
+    def expire(self, now_ms: int) -> list[int]:
+        """Release the records whose lock ran out by ``now_ms``; their offsets."""
+        expired = [
+            o for o, r in self.records.items() if r.state is RecordState.ACQUIRED and r.deadline_ms <= now_ms
+        ]
+        for offset in expired:
+            self._settle(self.records[offset], I.LOCK_EXPIRED)
+        if expired:
+            self._advance()
+        return expired
+
+    # -- views -------------------------------------------------------------------------------------
+
+    def state_batches(self) -> list[tuple[int, int, RecordState, int]]:
+        """The in-flight records as ``(first, last, state, delivery count)`` runs, as the share
+        coordinator stores them (acquired records stored as available: a lock does not outlive
+        the broker)."""
+        out: list[tuple[int, int, RecordState, int]] = []
+        for offset in sorted(self.records):
+            record = self.records[offset]
+            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            if out and out[-1][1] == offset - 1 and out[-1][2:] == (state, record.delivery_count):
+                out[-1] = (out[-1][0], offset, state, record.delivery_count)
+            else:
+                out.append((offset, offset, state, record.delivery_count))
+        return out
