@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
@@ -34,7 +35,7 @@ from kafka_wire.broker.txn.coordinator import TXN_API_KEYS
 from kafka_wire.broker.txn.verifier import TxnVerifier
 from kafka_wire.broker.txn_link import TxnLink
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ApiKey, InitProducerIdRequest, RequestHeader
+from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.events import Request
 
 #: The connection id the loopback's requests are answered on (no real connection has it).
@@ -49,7 +50,7 @@ def is_coordinator_request(request: Request) -> bool:
     key = request.api_key
     if key == ApiKey.INIT_PRODUCER_ID:
         body = request.body
-        return isinstance(body, InitProducerIdRequest) and body.transactional_id is not None
+        return isinstance(body, messages.InitProducerIdRequest) and body.transactional_id is not None
     return key in GROUP_APIS or key in TXN_API_KEYS
 
 
@@ -165,7 +166,7 @@ class Coordinators:
 
     def _serve(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting:
         self._correlation += 1
-        header = RequestHeader(
+        header = messages.RequestHeader(
             request_api_key=api_key,
             request_api_version=api_version,
             correlation_id=self._correlation,

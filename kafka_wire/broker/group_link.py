@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
@@ -49,7 +50,7 @@ from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.txn_offset_commits import TxnCommitGate
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ErrorCode, TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
 
 if TYPE_CHECKING:
@@ -171,7 +172,7 @@ class GroupLink:
         token = (conn_id, request.correlation_id)
         self._waiting[token] = request
         self._hosts[token] = client_host
-        if isinstance(request.body, TxnOffsetCommitRequest):
+        if isinstance(request.body, messages.TxnOffsetCommitRequest):
             admitted = self._txn_commits.admit(token, request, now_ms)
             if admitted is None:
                 return []  # verifying the transaction
@@ -358,7 +359,7 @@ class GroupLink:
                 self._log.debug("conn %d: group answer %r", token[0], effect.body)
             if request is not None:
                 body = effect.body
-                if isinstance(body, TxnOffsetCommitResponse):
+                if isinstance(body, messages.TxnOffsetCommitResponse):
                     body = self._txn_commits.merge(token, body)
                 answers.append((token[0], request, body))
         return answers

@@ -18,20 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafka_wire import messages
 from kafka_wire.broker.group.effects import client_error
 from kafka_wire.broker.group.records import partition_for_group
-from kafka_wire.broker.group.routing import txn_offset_commit_error
+from kafka_wire.broker.group.txn_errors import txn_offset_commit_error
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.txn.verifier import Operation, Verification
-from kafka_wire.messages import (
-    ErrorCode,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitRequestTopic,
-    TxnOffsetCommitResponse,
-    TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
-)
+from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
 
 Token = tuple[int, int]
@@ -50,16 +44,18 @@ class TxnCommitGate:
 
     state: BrokerState
     #: Partitions answered before the coordinator, merged into its answer, by token.
-    rejected: dict[Token, list[TxnOffsetCommitResponseTopic]] = field(default_factory=dict)
+    rejected: dict[Token, list[messages.TxnOffsetCommitResponseTopic]] = field(default_factory=dict)
     verifying: list[_Pending] = field(default_factory=list)
 
-    def admit(self, token: Token, request: Request, now_ms: int) -> Request | TxnOffsetCommitResponse | None:
+    def admit(
+        self, token: Token, request: Request, now_ms: int
+    ) -> Request | messages.TxnOffsetCommitResponse | None:
         """The request to hand to the coordinator now, an answer now, or None (verifying)."""
         body = request.body
-        assert isinstance(body, TxnOffsetCommitRequest)
+        assert isinstance(body, messages.TxnOffsetCommitRequest)
         v = request.api_version
-        kept: list[TxnOffsetCommitRequestTopic] = []
-        rejected: list[TxnOffsetCommitResponseTopic] = []
+        kept: list[messages.TxnOffsetCommitRequestTopic] = []
+        rejected: list[messages.TxnOffsetCommitResponseTopic] = []
         for topic in body.topics:
             info = self.state.topic_with_id(topic.topic_id) if v >= 6 else self.state.topic_named(topic.name)
             unknown = ErrorCode.UNKNOWN_TOPIC_ID if v >= 6 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -69,11 +65,11 @@ class TxnCommitGate:
             bad = [p for p in topic.partitions if p not in good]
             if bad:
                 rejected.append(
-                    TxnOffsetCommitResponseTopic(
+                    messages.TxnOffsetCommitResponseTopic(
                         name=topic.name,
                         topic_id=topic.topic_id,
                         partitions=[
-                            TxnOffsetCommitResponsePartition(
+                            messages.TxnOffsetCommitResponsePartition(
                                 partition_index=p.partition_index,
                                 error_code=unknown if info is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                             )
@@ -83,15 +79,17 @@ class TxnCommitGate:
                 )
             if good:
                 kept.append(
-                    TxnOffsetCommitRequestTopic(name=topic.name, topic_id=topic.topic_id, partitions=good)
+                    messages.TxnOffsetCommitRequestTopic(
+                        name=topic.name, topic_id=topic.topic_id, partitions=good
+                    )
                 )
         if not kept:
-            return TxnOffsetCommitResponse(topics=rejected)
+            return messages.TxnOffsetCommitResponse(topics=rejected)
         if rejected:
             self.rejected[token] = rejected
         filtered = Request(
             header=request.header,
-            body=TxnOffsetCommitRequest(
+            body=messages.TxnOffsetCommitRequest(
                 transactional_id=body.transactional_id,
                 group_id=body.group_id,
                 producer_id=body.producer_id,
@@ -119,8 +117,8 @@ class TxnCommitGate:
         self.verifying.append(_Pending(token, filtered, verification))
         return self._ready_or_none(self.verifying[-1], now_ms)
 
-    def poll(self, now_ms: int) -> list[tuple[Token, Request | TxnOffsetCommitResponse]]:
-        ready: list[tuple[Token, Request | TxnOffsetCommitResponse]] = []
+    def poll(self, now_ms: int) -> list[tuple[Token, Request | messages.TxnOffsetCommitResponse]]:
+        ready: list[tuple[Token, Request | messages.TxnOffsetCommitResponse]] = []
         still = []
         for pending in self.verifying:
             outcome = self._ready_or_none(pending, now_ms)
@@ -131,7 +129,9 @@ class TxnCommitGate:
         self.verifying = still
         return ready
 
-    def _ready_or_none(self, pending: _Pending, now_ms: int) -> Request | TxnOffsetCommitResponse | None:
+    def _ready_or_none(
+        self, pending: _Pending, now_ms: int
+    ) -> Request | messages.TxnOffsetCommitResponse | None:
         verifier = self.state.txn_verifier
         assert verifier is not None
         if not verifier.poll(pending.verification, now_ms):
@@ -142,13 +142,15 @@ class TxnCommitGate:
         if not errors:
             return pending.request
         body = pending.request.body
-        assert isinstance(body, TxnOffsetCommitRequest)
+        assert isinstance(body, messages.TxnOffsetCommitRequest)
         error = client_error(errors[0])
         if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS and pending.request.api_version < 2:
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE
         return txn_offset_commit_error(body, pending.request.api_version, error)
 
-    def merge(self, token: Token, answer: TxnOffsetCommitResponse) -> TxnOffsetCommitResponse:
+    def merge(
+        self, token: Token, answer: messages.TxnOffsetCommitResponse
+    ) -> messages.TxnOffsetCommitResponse:
         """The coordinator's answer with the partitions rejected before it."""
         answer.topics += self.rejected.pop(token, [])
         return answer

@@ -78,26 +78,73 @@ class Worker(threading.Thread):
             batch = [m for m in consumer.consume(20, 0.5) if m.error() is None]
             if not batch:
                 continue
+            after = (batch[-1].offset() or 0) + 1
             try:
                 producer.begin_transaction()
                 for message in batch:
                     producer.produce("ctp-out", value=b"out-" + (message.value() or b""), partition=0)
-                after = (batch[-1].offset() or 0) + 1
                 position = [TopicPartition("ctp-in", 0, after)]
                 producer.send_offsets_to_transaction(position, consumer.consumer_group_metadata(), TIMEOUT_S)
-                producer.commit_transaction(TIMEOUT_S)
+            except KafkaException as exc:  # nothing is committed: abort, then read the batch again
+                producer = self.recover(producer, exc.args[0])
+                self.rewind(consumer)
+                continue
+            if self.commit(producer):
                 self.committed = after
+            else:
+                producer = self.producer()  # fenced: the new producer aborts what was open
+                self.rewind(consumer)
+
+    def commit(self, producer: Producer) -> bool:
+        """Commit the open transaction (a commit that timed out is retried, as librdkafka asks:
+        it may have reached the coordinator, so it must not be aborted); False when it was
+        aborted or the producer fenced, and the batch must be read again."""
+        while True:
+            try:
+                producer.commit_transaction(TIMEOUT_S)
+                return True
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
+                if error.retriable():
+                    continue
+                if error.txn_requires_abort():
+                    self.abort(producer)
+                    return False
                 if error.fatal():
-                    producer = self.producer()
-                elif error.txn_requires_abort():
-                    producer.abort_transaction(TIMEOUT_S)
-                elif not error.retriable():
+                    return False
+                raise
+
+    def recover(self, producer: Producer, error: KafkaError) -> Producer:
+        """After a failure before the commit: abort (or, fenced, start a new producer)."""
+        if error.fatal():
+            return self.producer()
+        self.abort(producer)
+        return producer
+
+    def abort(self, producer: Producer) -> None:
+        while True:
+            try:
+                producer.abort_transaction(TIMEOUT_S)
+                return
+            except KafkaException as exc:
+                if not exc.args[0].retriable():
                     raise
-                [at] = consumer.committed([TopicPartition("ctp-in", 0)], TIMEOUT_S)
-                consumer.seek(TopicPartition("ctp-in", 0, max(at.offset, 0)))
-        consumer.close()
+
+    def rewind(self, consumer: Consumer) -> None:
+        """Seek back to the group's committed input offset (asked again while its coordinator
+        moves)."""
+
+        def committed() -> int | None:
+            try:
+                [at] = consumer.committed([TopicPartition("ctp-in", 0)], 5.0)
+            except KafkaException as exc:
+                if exc.args[0].retriable():
+                    return None
+                raise
+            return max(at.offset, 0)
+
+        offset = wait_until("the committed input offset", committed, TIMEOUT_S)
+        consumer.seek(TopicPartition("ctp-in", 0, offset))
 
 
 def coordinator(cluster: LocalCluster) -> int:

@@ -11,15 +11,13 @@ group, in their handlers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from kafka_wire import messages
 from kafka_wire.broker.group.model import join_error
+from kafka_wire.broker.group.txn_errors import txn_offset_commit_error
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey
-
-if TYPE_CHECKING:
-    from kafka_wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 #: The APIs whose requests name one group, in ``group_id`` (OffsetFetch does before v8).
 SINGLE_GROUP_APIS: Final = frozenset(
@@ -95,24 +93,3 @@ def refusal_answer(request: Message, api_version: int, error: int) -> Message:
             ]
         )
     raise TypeError(f"{type(request).__name__} names no single group")
-
-
-def txn_offset_commit_error(
-    request: TxnOffsetCommitRequest, api_version: int, error: int
-) -> TxnOffsetCommitResponse:
-    """Every partition carries the error (``TxnOffsetCommitRequest.getErrorResponse``)."""
-    return messages.TxnOffsetCommitResponse(
-        topics=[
-            messages.TxnOffsetCommitResponseTopic(
-                name=t.name if api_version < 6 else "",
-                topic_id=t.topic_id,
-                partitions=[
-                    messages.TxnOffsetCommitResponsePartition(
-                        partition_index=p.partition_index, error_code=error
-                    )
-                    for p in t.partitions
-                ],
-            )
-            for t in request.topics
-        ]
-    )

@@ -17,20 +17,14 @@ from __future__ import annotations
 
 import re
 
+from kafka_wire import messages
 from kafka_wire.broker.txn.runtime import TxnRuntime
 from kafka_wire.broker.txn.states import TxnState
-from kafka_wire.messages import (
-    DescribeTransactionsResponseTopicData,
-    DescribeTransactionsResponseTransactionState,
-    ErrorCode,
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-    ListTransactionsResponseTransactionState,
-)
+from kafka_wire.messages import ErrorCode
 
 
-def describe(rt: TxnRuntime, transactional_id: str) -> DescribeTransactionsResponseTransactionState:
-    state = DescribeTransactionsResponseTransactionState(transactional_id=transactional_id)
+def describe(rt: TxnRuntime, transactional_id: str) -> messages.DescribeTransactionsResponseTransactionState:
+    state = messages.DescribeTransactionsResponseTransactionState(transactional_id=transactional_id)
     if not transactional_id:
         state.error_code = ErrorCode.INVALID_REQUEST
         return state
@@ -49,15 +43,17 @@ def describe(rt: TxnRuntime, transactional_id: str) -> DescribeTransactionsRespo
         state.transaction_timeout_ms = md.timeout_ms
         state.transaction_start_time_ms = md.start_ms
         state.topics = [
-            DescribeTransactionsResponseTopicData(topic=t, partitions=p) for t, p in by_topic.items()
+            messages.DescribeTransactionsResponseTopicData(topic=t, partitions=p) for t, p in by_topic.items()
         ]
     return state
 
 
-def list_transactions(rt: TxnRuntime, request: ListTransactionsRequest) -> ListTransactionsResponse:
+def list_transactions(
+    rt: TxnRuntime, request: messages.ListTransactionsRequest
+) -> messages.ListTransactionsResponse:
     if rt.loading:
-        return ListTransactionsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-    response = ListTransactionsResponse()
+        return messages.ListTransactionsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    response = messages.ListTransactionsResponse()
     states: set[TxnState] = set()
     for name in request.state_filters:
         state = TxnState.from_name(name)
@@ -70,7 +66,7 @@ def list_transactions(rt: TxnRuntime, request: ListTransactionsRequest) -> ListT
         try:
             pattern = re.compile(request.transactional_id_pattern)
         except re.error:
-            return ListTransactionsResponse(error_code=ErrorCode.INVALID_REGULAR_EXPRESSION)
+            return messages.ListTransactionsResponse(error_code=ErrorCode.INVALID_REGULAR_EXPRESSION)
     producer_ids = set(request.producer_id_filters)
     for _, md in rt.served():
         if (
@@ -82,7 +78,7 @@ def list_transactions(rt: TxnRuntime, request: ListTransactionsRequest) -> ListT
         ):
             continue
         response.transaction_states.append(
-            ListTransactionsResponseTransactionState(
+            messages.ListTransactionsResponseTransactionState(
                 transactional_id=md.transactional_id,
                 producer_id=md.producer_id,
                 transaction_state=md.state.name_in_kafka,

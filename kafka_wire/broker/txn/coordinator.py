@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from kafka_wire import messages
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.txn.admin import describe, list_transactions
 from kafka_wire.broker.txn.config import TxnConfig
@@ -46,24 +47,7 @@ from kafka_wire.broker.txn.runtime import TXN_TIMERS, TxnRuntime
 from kafka_wire.broker.txn.states import TxnState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
-    AddPartitionsToTxnResponsePartitionResult,
-    AddPartitionsToTxnResponseResult,
-    AddPartitionsToTxnResponseTopicResult,
-    ApiKey,
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    EndTxnRequest,
-    EndTxnResponse,
-    ErrorCode,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    ListTransactionsRequest,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 
 #: The APIs the coordinator answers.
 TXN_API_KEYS = frozenset(
@@ -85,7 +69,7 @@ class _Batch:
 
     token: object
     waiting: int
-    results: list[AddPartitionsToTxnResponseResult] = field(default_factory=list)
+    results: list[messages.AddPartitionsToTxnResponseResult] = field(default_factory=list)
 
 
 class TxnCoordinator:
@@ -158,22 +142,22 @@ class TxnCoordinator:
 
     def handle(self, token: object, request: Message, api_version: int, now_ms: int) -> list[TxnEffect]:
         self._time(now_ms)
-        if isinstance(request, InitProducerIdRequest):
+        if isinstance(request, messages.InitProducerIdRequest):
             self._init_producer_id(token, request, api_version)
-        elif isinstance(request, AddPartitionsToTxnRequest):
+        elif isinstance(request, messages.AddPartitionsToTxnRequest):
             self._add_partitions(token, request, api_version)
-        elif isinstance(request, AddOffsetsToTxnRequest):
+        elif isinstance(request, messages.AddOffsetsToTxnRequest):
             self._add_offsets(token, request, api_version)
-        elif isinstance(request, EndTxnRequest):
+        elif isinstance(request, messages.EndTxnRequest):
             self._end_txn(token, request, api_version)
-        elif isinstance(request, DescribeTransactionsRequest):
+        elif isinstance(request, messages.DescribeTransactionsRequest):
             self.rt.respond(
                 token,
-                DescribeTransactionsResponse(
+                messages.DescribeTransactionsResponse(
                     transaction_states=[describe(self.rt, t) for t in request.transactional_ids]
                 ),
             )
-        elif isinstance(request, ListTransactionsRequest):
+        elif isinstance(request, messages.ListTransactionsRequest):
             self.rt.respond(token, list_transactions(self.rt, request))
         else:
             raise LocalProtocolError(f"the transaction coordinator does not answer {type(request).__name__}")
@@ -225,7 +209,9 @@ class TxnCoordinator:
 
     # -- InitProducerId --------------------------------------------------------------------------
 
-    def _init_producer_id(self, token: object, request: InitProducerIdRequest, api_version: int) -> None:
+    def _init_producer_id(
+        self, token: object, request: messages.InitProducerIdRequest, api_version: int
+    ) -> None:
         rt = self.rt
 
         def answer(error: int, transit: TxnTransit | None = None) -> None:
@@ -234,14 +220,14 @@ class TxnCoordinator:
             if transit is None or error:
                 rt.respond(
                     token,
-                    InitProducerIdResponse(
+                    messages.InitProducerIdResponse(
                         error_code=error, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH
                     ),
                 )
             else:
                 rt.respond(
                     token,
-                    InitProducerIdResponse(
+                    messages.InitProducerIdResponse(
                         producer_id=transit.producer_id, producer_epoch=transit.producer_epoch
                     ),
                 )
@@ -316,24 +302,27 @@ class TxnCoordinator:
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------------------
 
-    def _add_partitions(self, token: object, request: AddPartitionsToTxnRequest, api_version: int) -> None:
+    def _add_partitions(
+        self, token: object, request: messages.AddPartitionsToTxnRequest, api_version: int
+    ) -> None:
         if api_version >= 4:
             batch = _Batch(token, len(request.transactions))
             if not batch.waiting:
-                self.rt.respond(token, AddPartitionsToTxnResponse())
+                self.rt.respond(token, messages.AddPartitionsToTxnResponse())
             for txn in request.transactions:
                 partitions = [(t.name, p) for t in txn.topics for p in t.partitions]
 
                 def done(errors: dict[TopicPartition, int], txn_id: str = txn.transactional_id) -> None:
                     batch.results.append(
-                        AddPartitionsToTxnResponseResult(
+                        messages.AddPartitionsToTxnResponseResult(
                             transactional_id=txn_id, topic_results=_topic_results(errors)
                         )
                     )
                     batch.waiting -= 1
                     if not batch.waiting:
                         self.rt.respond(
-                            batch.token, AddPartitionsToTxnResponse(results_by_transaction=batch.results)
+                            batch.token,
+                            messages.AddPartitionsToTxnResponse(results_by_transaction=batch.results),
                         )
 
                 self._add_or_verify(
@@ -351,7 +340,8 @@ class TxnCoordinator:
 
         def answer(errors: dict[TopicPartition, int]) -> None:
             self.rt.respond(
-                token, AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(errors))
+                token,
+                messages.AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(errors)),
             )
 
         self._add_or_verify(
@@ -463,13 +453,13 @@ class TxnCoordinator:
             for tp in partitions
         }
 
-    def _add_offsets(self, token: object, request: AddOffsetsToTxnRequest, api_version: int) -> None:
+    def _add_offsets(self, token: object, request: messages.AddOffsetsToTxnRequest, api_version: int) -> None:
         partition = ("__consumer_offsets", self._offsets_partition_of(request.group_id))
 
         def finish(error: int) -> None:
             if error == ErrorCode.PRODUCER_FENCED and api_version < 2:
                 error = ErrorCode.INVALID_PRODUCER_EPOCH
-            self.rt.respond(token, AddOffsetsToTxnResponse(error_code=error))
+            self.rt.respond(token, messages.AddOffsetsToTxnResponse(error_code=error))
 
         self._add(
             request.transactional_id,
@@ -482,13 +472,15 @@ class TxnCoordinator:
 
     # -- EndTxn ----------------------------------------------------------------------------------
 
-    def _end_txn(self, token: object, request: EndTxnRequest, api_version: int) -> None:
+    def _end_txn(self, token: object, request: messages.EndTxnRequest, api_version: int) -> None:
         def reply(error: int, producer_id: int, producer_epoch: int) -> None:
             if error == ErrorCode.PRODUCER_FENCED and api_version < 2:
                 error = ErrorCode.INVALID_PRODUCER_EPOCH
             self.rt.respond(
                 token,
-                EndTxnResponse(error_code=error, producer_id=producer_id, producer_epoch=producer_epoch),
+                messages.EndTxnResponse(
+                    error_code=error, producer_id=producer_id, producer_epoch=producer_epoch
+                ),
             )
 
         version = TxnVersion.TV_2 if api_version > 4 else TxnVersion.TV_0
@@ -516,12 +508,15 @@ def _expired(error: int) -> None:
     """An expiration's outcome needs no answer (a failed one is tried again at the next round)."""
 
 
-def _topic_results(errors: dict[TopicPartition, int]) -> list[AddPartitionsToTxnResponseTopicResult]:
-    by_topic: dict[str, list[AddPartitionsToTxnResponsePartitionResult]] = {}
+def _topic_results(errors: dict[TopicPartition, int]) -> list[messages.AddPartitionsToTxnResponseTopicResult]:
+    by_topic: dict[str, list[messages.AddPartitionsToTxnResponsePartitionResult]] = {}
     for (topic, partition), error in errors.items():
         by_topic.setdefault(topic, []).append(
-            AddPartitionsToTxnResponsePartitionResult(partition_index=partition, partition_error_code=error)
+            messages.AddPartitionsToTxnResponsePartitionResult(
+                partition_index=partition, partition_error_code=error
+            )
         )
     return [
-        AddPartitionsToTxnResponseTopicResult(name=t, results_by_partition=r) for t, r in by_topic.items()
+        messages.AddPartitionsToTxnResponseTopicResult(name=t, results_by_partition=r)
+        for t, r in by_topic.items()
     ]

@@ -28,17 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.broker.txn.effects import SendMarkers
 from kafka_wire.broker.txn.metadata import TopicPartition
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ErrorCode,
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersRequestWritableTxnMarker,
-    WriteTxnMarkersRequestWritableTxnMarkerTopic,
-    WriteTxnMarkersResponse,
-)
+from kafka_wire.messages import ErrorCode
 
 #: kafka_wire's: the wait before a partition whose marker failed is sent again (Kafka retries at
 #: its sender thread's next round, after its network client's backoff).
@@ -150,14 +145,14 @@ class MarkerChannel:
             for topic, partition in sorted(parts):
                 by_topic.setdefault(topic, []).append(partition)
             markers.append(
-                WriteTxnMarkersRequestWritableTxnMarker(
+                messages.WriteTxnMarkersRequestWritableTxnMarker(
                     producer_id=m.producer_id,
                     producer_epoch=m.producer_epoch,
                     transaction_result=m.commit,
                     coordinator_epoch=m.coordinator_epoch,
                     transaction_version=m.transaction_version,
                     topics=[
-                        WriteTxnMarkersRequestWritableTxnMarkerTopic(name=t, partition_indexes=p)
+                        messages.WriteTxnMarkersRequestWritableTxnMarkerTopic(name=t, partition_indexes=p)
                         for t, p in by_topic.items()
                     ],
                 )
@@ -181,7 +176,7 @@ class MarkerChannel:
             Outbound(
                 leader,
                 cluster.inter_broker_listener,
-                WriteTxnMarkersRequest(markers=markers),
+                messages.WriteTxnMarkersRequest(markers=markers),
                 on_reply,
                 REQUEST_TIMEOUT_MS,
             )
@@ -228,7 +223,7 @@ class MarkerChannel:
 
 
 def _results(reply: Message | None) -> dict[int, dict[TopicPartition, int]] | None:
-    if not isinstance(reply, WriteTxnMarkersResponse):
+    if not isinstance(reply, messages.WriteTxnMarkersResponse):
         return None
     out: dict[int, dict[TopicPartition, int]] = {}
     for marker in reply.markers:

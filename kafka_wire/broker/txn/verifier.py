@@ -25,18 +25,13 @@ import enum
 from dataclasses import dataclass, field
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.txn.metadata import TopicPartition
 from kafka_wire.broker.txn.records import partition_for_transactional_id
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnRequestTopic,
-    AddPartitionsToTxnRequestTransaction,
-    AddPartitionsToTxnResponse,
-    ErrorCode,
-)
+from kafka_wire.messages import ErrorCode
 
 #: Kafka's ``add.partitions.to.txn.retry.backoff.ms`` and ``...retry.backoff.max.ms`` defaults.
 RETRY_BACKOFF_MS: Final = 20
@@ -153,15 +148,16 @@ class TxnVerifier:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in v.partitions:
             by_topic.setdefault(topic, []).append(partition)
-        body = AddPartitionsToTxnRequest(
+        body = messages.AddPartitionsToTxnRequest(
             transactions=[
-                AddPartitionsToTxnRequestTransaction(
+                messages.AddPartitionsToTxnRequestTransaction(
                     transactional_id=v.transactional_id,
                     producer_id=v.producer_id,
                     producer_epoch=v.producer_epoch,
                     verify_only=not v.operation.adds,
                     topics=[
-                        AddPartitionsToTxnRequestTopic(name=t, partitions=p) for t, p in by_topic.items()
+                        messages.AddPartitionsToTxnRequestTopic(name=t, partitions=p)
+                        for t, p in by_topic.items()
                     ],
                 )
             ]
@@ -183,7 +179,7 @@ class TxnVerifier:
 
 
 def _errors(v: Verification, reply: Message | None) -> dict[TopicPartition, int]:
-    if not isinstance(reply, AddPartitionsToTxnResponse):
+    if not isinstance(reply, messages.AddPartitionsToTxnResponse):
         return dict.fromkeys(v.partitions, ErrorCode.NETWORK_EXCEPTION)
     if reply.error_code:
         code = (
