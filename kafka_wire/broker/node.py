@@ -194,7 +194,11 @@ class Node:
     def _send(self, outbound: Outbound) -> None:
         if self._is_local(outbound):
             self.local.send(outbound, self._now_ms)
-        elif outbound.destination == self.config.node_id and self.loopback is not None:
+        elif (
+            outbound.destination == self.config.node_id
+            and outbound.listener not in self.settings.controller_listener_names
+            and self.loopback is not None
+        ):
             self.loopback.send(outbound, self._now_ms)  # the broker side of this very node
         else:
             self.links.send(outbound, self._now_ms)
