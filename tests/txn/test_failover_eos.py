@@ -10,6 +10,7 @@ reads every output exactly once, in input order.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -46,6 +47,10 @@ class Worker(threading.Thread):
         super().__init__(daemon=True)
         self.bootstrap = bootstrap
         self.committed = 0  # input records committed so far
+        #: The worker starts no transaction past this many input records (raised by the test, so
+        #: that each kill lands while transactions are running).
+        self.allowed = RECORDS
+        self.raised = threading.Event()
         self.failure: BaseException | None = None
         self.stop = threading.Event()
 
@@ -75,6 +80,10 @@ class Worker(threading.Thread):
         deadline = time.monotonic() + 240
         while self.committed < RECORDS and not self.stop.is_set():
             assert time.monotonic() < deadline, f"committed {self.committed} of {RECORDS}"
+            if self.committed >= self.allowed:
+                self.raised.wait(0.5)
+                self.raised.clear()
+                continue
             batch = [m for m in consumer.consume(20, 0.5) if m.error() is None]
             if not batch:
                 continue
@@ -86,6 +95,7 @@ class Worker(threading.Thread):
                 position = [TopicPartition("ctp-in", 0, after)]
                 producer.send_offsets_to_transaction(position, consumer.consumer_group_metadata(), TIMEOUT_S)
             except KafkaException as exc:  # nothing is committed: abort, then read the batch again
+                self.note("before the commit", exc.args[0])
                 producer = self.recover(producer, exc.args[0])
                 self.rewind(consumer)
                 continue
@@ -105,6 +115,7 @@ class Worker(threading.Thread):
                 return True
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
+                self.note("commit", error)
                 if error.retriable():
                     continue
                 if error.txn_requires_abort():
@@ -113,6 +124,10 @@ class Worker(threading.Thread):
                 if error.fatal():
                     return False
                 raise
+
+    def note(self, where: str, error: KafkaError) -> None:
+        """What went wrong, in the test's captured output (shown when it fails)."""
+        print(f"worker at {self.committed}: {where}: {error}", file=sys.stderr, flush=True)
 
     def recover(self, producer: Producer, error: KafkaError) -> Producer:
         """After a failure before the commit: abort (or, fenced, start a new producer)."""
@@ -127,6 +142,7 @@ class Worker(threading.Thread):
                 producer.abort_transaction(TIMEOUT_S)
                 return
             except KafkaException as exc:
+                self.note("abort", exc.args[0])
                 if not exc.args[0].retriable():
                     raise
 
@@ -182,30 +198,37 @@ def test_consume_transform_produce_exactly_once_across_kills(tmp_path: Path) -> 
             source.produce("ctp-in", value=f"v-{i}".encode(), partition=0)
         assert source.flush(TIMEOUT_S) == 0
         worker = Worker(cluster.bootstrap)
+        worker.allowed = RECORDS // 4 + 60
         worker.start()
         victims: list[Callable[[], int]] = [
             lambda: coordinator(cluster),
-            lambda: cluster.metadata("ctp-out")[0].leader,
+            lambda: cluster.wait_leader("ctp-out", 0),
         ]
         for step, victim in enumerate(victims):
-            progress(worker, (step + 1) * RECORDS // 4)
+            at = (step + 1) * RECORDS // 4
+            progress(worker, at)
             node = victim()
-            cluster.kill(node)
-            progress(worker, (step + 1) * RECORDS // 4 + 40)  # without the node
+            cluster.kill(node)  # transactions are running: the worker may go 60 records further
+            progress(worker, at + 40)  # without the node
             cluster.start(node)
+            for topic in ("ctp-in", "ctp-out", "__consumer_offsets", "__transaction_state"):
+                cluster.wait_full_isr(topic)  # back in every ISR before the next kill
+            worker.allowed = RECORDS if step == len(victims) - 1 else at + RECORDS // 4 + 60
+            worker.raised.set()
         worker.join(240)
         assert worker.failure is None, worker.failure
         assert worker.committed == RECORDS
         reader = Consumer(
             {
                 "bootstrap.servers": cluster.bootstrap,
-                "group.id": "ctp-check",
+                "group.id": "ctp",
                 "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
                 "enable.partition.eof": True,
             }
         )
-        reader.assign([TopicPartition("ctp-out", 0)])
+        [committed] = reader.committed([TopicPartition("ctp-in", 0)], TIMEOUT_S)
+        assert committed.offset == RECORDS  # the input offsets committed with the outputs
+        reader.assign([TopicPartition("ctp-out", 0, 0)])
         values: list[str] = []
         deadline = time.monotonic() + TIMEOUT_S
         while time.monotonic() < deadline:
