@@ -182,8 +182,15 @@ def coordinator(cluster: LocalCluster) -> int:
 
 
 def progress(worker: Worker, committed: int) -> None:
-    """Wait until the worker committed more than ``committed`` input records."""
-    wait_until(f"{committed} records committed", lambda: worker.committed > committed or None, 120)
+    """Wait until the worker committed more than ``committed`` input records (a worker that
+    failed fails the test at once, with its error)."""
+
+    def moved() -> bool | None:
+        if worker.failure is not None:
+            raise AssertionError(f"the worker failed at {worker.committed}: {worker.failure!r}")
+        return worker.committed > committed or None
+
+    wait_until(f"{committed} records committed", moved, 120)
 
 
 def test_consume_transform_produce_exactly_once_across_kills(tmp_path: Path) -> None:
