@@ -247,9 +247,11 @@ class BrokerServer:
             task.cancel()
         if self._timer is not None:
             self._timer.cancel()
+        # At once, not after an await: while many clients come and go, each turn of the loop can be long.
+        self._apply(self.broker.shutdown(wall_clock_ms()))  # closes every connection, flushes the logs
+        if self._timer is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer
-        self._apply(self.broker.shutdown(wall_clock_ms()))  # closes every connection, flushes the logs
         await self._storage_idle.wait()
         await asyncio.to_thread(self.worker.close)
         if self._tasks:  # writers flush what they were sent, readers see their connection end

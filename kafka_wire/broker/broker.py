@@ -322,7 +322,7 @@ class Broker:
         self._driver.take_input()
         self._clients.now_ms = now_ms
         out: list[Effect] = []
-        self._begin_call(jobs=self._pipeline.jobs_may_step)
+        self._begin_call(jobs=self._pipeline.jobs_may_step, leftovers=True)
         assert self._group is not None
         self._clients.expire(now_ms, out)
         self._clients.group_answers(self._group.tick(now_ms))
@@ -429,9 +429,10 @@ class Broker:
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def _begin_call(self, *, jobs: bool = True) -> None:
-        """A fresh work budget for this call (none with ``jobs=False``)."""
-        self._clients.muting.begin_call()
+    def _begin_call(self, *, jobs: bool = True, leftovers: bool = False) -> None:
+        """A fresh work budget for this call (none with ``jobs=False``); the connections muted
+        when an earlier call's requests were spent read on only with ``leftovers`` (a tick)."""
+        self._clients.muting.begin_call(leftovers=leftovers)
         if self._state is not None:
             self._state.begin_call()
             if not jobs:

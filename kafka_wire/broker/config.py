@@ -148,9 +148,15 @@ class BrokerConfig:
     #: KIP-848 consumer groups: ``group.consumer.session.timeout.ms``,
     #: ``group.consumer.heartbeat.interval.ms``, ``group.consumer.assignors`` (comma-separated:
     #: ``uniform``, ``range``; the first is the default), ``group.consumer.max.size`` and
-    #: ``group.consumer.migration.policy`` (see ``kafka_wire.broker.group.config``).
+    #: ``group.consumer.migration.policy`` (see ``kafka_wire.broker.group.config``); the session
+    #: timeout and the heartbeat interval lie within their ``min``/``max`` properties, and the
+    #: interval is shorter than the session timeout (Kafka's ``GroupCoordinatorConfig`` rules).
     group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
     group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_min_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
     group_consumer_assignors: str = "uniform,range"
     group_consumer_max_size: int = INT32_MAX
     group_consumer_migration_policy: str = "bidirectional"
@@ -281,7 +287,11 @@ class BrokerConfig:
             "default_replication_factor",
             "group_max_size",
             "group_consumer_session_timeout_ms",
+            "group_consumer_min_session_timeout_ms",
+            "group_consumer_max_session_timeout_ms",
             "group_consumer_heartbeat_interval_ms",
+            "group_consumer_min_heartbeat_interval_ms",
+            "group_consumer_max_heartbeat_interval_ms",
             "group_consumer_max_size",
             "offsets_retention_ms",
             "offsets_commit_timeout_ms",
@@ -311,6 +321,7 @@ class BrokerConfig:
         ):
             if getattr(self, name) < 0:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must not be negative")
+        self._check_consumer_group_bounds()
         if not 0 <= self.reconnect_backoff_ms <= self.reconnect_backoff_max_ms:
             raise BrokerConfigError("reconnect.backoff.ms", "must be between 0 and reconnect.backoff.max.ms")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
@@ -381,6 +392,38 @@ class BrokerConfig:
         except ConfigError as exc:
             source = defaults[exc.key].source if exc.key in defaults else exc.key
             raise BrokerConfigError(source, exc.reason) from None
+
+    def _check_consumer_group_bounds(self) -> None:
+        """Kafka's rules for the KIP-848 session timeout and heartbeat interval (its messages)."""
+        for value, low, high in (
+            (
+                "group_consumer_session_timeout_ms",
+                "group_consumer_min_session_timeout_ms",
+                "group_consumer_max_session_timeout_ms",
+            ),
+            (
+                "group_consumer_heartbeat_interval_ms",
+                "group_consumer_min_heartbeat_interval_ms",
+                "group_consumer_max_heartbeat_interval_ms",
+            ),
+        ):
+            if getattr(self, high) < getattr(self, low):
+                raise BrokerConfigError(
+                    _PROPERTY_OF[high], f"must be greater than or equal to {_PROPERTY_OF[low]}"
+                )
+            if getattr(self, value) < getattr(self, low):
+                raise BrokerConfigError(
+                    _PROPERTY_OF[value], f"must be greater than or equal to {_PROPERTY_OF[low]}"
+                )
+            if getattr(self, value) > getattr(self, high):
+                raise BrokerConfigError(
+                    _PROPERTY_OF[value], f"must be less than or equal to {_PROPERTY_OF[high]}"
+                )
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise BrokerConfigError(
+                _PROPERTY_OF["group_consumer_heartbeat_interval_ms"],
+                f"must be less than {_PROPERTY_OF['group_consumer_session_timeout_ms']}",
+            )
 
     def resolved_topic_defaults(self) -> dict[str, TopicDefault]:
         """Per topic config set at broker level: its value and the broker property it came from."""
@@ -461,6 +504,10 @@ _PROPERTY_OF: Final = {
     "group_max_size": "group.max.size",
     "group_consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
     "group_consumer_heartbeat_interval_ms": "group.consumer.heartbeat.interval.ms",
+    "group_consumer_min_heartbeat_interval_ms": "group.consumer.min.heartbeat.interval.ms",
+    "group_consumer_max_heartbeat_interval_ms": "group.consumer.max.heartbeat.interval.ms",
+    "group_consumer_min_session_timeout_ms": "group.consumer.min.session.timeout.ms",
+    "group_consumer_max_session_timeout_ms": "group.consumer.max.session.timeout.ms",
     "group_consumer_assignors": "group.consumer.assignors",
     "group_consumer_max_size": "group.consumer.max.size",
     "group_consumer_migration_policy": "group.consumer.migration.policy",

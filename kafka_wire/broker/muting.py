@@ -11,8 +11,8 @@ Each client connection is in one :class:`MuteState`, moved only through
 - ``ANSWERED``: its held request was answered: read on before the call ends;
 - ``QUEUE_BLOCKED``: ``queued.max.requests`` requests are held: read on, in the order they
   stopped, when there is room;
-- ``CALL_BLOCKED``: the call's :data:`REQUESTS_PER_CALL` are spent: read on at the next call (the
-  broker's next deadline is then now);
+- ``CALL_BLOCKED``: the call's :data:`REQUESTS_PER_CALL` are spent: read on at the next ``tick``
+  (the broker's next deadline is then now), not in the calls other connections' input makes;
 - ``CLOSING``: an acks=0 produce failed after earlier requests of the connection were answered in
   the same call: closed once those answers are out;
 - ``AUTHENTICATION_DELAY``: an authentication failed: answered and closed when
@@ -37,8 +37,9 @@ from kafka_wire.protocol.machine import TransitionLogger, step
 
 #: Requests decoded and handled in one engine call, over all connections. A connection with more
 #: pipelined requests than that is read no further in this call and goes on at the next ``tick``
-#: (due at once): a client that sends thousands of requests without reading an answer cannot
-#: hold the driver's loop, and so the other connections, for seconds.
+#: (due at once), whatever other calls come before it: a client that sends thousands of requests
+#: without reading an answer cannot hold the driver's loop, and so the other connections, for
+#: seconds (nor can it when other clients' connections open and close meanwhile, each a call).
 REQUESTS_PER_CALL: Final = 64
 
 
@@ -102,7 +103,7 @@ _WAITING: Final = (S.ANSWERED, S.QUEUE_BLOCKED, S.CALL_BLOCKED, S.CLOSING)
 class Muting:
     """The mute state of every client connection (see the module docstring)."""
 
-    __slots__ = ("_call_requests", "_logger", "_queued_max", "_states", "_timers", "_waiting")
+    __slots__ = ("_call_requests", "_leftovers", "_logger", "_queued_max", "_states", "_timers", "_waiting")
 
     def __init__(
         self, timers: ConnectionTimers, *, queued_max_requests: int, logger: TransitionLogger | None = None
@@ -114,6 +115,8 @@ class Muting:
         self._waiting: dict[MuteState, dict[int, None]] = {state: {} for state in _WAITING}
         #: Requests decoded in the current call, over all connections.
         self._call_requests = 0
+        #: Whether the current call reads on from the connections of ``CALL_BLOCKED`` (a tick).
+        self._leftovers = False
 
     def _move(self, conn_id: int, move: MuteInput) -> MuteState:
         """Follow the table; the state the connection was in."""
@@ -190,9 +193,11 @@ class Muting:
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def begin_call(self) -> None:
-        """A new engine call: :data:`REQUESTS_PER_CALL` more requests may be decoded."""
+    def begin_call(self, *, leftovers: bool) -> None:
+        """A new engine call: :data:`REQUESTS_PER_CALL` more requests may be decoded; with
+        ``leftovers`` (a tick), of the connections left over from earlier calls too."""
         self._call_requests = 0
+        self._leftovers = leftovers
 
     @property
     def call_blocked(self) -> bool:
@@ -201,12 +206,12 @@ class Muting:
 
     def ready(self, held: int) -> list[int]:
         """Muted connections that may read on now: the answered ones, then those waiting for room
-        in the request queue (``held``: requests held now), then those waiting for a new call, each
-        in the order they stopped."""
+        in the request queue (``held``: requests held now), then (in a tick) those left over from
+        earlier calls, each in the order they stopped."""
         ready = list(self._waiting[S.ANSWERED])
         if held < self._queued_max:
             ready += self._waiting[S.QUEUE_BLOCKED]
-        if self._call_requests < REQUESTS_PER_CALL:
+        if self._leftovers and self._call_requests < REQUESTS_PER_CALL:
             ready += self._waiting[S.CALL_BLOCKED]
         return ready
 

@@ -121,12 +121,12 @@ async def _run_until_signalled(
     collector.start()
     print(f"kafka-wire serve: {listening} (data in {data_dir})", flush=True)
     await server.stop_requested.wait()
-    await collector.stop()
-    if control is not None:
-        await control.stop()
     for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal while stopping: leave at once
         loop.add_signal_handler(sig, os._exit, 1)
+    if control is not None:
+        await control.stop()
     await server.stop()
+    await collector.stop()
     if server.failure is not None:
         print(f"kafka-wire serve: stopped: {server.failure} (in {data_dir})", file=sys.stderr, flush=True)
         return 1

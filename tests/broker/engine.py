@@ -147,6 +147,10 @@ class Engine:
     def feed(self, conn_id: int, data: bytes) -> None:
         self._apply(self.broker.receive_data(conn_id, data, self.now_ms))
 
+    def close(self, conn_id: int) -> None:
+        """The client closed the connection."""
+        self._apply(self.broker.connection_closed(conn_id, self.now_ms))
+
     def tick(self) -> None:
         """One tick at the current time."""
         self._apply(self.broker.tick(self.now_ms))

@@ -62,6 +62,21 @@ def test_properties_file_and_flags(tmp_path: Path) -> None:
         ({"log.cleaner.min.cleanable.ratio": "2"}, "log.cleaner.min.cleanable.ratio"),
         ({"min.insync.replicas": "0"}, "min.insync.replicas"),
         ({"compression.type": "brotli"}, "compression.type"),
+        # KIP-848 groups: Kafka's GroupCoordinatorConfig bounds
+        ({"group.consumer.heartbeat.interval.ms": "1000"}, "group.consumer.heartbeat.interval.ms"),
+        ({"group.consumer.heartbeat.interval.ms": "20000"}, "group.consumer.heartbeat.interval.ms"),
+        ({"group.consumer.min.heartbeat.interval.ms": "20000"}, "group.consumer.max.heartbeat.interval.ms"),
+        ({"group.consumer.session.timeout.ms": "6000"}, "group.consumer.session.timeout.ms"),
+        ({"group.consumer.max.session.timeout.ms": "30000"}, "group.consumer.max.session.timeout.ms"),
+        (
+            {
+                "group.consumer.min.session.timeout.ms": "1000",
+                "group.consumer.session.timeout.ms": "1000",
+                "group.consumer.min.heartbeat.interval.ms": "1000",
+                "group.consumer.heartbeat.interval.ms": "1000",
+            },
+            "group.consumer.heartbeat.interval.ms",
+        ),
     ],
 )
 def test_bad_values_name_their_key(props: dict[str, str], key: str) -> None:
@@ -445,6 +460,16 @@ def test_offsets_topic_and_group_properties() -> None:
         with pytest.raises(BrokerConfigError) as failure:
             BrokerConfig.from_properties({key: value})
         assert failure.value.key == key
+
+
+def test_consumer_group_intervals_within_their_bounds() -> None:
+    config = BrokerConfig.from_properties(
+        {"group.consumer.min.heartbeat.interval.ms": "500", "group.consumer.heartbeat.interval.ms": "1000"}
+    )
+    assert (config.group_consumer_heartbeat_interval_ms, config.group_consumer_session_timeout_ms) == (
+        1000,
+        45_000,
+    )
 
 
 def test_connection_limits_by_kafka_name_with_kafkas_defaults() -> None:

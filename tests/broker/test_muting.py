@@ -51,3 +51,24 @@ def test_a_call_decodes_at_most_requests_per_call_and_the_rest_follow_at_once() 
     assert 1 not in engine.paused
     pauses = [e for e in engine.log if isinstance(e, PauseReading | ResumeReading)]
     assert pauses == [PauseReading(1), ResumeReading(1)]
+
+
+def test_requests_left_over_from_a_call_go_on_at_a_tick_not_in_other_connections_calls() -> None:
+    """Each connection of another client that opens, sends and closes is three engine calls; none
+    of them reads on from a connection left over from an earlier call (else a driver serving many
+    short connections would handle 64 pipelined requests per call, seconds per loop iteration)."""
+    engine = Engine()
+    client = Client(engine, 1, negotiate=False)
+    count = REQUESTS_PER_CALL + 10
+    client.conn = ClientConnection(ClientConfig(negotiate=False, max_in_flight=count))
+    engine.feed(1, b"".join(client.conn.send(MetadataRequest(topics=[]), 12) for _ in range(count)))
+    assert len(client.responses()) == REQUESTS_PER_CALL and 1 in engine.paused
+    for conn_id in range(2, 6):
+        other = Client(engine, conn_id, negotiate=False)
+        other.conn = ClientConnection(ClientConfig(negotiate=False))
+        engine.feed(conn_id, other.conn.send(MetadataRequest(topics=[]), 12))
+        assert len(other.responses()) == 1
+        engine.close(conn_id)
+    assert client.responses() == [] and 1 in engine.paused
+    engine.tick()
+    assert len(client.responses()) == 10 and 1 not in engine.paused

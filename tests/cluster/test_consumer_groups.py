@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.cluster.conftest import ClusterFactory
+from tests.e2e.brokers import QUICK_GROUPS
 from tests.e2e.test_consumer_protocol import consume_from_committed
 from tests.e2e.test_group_rebalance import members_leave_and_rebalance
 from tests.interop.harness import Client
@@ -17,7 +18,7 @@ from tests.interop.harness import Client
 
 @pytest.mark.parametrize("client", ["confluent", "java4"])
 def test_consumer_group_on_a_cluster(cluster_factory: ClusterFactory, client: Client) -> None:
-    cluster = cluster_factory()
+    cluster = cluster_factory(QUICK_GROUPS)
     cluster.start_all()
     name = f"kip848-cluster-{client}"
     produced = members_leave_and_rebalance(cluster, client, "consumer", name=name)

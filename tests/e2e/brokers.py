@@ -35,11 +35,17 @@ STOP_TIMEOUT_S: Final = 10.0
 #: ``kafka-wire serve`` prints one line when it is ready:
 #: ``kafka-wire serve: listening on 127.0.0.1:PORT (data in DIR)``.
 SERVE_READY_MARK: Final = "listening on"
-#: The one property the session brokers of the e2e suite (Kafka 4.4 and ``kafka-wire serve``) set
-#: beyond their defaults: a group's first rebalance starts at once instead of after 3 s, as Kafka
-#: 3's example ``server.properties`` set it for development and testing. Every test of
-#: ``test_codecs.py`` reads through a new group.
-QUICK_GROUPS: Final = {"group.initial.rebalance.delay.ms": "0"}
+#: What the session brokers of the e2e suite (Kafka 4.4 and ``kafka-wire serve``) set beyond their
+#: defaults: a classic group's first rebalance starts at once instead of after 3 s, as Kafka 3's
+#: example ``server.properties`` set it for development and testing (every test of
+#: ``test_codecs.py`` reads through a new group), and KIP-848 members heartbeat every second
+#: instead of every 5 s (a member learns of an assignment change at its next heartbeat, so a
+#: rebalance takes a few heartbeats).
+QUICK_GROUPS: Final = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.min.heartbeat.interval.ms": "1000",
+    "group.consumer.heartbeat.interval.ms": "1000",
+}
 
 
 def kafka_wire_cli() -> Path:

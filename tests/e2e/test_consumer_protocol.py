@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.apache_kafka import START_TIMEOUT_S, apache_kafka
-from tests.e2e.brokers import BrokerProcess, kafka_wire
+from tests.e2e.brokers import QUICK_GROUPS, BrokerProcess, kafka_wire
 from tests.e2e.test_group_rebalance import (
     BATCH,
     Bootstrapped,
@@ -31,9 +31,13 @@ from tests.interop.harness import Client, DriverOptions, LiveDriver
 def restartable(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[BrokerProcess]:
-    """A broker of the test's own that it may restart: ``kafka-wire serve`` or Apache Kafka 4.4."""
+    """A broker of the test's own that it may restart: ``kafka-wire serve`` or Apache Kafka 4.4
+    (both with ``QUICK_GROUPS``)."""
     workdir = tmp_path_factory.mktemp(request.param)
-    broker = kafka_wire(workdir) if request.param == "kafka_wire" else apache_kafka(workdir)
+    if request.param == "kafka_wire":
+        broker: BrokerProcess = kafka_wire(workdir, settings=QUICK_GROUPS)
+    else:
+        broker = apache_kafka(workdir, overrides=QUICK_GROUPS)
     broker.start()
     try:
         yield broker
