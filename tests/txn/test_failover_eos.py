@@ -84,7 +84,11 @@ class Worker(threading.Thread):
                 self.raised.wait(0.5)
                 self.raised.clear()
                 continue
-            batch = [m for m in consumer.consume(20, 0.5) if m.error() is None]
+            polled = consumer.consume(20, 0.5)
+            failures = [e for e in (m.error() for m in polled) if e is not None]
+            if failures:
+                self.note("consume", failures[0])
+            batch = [m for m in polled if m.error() is None]
             if not batch:
                 continue
             after = (batch[-1].offset() or 0) + 1
