@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-prerequisites checks install peers lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long fuzz-long
+.PHONY: run test test-prerequisites test-compiled-prerequisites checks install peers lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long fuzz-long
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the jars of the Java client 3.9.1: pyflink/lib
@@ -84,14 +84,17 @@ run: $(STAMP) $(COMPILED_STAMP)
 # mypy over the package, tests, tools, bench and fuzz) and pytest (the whole suite on the compiled
 # flavour and, beside it, what differs between flavours on pure Python) run side by side, through
 # tools/test_flavours.py; it fails if any of them fails.
-# What the tests need is built by a sub-make with two jobs: npm's native addons and Maven's
-# download go on beside pip and the compiled flavour (about 1.5 minutes less from a fresh clone).
+# What every run needs (pip, Maven's download of Kafka, kcat) is built first by a sub-make with two
+# jobs; what only the compiled run needs (the mypyc flavour, npm's native addons) is built at the
+# start of that run (test-compiled-prerequisites), while the pure run and the checks go on beside it.
 test:
 	@$(MAKE) --no-print-directory -j2 test-prerequisites
 	$(PY) -m compileall -q kafka_wire
-	$(PY) tools/test_flavours.py --checks
+	$(PY) tools/test_flavours.py --checks --build-compiled
 
-test-prerequisites: $(STAMP) $(NODE_STAMP) $(KCAT_STAMP) $(PEERS_STAMP) $(COMPILED_STAMP)
+test-prerequisites: $(STAMP) $(KCAT_STAMP) $(PEERS_STAMP)
+
+test-compiled-prerequisites: $(NODE_STAMP) $(COMPILED_STAMP)
 
 # The static checks alone (what `make test` runs beside pytest).
 checks: $(STAMP)

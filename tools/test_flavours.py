@@ -1,9 +1,10 @@
 """Run the test suite once on the compiled flavour, and what differs between flavours on pure Python.
 
 ``make test`` calls this with ``--checks``: the static checks (:data:`CHECKS_COMMAND`) run beside
-the tests, as a third process whose failure fails the run. When the compiled extensions are built
-(``make compile``; the Makefile builds them whenever a C compiler is present), two pytest
-processes run side by side: the whole suite with the extensions (less the codec's oracle checks,
+the tests, as a third process whose failure fails the run; and with ``--build-compiled``: the
+compiled run starts by building what only it needs (:data:`BUILD_COMPILED`: the mypyc flavour when
+a C compiler is present, the Node.js peer) while the other two go on. When the compiled extensions
+are built (or, with ``--build-compiled``, will be), two pytest processes run side by side: the whole suite with the extensions (less the codec's oracle checks,
 :data:`PURE_ONLY`, and the flavour-independent tests of :data:`MOVED_TO_PURE`), and with ``KAFKA_WIRE_PURE=1`` the
 tests of what the flavours do differently (:data:`PURE_TESTS`: the codec, the records, the flavour
 checks; everything above them calls the same public API) and :data:`MOVED_TO_PURE`. Their lines are printed as
@@ -22,6 +23,7 @@ passed to every pytest run (the pure run adds them to :data:`PURE_TESTS`).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -42,11 +44,12 @@ PURE_ONLY = [
     "tests/codec/test_fuzz.py",
 ]
 #: Flavour-independent tests run in the pure process rather than the compiled one, so that the two
-#: processes take about as long: the simulator (it drives the engine through its public API), the
-#: Spark data source (its Python workers decode with the flavour they inherit), the fuzz harnesses
-#: (atheris instruments Python code only, so they are pure-flavour work anyway), the network fuzzer
-#: and ``kafka_wire.testing``'s generators.
-MOVED_TO_PURE = ["tests/sim", "tests/spark", "tests/fuzz", "tests/netfuzz", "tests/testing"]
+#: processes take about as long (the compiled one also builds its flavour first): the simulator and
+#: the engine's unit tests (they drive the engine through its public API), the Spark data source
+#: (its Python workers decode with the flavour they inherit), the fuzz harnesses (atheris
+#: instruments Python code only, so they are pure-flavour work anyway), the network fuzzer and
+#: ``kafka_wire.testing``'s generators.
+MOVED_TO_PURE = ["tests/sim", "tests/broker", "tests/spark", "tests/fuzz", "tests/netfuzz", "tests/testing"]
 #: The tests that run alone after the flavours' runs: wall-clock bounds, and the real-process
 #: clusters of tests/cluster (three brokers and their clients would share the two cores otherwise).
 ALONE = "timing or cluster"
@@ -55,6 +58,9 @@ ALONE_NOT = f"not ({ALONE})"
 #: the flavours' pytest runs, as a third process (they need one core for about a minute and a half,
 #: which the test runs leave idle while they wait on brokers and clients).
 CHECKS_COMMAND = ["make", "--no-print-directory", "-s", "checks"]
+#: ``--build-compiled``: the compiled run first builds what only it needs (the mypyc flavour, the
+#: Node.js peer), while the pure run and the static checks go on beside it.
+BUILD_COMPILED = ["make", "--no-print-directory", "-j2", "test-compiled-prerequisites"]
 #: pytest's exit status when no test was selected.
 NOTHING_SELECTED = 5
 
@@ -71,47 +77,61 @@ def _pump(name: str, stream: subprocess.Popen[str], lock: threading.Lock) -> Non
             sys.stdout.flush()
 
 
-def _run(commands: dict[str, list[str]], lock: threading.Lock) -> dict[str, int]:
-    """Run each named command at the same time, ``pure`` with ``KAFKA_WIRE_PURE=1``; their exit codes."""
-    runs: dict[str, subprocess.Popen[str]] = {}
-    pumps = []
-    for name, command in commands.items():
-        env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=name)
-        env.pop("KAFKA_WIRE_PURE", None)
-        if name == "pure":
-            env["KAFKA_WIRE_PURE"] = "1"
-        runs[name] = subprocess.Popen(
+def _lane(name: str, commands: list[list[str]], lock: threading.Lock, codes: dict[str, int]) -> None:
+    """Run ``commands`` one after the other (``pure`` with ``KAFKA_WIRE_PURE=1``) until one fails;
+    the exit code of the last one run goes into ``codes``."""
+    env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=name)
+    env.pop("KAFKA_WIRE_PURE", None)
+    if name == "pure":
+        env["KAFKA_WIRE_PURE"] = "1"
+    for command in commands:
+        run = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        pump = threading.Thread(target=_pump, args=(name, runs[name], lock), daemon=True)
-        pump.start()
-        pumps.append(pump)
-    codes = {name: run.wait() for name, run in runs.items()}
-    for pump in pumps:
-        pump.join()
-    return codes
+        _pump(name, run, lock)
+        codes[name] = run.wait()
+        if codes[name] != 0:
+            return
+
+
+def _run(lanes: dict[str, list[list[str]]], lock: threading.Lock) -> dict[str, int]:
+    """Run the lanes at the same time, each its commands in order; their exit codes."""
+    codes: dict[str, int] = {}
+    threads = [
+        threading.Thread(target=_lane, args=(name, commands, lock, codes)) for name, commands in lanes.items()
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {name: codes[name] for name in lanes}
+
+
+def c_compiler() -> bool:
+    return shutil.which(os.environ.get("CC") or "cc") is not None
 
 
 def main(argv: list[str]) -> int:
     lock = threading.Lock()
     started = time.monotonic()
     checks = "--checks" in argv
-    argv = [arg for arg in argv if arg != "--checks"]
-    if compiled_extensions():
+    build = [BUILD_COMPILED] if "--build-compiled" in argv else []
+    argv = [arg for arg in argv if arg not in ("--checks", "--build-compiled")]
+    if c_compiler() if build else compiled_extensions():
         first = "compiled"
         ignored = [f"--ignore={path}" for path in PURE_ONLY + MOVED_TO_PURE]
-        runs = {
-            "compiled": [*PYTEST, "-m", ALONE_NOT, *ignored, *argv],
-            "pure": [*PYTEST, "-m", ALONE_NOT, *PURE_TESTS, *MOVED_TO_PURE, *argv],
+        lanes = {
+            "compiled": [*build, [*PYTEST, "-m", ALONE_NOT, *ignored, *argv]],
+            "pure": [[*PYTEST, "-m", ALONE_NOT, *PURE_TESTS, *MOVED_TO_PURE, *argv]],
         }
     else:
         print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
         first = "pure"
-        runs = {"pure": [*PYTEST, "-m", ALONE_NOT, *argv]}
+        lanes = {"pure": [*build, [*PYTEST, "-m", ALONE_NOT, *argv]]}
     if checks:
-        runs["checks"] = CHECKS_COMMAND
-    codes = _run(runs, lock)
-    alone = _run({first: [*PYTEST, "-m", ALONE, *argv]}, lock)
+        lanes["checks"] = [CHECKS_COMMAND]
+    codes = _run(lanes, lock)
+    alone = _run({first: [[*PYTEST, "-m", ALONE, *argv]]}, lock)
     codes[f"{first}, timing and cluster tests alone"] = alone[first]
     if any(code != NOTHING_SELECTED for code in codes.values()):  # argv may choose tests of one kind only
         codes = {run: 0 if code == NOTHING_SELECTED else code for run, code in codes.items()}

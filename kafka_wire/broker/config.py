@@ -395,18 +395,8 @@ class BrokerConfig:
 
     def _check_consumer_group_bounds(self) -> None:
         """Kafka's rules for the KIP-848 session timeout and heartbeat interval (its messages)."""
-        for value, low, high in (
-            (
-                "group_consumer_session_timeout_ms",
-                "group_consumer_min_session_timeout_ms",
-                "group_consumer_max_session_timeout_ms",
-            ),
-            (
-                "group_consumer_heartbeat_interval_ms",
-                "group_consumer_min_heartbeat_interval_ms",
-                "group_consumer_max_heartbeat_interval_ms",
-            ),
-        ):
+        for what in ("session_timeout_ms", "heartbeat_interval_ms"):
+            value, low, high = (f"group_consumer_{bound}{what}" for bound in ("", "min_", "max_"))
             if getattr(self, high) < getattr(self, low):
                 raise BrokerConfigError(
                     _PROPERTY_OF[high], f"must be greater than or equal to {_PROPERTY_OF[low]}"

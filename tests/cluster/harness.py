@@ -93,8 +93,12 @@ FAST_FAILOVER: Final[Mapping[str, str]] = {
 
 METADATA_VERSION: Final = 12
 #: CreateTopics errors that a retry may cure (no active controller known yet, a forwarded request
-#: that timed out).
-CREATE_RETRIABLE: Final = frozenset({ErrorCode.NOT_CONTROLLER, ErrorCode.REQUEST_TIMED_OUT})
+#: that timed out, and too few unfenced brokers for the replication factor: a broker whose session
+#: ran out while the controllers failed over is fenced until its next heartbeat reaches the new
+#: active controller, and Kafka's controller answers INVALID_REPLICATION_FACTOR meanwhile too).
+CREATE_RETRIABLE: Final = frozenset(
+    {ErrorCode.NOT_CONTROLLER, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.INVALID_REPLICATION_FACTOR}
+)
 PRODUCE_VERSION: Final = 9
 FETCH_VERSION: Final = 12
 
