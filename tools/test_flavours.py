@@ -44,12 +44,12 @@ PURE_ONLY = [
     "tests/codec/test_fuzz.py",
 ]
 #: Flavour-independent tests run in the pure process rather than the compiled one, so that the two
-#: processes take about as long (the compiled one also builds its flavour first): the simulator and
-#: the engine's unit tests (they drive the engine through its public API), the Spark data source
-#: (its Python workers decode with the flavour they inherit), the fuzz harnesses (atheris
-#: instruments Python code only, so they are pure-flavour work anyway), the network fuzzer and
-#: ``kafka_wire.testing``'s generators.
-MOVED_TO_PURE = ["tests/sim", "tests/broker", "tests/spark", "tests/fuzz", "tests/netfuzz", "tests/testing"]
+#: processes take about as long (the compiled one also builds its flavour first): the engine's unit
+#: tests (they drive the engine through its public API), the transactions of real clients (their
+#: brokers and clusters run the flavour they inherit), the Spark data source (its Python workers
+#: decode with the flavour they inherit), the fuzz harnesses (atheris instruments Python code only,
+#: so they are pure-flavour work anyway), the network fuzzer and ``kafka_wire.testing``'s generators.
+MOVED_TO_PURE = ["tests/broker", "tests/txn", "tests/spark", "tests/fuzz", "tests/netfuzz", "tests/testing"]
 #: The tests that run alone after the flavours' runs: wall-clock bounds, and the real-process
 #: clusters of tests/cluster (three brokers and their clients would share the two cores otherwise).
 ALONE = "timing or cluster"
