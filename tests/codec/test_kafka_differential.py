@@ -58,11 +58,14 @@ from kafka_wire.testing.strategies import messages
 from tests.interop.harness import java_command, peer_jars, stop_process_group
 
 ORACLE_SOURCE: Final = Path(__file__).resolve().parent / "java" / "MessageOracle.java"
-#: kafka-clients 4.4.0, kafka-metadata (the ``__cluster_metadata`` records) and the Jackson the
-#: JsonConverters are written against.
+#: kafka-clients 4.4.0, kafka-metadata (the ``__cluster_metadata`` records), kafka-storage and
+#: kafka-transaction-coordinator (:data:`STORED_PACKAGES`) and the Jackson the JsonConverters are
+#: written against.
 ORACLE_ARTIFACTS: Final = (
     "kafka-clients",
     "kafka-metadata",
+    "kafka-storage",
+    "kafka-transaction-coordinator",
     "jackson-core",
     "jackson-databind",
     "jackson-annotations",
@@ -71,7 +74,7 @@ ORACLE_ARTIFACTS: Final = (
 #: example count (12), as many as the round-trip tests draw.
 RANDOM_EXAMPLES: Final = settings().max_examples
 #: Hypothesis messages, each of a pair drawn from all of them: Hypothesis draws nested messages at
-#: about 20 ms each on two cores, so one for each of the 666 pairs would take this module past its
+#: about 20 ms each on two cores, so one for each of the 670 pairs would take this module past its
 #: minute; the random messages above cover every pair.
 HYPOTHESIS_EXAMPLES: Final = settings().max_examples * 10
 #: How long the oracle may take to exit once its output has ended.
@@ -210,11 +213,20 @@ def _strip(msg: Struct, version: int) -> None:
 # Which classes pair up
 
 
+#: The stored schemas generated outside kafka-clients and kafka-metadata: the producer state
+#: snapshot (kafka-storage) and the ``__transaction_state`` key and value
+#: (kafka-transaction-coordinator), by their Kafka packages.
+STORED_PACKAGES: Final = {
+    "ProducerSnapshot": "org.apache.kafka.server.log.remote.metadata.storage.generated",
+    "TransactionLogKey": "org.apache.kafka.coordinator.transaction.generated",
+    "TransactionLogValue": "org.apache.kafka.coordinator.transaction.generated",
+}
 #: Kafka's class for each of our data messages: the ``__cluster_metadata`` records are in
-#: kafka-metadata's package, the rest (ConsumerProtocol structures, control and KRaft records,
-#: AbortedTxn of the transaction index) in kafka-clients'.
+#: kafka-metadata's package, the stored schemas in :data:`STORED_PACKAGES`, the rest
+#: (ConsumerProtocol structures, control and KRaft records, AbortedTxn of the transaction index)
+#: in kafka-clients'.
 JAVA_DATA_CLASSES: Final = {
-    cls.__name__: f"org.apache.kafka.common.{'metadata' if cls.KIND == 'metadata' else 'message'}.{cls.__name__}"
+    cls.__name__: f"{STORED_PACKAGES.get(cls.__name__) or 'org.apache.kafka.common.' + ('metadata' if cls.KIND == 'metadata' else 'message')}.{cls.__name__}"
     for cls in DATA
 }
 
@@ -330,7 +342,7 @@ def test_coverage(kafka_defines: dict[str, Any]) -> None:
     assert {pair: why for pair, why in NOT_IN_KAFKA_44.items() if pair in theirs} == {}
     assert sorted(set(OURS) - theirs - set(NOT_IN_KAFKA_44), key=str) == []
     assert {(kind, api, version) for kind, api, version, _ in (c.values for c in CASES)} == theirs
-    assert len(CASES) == 666
+    assert len(CASES) == 670
     # The versions 4.4 marks unstable (its classes read and write them all the same).
     unstable = {
         (api["name"], v)
