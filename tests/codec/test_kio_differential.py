@@ -207,8 +207,12 @@ KIO_LACKS: dict[str, tuple[int, ...]] = {
     # kio models request header v1-2 only, and AbortedTxn only inside FetchResponse.
     "RequestHeader": (0,),
     "AbortedTxn": (0,),
-    # kio has no __cluster_metadata records (schemas/metadata/).
+    # kio has no __cluster_metadata records (schemas/metadata/), nor the stored schemas of the
+    # producer state snapshot and __transaction_state (schemas/stored/).
     **{cls.__name__: cls.VERSIONS for cls in DATA if cls.KIND == "metadata"},
+    "ProducerSnapshot": (1,),
+    "TransactionLogKey": (0,),
+    "TransactionLogValue": (0, 1),
 }
 
 
