@@ -4,20 +4,23 @@
 the tests, as a third process whose failure fails the run; and with ``--build-compiled``: the
 compiled run starts by building what only it needs (:data:`BUILD_COMPILED`: the mypyc flavour when
 a C compiler is present, the Node.js peer) while the other two go on. When the compiled extensions
-are built (or, with ``--build-compiled``, will be), two pytest processes run side by side: the whole suite with the extensions (less the codec's oracle checks,
-:data:`PURE_ONLY`, and the flavour-independent tests of :data:`MOVED_TO_PURE`), and with ``KAFKA_WIRE_PURE=1`` the
-tests of what the flavours do differently (:data:`PURE_TESTS`: the codec, the records, the flavour
-checks; everything above them calls the same public API) and :data:`MOVED_TO_PURE`. Their lines are printed as
-they come, each prefixed with its flavour, and the exit status is non-zero if either fails.
-``KAFKA_WIRE_EXPECT_FLAVOUR`` tells ``tests/test_flavour.py`` which flavour each run must find, so
-a build that silently fell back to pure Python fails the compiled run. Without the extensions
-the whole suite runs once on pure Python, and the script says so.
+are built (or, with ``--build-compiled``, will be), two pytest processes run side by side: the
+whole suite with the extensions (less the codec's oracle checks, :data:`PURE_ONLY`, and the
+flavour-independent tests of :data:`MOVED_TO_PURE`), and with ``KAFKA_WIRE_PURE=1`` the tests of
+what the flavours do differently (:data:`PURE_TESTS`: the codec, the records, the flavour checks;
+everything above them calls the same public API) and :data:`MOVED_TO_PURE`. Their lines are
+printed as they come, each prefixed with its flavour, and the exit status is non-zero if either
+fails. ``KAFKA_WIRE_EXPECT_FLAVOUR`` tells ``tests/test_flavour.py`` which flavour each run must
+find, so a build that silently fell back to pure Python fails the compiled run. Without the
+extensions (or the C compiler to build them) the whole suite runs once on pure Python, and the
+script says so.
 
 Tests marked ``timing`` assert wall-clock bounds (another client's latency while a heavy request
 runs, how fast SIGTERM stops the broker), and tests marked ``cluster`` start clusters of broker
 processes (tests/cluster): they are left out of those runs and run afterwards on their own, once,
-against the compiled flavour when it is built (else the pure one), so that the other run's Spark jobs and brokers do not share the two cores with them. Extra arguments are
-passed to every pytest run (the pure run adds them to :data:`PURE_TESTS`).
+against the compiled flavour when it is built (else the pure one), so that the other run's Spark
+jobs and brokers do not share the two cores with them. Extra arguments are passed to every pytest
+run (the pure run adds them to :data:`PURE_TESTS`).
 """
 
 from __future__ import annotations

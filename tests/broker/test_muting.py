@@ -34,12 +34,17 @@ def test_the_muting_table() -> None:
     assert all(t is s for (s, _), t in MUTE_TRANSITIONS.items() if s in final)
 
 
-def test_a_call_decodes_at_most_requests_per_call_and_the_rest_follow_at_once() -> None:
-    engine = Engine()
+def _pipelining(engine: Engine, count: int) -> Client:
+    """Connection 1 of ``engine``: a client that sent ``count`` Metadata requests in one go."""
     client = Client(engine, 1, negotiate=False)
-    count = 2 * REQUESTS_PER_CALL + 10
     client.conn = ClientConnection(ClientConfig(negotiate=False, max_in_flight=count))
     engine.feed(1, b"".join(client.conn.send(MetadataRequest(topics=[]), 12) for _ in range(count)))
+    return client
+
+
+def test_a_call_decodes_at_most_requests_per_call_and_the_rest_follow_at_once() -> None:
+    engine = Engine()
+    client = _pipelining(engine, 2 * REQUESTS_PER_CALL + 10)
     assert len(client.responses()) == REQUESTS_PER_CALL
     assert 1 in engine.paused
     assert engine.broker.next_deadline_ms() == engine.now_ms  # the rest are due at once
@@ -58,10 +63,7 @@ def test_requests_left_over_from_a_call_go_on_at_a_tick_not_in_other_connections
     of them reads on from a connection left over from an earlier call (else a driver serving many
     short connections would handle 64 pipelined requests per call, seconds per loop iteration)."""
     engine = Engine()
-    client = Client(engine, 1, negotiate=False)
-    count = REQUESTS_PER_CALL + 10
-    client.conn = ClientConnection(ClientConfig(negotiate=False, max_in_flight=count))
-    engine.feed(1, b"".join(client.conn.send(MetadataRequest(topics=[]), 12) for _ in range(count)))
+    client = _pipelining(engine, REQUESTS_PER_CALL + 10)
     assert len(client.responses()) == REQUESTS_PER_CALL and 1 in engine.paused
     for conn_id in range(2, 6):
         other = Client(engine, conn_id, negotiate=False)
