@@ -170,8 +170,11 @@ class VerifyingProduce:
     def poll(self, now_ms: int) -> ProduceResponse | None:
         if self._then is None:
             if not self._verifier.poll(self._verification, now_ms):
+                # Asking again later, or waiting for the coordinator's answer (which comes, if
+                # only as a timeout, within the verifier's request timeout of being sent): a
+                # deadline already passed would have the broker tick again at once, forever.
                 v = self._verification
-                self.deadline_ms = v.retry_at_ms if v.retry_at_ms is not None else self.deadline_ms
+                self.deadline_ms = v.retry_at_ms if v.retry_at_ms is not None else now_ms + REQUEST_TIMEOUT_MS
                 return None
             verdicts: dict[tuple[str, int], Verdict] = {}
             for key, (guard, _, _) in self._guards.items():
