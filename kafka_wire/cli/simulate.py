@@ -55,6 +55,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--topics", type=int, default=3, help="the workload's topics (default 3)")
     parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (default 3)")
     parser.add_argument("--rf", type=int, help="replication factor (default 3, or the nodes when fewer)")
+    parser.add_argument(
+        "--workload",
+        choices=("default", "txn"),
+        default="default",
+        help="the clients: default (producers, consumers, groups) or txn (transactional producers, read_committed consumer)",
+    )
     parser.add_argument("--bug", action="append", default=[], metavar="NAME", help="plant a bug (repeatable)")
     parser.add_argument("--list-bugs", action="store_true", help="list the planted bugs and exit")
     parser.add_argument(
@@ -114,7 +120,7 @@ def options_of(args: argparse.Namespace, seed: int) -> SimOptions:
     """The options of one seed: the command's, and the workload :func:`workload` wires."""
     from kafka_wire.sim.run import SimOptions
 
-    clients, checker = workload()
+    clients, checker = workload(args.workload)
     return SimOptions(
         seed=seed,
         events=args.events,
@@ -128,24 +134,37 @@ def options_of(args: argparse.Namespace, seed: int) -> SimOptions:
         trace=args.trace and args.seed is not None,
         clients=clients,
         checker=checker,
+        settings=workload_settings(args.workload),
     )
 
 
-def workload() -> tuple[ClientFactory | None, CheckerFactory | None]:
-    """The clients and checker factories every run uses: the default workload
-    (``kafka_wire.sim.clients.workload``) and the invariant checker."""
+def workload(name: str = "default") -> tuple[ClientFactory | None, CheckerFactory | None]:
+    """The clients and checker factories a run uses: the default workload or the transactional
+    one (``kafka_wire.sim.clients.workload``) and the invariant checker."""
     from kafka_wire.sim.checker import Checker
     from kafka_wire.sim.clients.workload import clients_for
 
-    return (lambda world: clients_for(world, replication_factor=world.replication_factor)), (
-        lambda world: Checker()
-    )
+    transactional = name == "txn"
+    return (
+        lambda world: clients_for(
+            world, replication_factor=world.replication_factor, transactional=transactional
+        )
+    ), (lambda world: Checker())
+
+
+def workload_settings(name: str) -> tuple[tuple[str, str], ...]:
+    """The broker properties the workload ``name`` needs."""
+    from kafka_wire.sim.clients.workload import TXN_SETTINGS
+
+    return tuple(sorted(TXN_SETTINGS.items())) if name == "txn" else ()
 
 
 def replay_command(args: argparse.Namespace, seed: int, faults: Sequence[int] | None = None) -> str:
     parts = ["kafka-wire simulate", f"--seed {seed}", f"--events {args.events}", f"--nodes {args.nodes}"]
     if (args.topics, args.partitions, args.rf) != (3, 3, min(3, args.nodes)):
         parts.append(f"--topics {args.topics} --partitions {args.partitions} --rf {args.rf}")
+    if args.workload != "default":
+        parts.append(f"--workload {args.workload}")
     parts += [f"--bug {b}" for b in args.bug]
     if args.no_faults:
         parts.append("--no-faults")

@@ -25,6 +25,10 @@ class OpKind(enum.Enum):
     POLL = "poll"  # records: ((offset, value), ...) returned for (topic, partition)
     COMMIT = "commit"  # group offset commit: offset is the committed position
     ASSIGN = "assign"  # a group member's assignment: records unused, value lists "t:p,..."
+    #: A transaction's end: invoke when its EndTxn is first sent (value "commit" or "abort");
+    #: ok with the outcome in value ("commit" / "abort"); fail when it cannot have committed
+    #: (fenced, abandoned before a commit was asked for); info when unknown. ``txn`` names it.
+    TXN = "txn"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +54,18 @@ class Op:
     error: str = ""  # FAIL / INFO: the error's name
     #: COMMIT ok or info: when its OffsetCommit was sent.
     invoked_ms: int = -1
+    #: SEND and TXN ops of a transactional producer: the transaction ("<process>.<n>").
+    txn: str = ""
+    #: POLL: the consumer reads at read_committed.
+    read_committed: bool = False
 
     def line(self) -> str:
         """One deterministic line for the trace."""
         parts = [f"{self.time_ms}", self.process, self.type.value, self.kind.value]
         if self.topic:
             parts.append(f"{self.topic}-{self.partition}")
+        if self.txn:
+            parts.append(f"txn={self.txn}")
         if self.value:
             parts.append(self.value)
         if self.offset >= 0:

@@ -59,6 +59,8 @@ class SimOptions:
     buggify_enable: float = 0.25
     buggify_fire: float = 0.05
     liveness_deadline_ms: int = LIVENESS_DEADLINE_MS
+    #: Broker properties every node gets beyond the simulator's own (a workload's needs).
+    settings: tuple[tuple[str, str], ...] = ()
     #: The workload (None: none, just the nodes) and the checker (None: none).
     clients: ClientFactory | None = None
     checker: CheckerFactory | None = None
@@ -121,6 +123,7 @@ class _Run:
                 rf=options.rf,
                 unclean=options.unclean,
                 trace=options.trace,
+                settings=dict(options.settings),
             ),
             hooks,
         )

@@ -82,6 +82,8 @@ class ClientBase:
         self.bootstrap = list(bootstrap)
         self.topics = list(topics)
         self.io: ClientIO | None = None
+        #: API key -> the highest version this client speaks (a subclass may lower some).
+        self.version_caps: dict[int, int] = dict(VERSION_CAPS)
         self.now_ms = 0
         self.quiescing = False
         #: node id -> address, from the last Metadata response.
@@ -254,7 +256,7 @@ class ClientBase:
             while c.ready and c.queued:
                 message, handler, timeout_ms = c.queued.pop(0)
                 version = connection.version_for(message.API_KEY or 0)
-                cap = VERSION_CAPS.get(message.API_KEY or 0)
+                cap = self.version_caps.get(message.API_KEY or 0)
                 if cap is not None and version > cap:
                     version = cap
                 if handler is not None:

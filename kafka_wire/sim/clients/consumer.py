@@ -2,9 +2,10 @@
 
 :class:`Fetcher` keeps a position per partition it reads (a :class:`kafka_wire.client.RangeRead`
 open-ended at the top) and keeps one Fetch in flight per leader, holding every partition that
-node leads (read_uncommitted, no fetch session, the leader epoch from the metadata so that a
-stale leader answers FENCED_LEADER_EPOCH). Each partition's records in a response are one ``poll``
-op. Leadership errors and lost connections refresh the metadata and retry after a backoff;
+node leads (no fetch session, the leader epoch from the metadata so that a stale leader answers
+FENCED_LEADER_EPOCH), at read_uncommitted or, when asked, read_committed (the ``RangeRead`` then
+drops the batches of aborted transactions). Each partition's records in a response are one
+``poll`` op. Leadership errors and lost connections refresh the metadata and retry after a backoff;
 ``OFFSET_OUT_OF_RANGE`` is an ``info`` poll op and a reset to the log's start.
 
 :class:`AssignConsumer` reads every partition of its topics from offset 0.
@@ -61,9 +62,18 @@ class Fetcher(ClientBase):
     """Positions and fetching, shared by both consumers."""
 
     def __init__(
-        self, name: str, history: History, rng: random.Random, bootstrap: list[Address], topics: list[str]
+        self,
+        name: str,
+        history: History,
+        rng: random.Random,
+        bootstrap: list[Address],
+        topics: list[str],
+        *,
+        read_committed: bool = False,
     ) -> None:
         super().__init__(name, history, rng, bootstrap, topics)
+        #: Fetch at read_committed: up to the last stable offset, aborted transactions skipped.
+        self.read_committed = read_committed
         self.reads: dict[tuple[str, int], RangeRead] = {}
         self.retry_at_ms: dict[tuple[str, int], int] = {}
         #: Addresses with a Fetch in flight.
@@ -72,7 +82,7 @@ class Fetcher(ClientBase):
         self.generation = -1
 
     def read_from(self, key: tuple[str, int], offset: int) -> None:
-        self.reads[key] = RangeRead(TopicPartition(*key), offset, _NO_END)
+        self.reads[key] = RangeRead(TopicPartition(*key), offset, _NO_END, read_committed=self.read_committed)
 
     def pump(self, now_ms: int) -> None:
         super().pump(now_ms)
@@ -109,7 +119,7 @@ class Fetcher(ClientBase):
             max_wait_ms=FETCH_MAX_WAIT_MS,
             min_bytes=1,
             max_bytes=50 * PARTITION_MAX_BYTES,
-            isolation_level=0,
+            isolation_level=1 if self.read_committed else 0,
             session_id=0,
             session_epoch=-1,
             topics=[FetchRequestTopic(topic=t, partitions=ps) for t, ps in topics.items()],
@@ -190,6 +200,7 @@ class Fetcher(ClientBase):
             group=self.group,
             generation=self.generation,
             error=error,
+            read_committed=self.read_committed,
         )
 
 

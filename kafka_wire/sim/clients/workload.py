@@ -1,16 +1,18 @@
-"""The simulator's default workload: which clients run, on which topics, at what rates."""
+"""The simulator's workloads: which clients run, on which topics, at what rates (the default one
+and the transactional one)."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
 from kafka_wire.sim.clients.consumer import AssignConsumer
 from kafka_wire.sim.clients.consumer_member import ConsumerProtocolMember
 from kafka_wire.sim.clients.group import GroupMember
 from kafka_wire.sim.clients.producer import Producer
+from kafka_wire.sim.clients.txn_producer import TxnProducer
 
 if TYPE_CHECKING:
     from kafka_wire.sim.contracts import SimClient, WorldView
@@ -121,8 +123,49 @@ def default_clients(workload: Workload, history: History, rng: random.Random) ->
     return clients
 
 
-def clients_for(world: WorldView, *, replication_factor: int | None = None) -> list[SimClient]:
-    """:func:`default_clients` for ``world``: its nodes, topics and unclean-election setting, its
+#: Broker settings of the transactional workload: few ``__transaction_state`` partitions (each is
+#: replicated like any other), and timed-out transactions looked for every second.
+TXN_SETTINGS: Final[dict[str, str]] = {
+    "transaction.state.log.num.partitions": "3",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+}
+
+
+def txn_clients(workload: Workload, history: History, rng: random.Random) -> list[SimClient]:
+    """The transactional workload: one admin, an idempotent acks=all producer (plain records
+    among the transactions), two transactional producers of transaction version 2 and one of
+    version 1, a consumer by assignment at read_uncommitted and one at read_committed, over every
+    topic. Each client draws from its own generator, seeded from ``rng`` in this order."""
+    bootstrap = workload.bootstrap()
+    names = [name for name, _ in workload.topics]
+
+    def child() -> random.Random:
+        return random.Random(rng.getrandbits(64))
+
+    return [
+        AdminClient("admin", history, child(), bootstrap, workload.specs()),
+        Producer(
+            "producer-idem",
+            history,
+            child(),
+            bootstrap,
+            names,
+            acks=-1,
+            idempotent=True,
+            interval_ms=workload.producer_interval_ms * 2,
+        ),
+        TxnProducer("txn-a", history, child(), bootstrap, names, version=2),
+        TxnProducer("txn-b", history, child(), bootstrap, names, version=2),
+        TxnProducer("txn-c", history, child(), bootstrap, names, version=1),
+        AssignConsumer("consumer", history, child(), bootstrap, names),
+        AssignConsumer("consumer-rc", history, child(), bootstrap, names, read_committed=True),
+    ]
+
+
+def clients_for(
+    world: WorldView, *, replication_factor: int | None = None, transactional: bool = False
+) -> list[SimClient]:
+    """:func:`default_clients` (or :func:`txn_clients`) for ``world``: its nodes, topics and unclean-election setting, its
     history, generators seeded from ``world.rng`` (drawn here, once). The replication factor
     defaults to the node count, at most 3."""
     nodes = len(world.nodes())
@@ -132,4 +175,5 @@ def clients_for(world: WorldView, *, replication_factor: int | None = None) -> l
         replication_factor=replication_factor or min(3, nodes),
         unclean_leader_election=world.unclean_elections(),
     )
-    return default_clients(workload, world.history, world.rng)
+    build = txn_clients if transactional else default_clients
+    return build(workload, world.history, world.rng)
