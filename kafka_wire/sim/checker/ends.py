@@ -21,6 +21,8 @@ Anomalies:
 - ``divergent-replicas``: a follower's log differs from the final leader's, batch by batch, up to
   the follower's log end offset.
 
+The read_committed consumers' anomalies are :mod:`kafka_wire.sim.checker.txns`'s.
+
 acks=0/1 sends that are lost, and anything on a partition that had an unclean election, are not
 violations: they are counted in ``expected``.
 """
@@ -33,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kafka_wire.sim.checker.observe import LogContents, TopicPartition
+from kafka_wire.sim.checker.txns import check_txns
 from kafka_wire.sim.contracts import Violation
 from kafka_wire.sim.history import History, Op, OpKind, OpType
 
@@ -86,7 +89,8 @@ def check_end(
                 sends[op.value].done = op
         elif op.kind is OpKind.POLL and (op.type is OpType.OK or op.error == OFFSET_OUT_OF_RANGE):
             polls.append(op)
-            reads.append(op)
+            if not op.read_committed:  # read_committed polls skip aborted records: txns.py
+                reads.append(op)
         elif op.kind is OpKind.ASSIGN and op.type is OpType.OK:
             reads.append(op)
 
@@ -115,7 +119,7 @@ def check_end(
         for offset, value in op.records:
             observe(tp, offset, value, f"poll by {op.process}", op.time_ms)
             polled_at.setdefault(value, set()).add((tp, offset))
-            if offset > max_polled.get(tp, -1):
+            if offset > max_polled.get(tp, -1) and not op.read_committed:
                 max_polled[tp] = offset
     for tp, replicas in sorted(logs.items()):
         for node_id, contents in sorted(replicas.items()):
@@ -277,4 +281,5 @@ def check_end(
                             f" vs leader {node_id} {by_base.get(batch[0])}",
                         )
                     break
+    check_txns(history, unclean, report)
     return report

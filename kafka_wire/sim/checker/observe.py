@@ -256,13 +256,23 @@ def producers_unknown(replica: PartitionReplica) -> list[str]:
     """Idempotent producers whose last batch in the replica's log its producer state does not
     know (a missing entry, or a last sequence behind the log's): a retry of that batch would be
     appended again. Kafka rebuilds this state from the log when a replica opens."""
-    last: dict[int, tuple[int, int]] = {}
+    last: dict[int, tuple[int, int, int]] = {}
     for batch in _log_batches(replica, verify_crc=False):
-        if batch.producer_id >= 0:
-            last[batch.producer_id] = (batch.last_sequence, batch.last_offset)
+        if batch.producer_id < 0:
+            continue
+        if batch.is_control:
+            # A transaction marker has no sequence; one of a newer epoch (transaction version 2
+            # bumps it at every end) starts the producer's sequences again.
+            seen = last.get(batch.producer_id)
+            if seen is not None and seen[2] != batch.producer_epoch:
+                del last[batch.producer_id]
+        elif batch.base_sequence >= 0:
+            last[batch.producer_id] = (batch.last_sequence, batch.last_offset, batch.producer_epoch)
     missing: list[str] = []
-    for producer_id, (sequence, at) in sorted(last.items()):
+    for producer_id, (sequence, at, epoch) in sorted(last.items()):
         entry = replica.producers.entry(producer_id)
+        if entry is not None and entry.epoch != epoch:
+            continue  # a newer epoch's sequences start again (a retry of the old one is fenced)
         known = None if entry is None else entry.last_sequence
         if known is None or known < sequence:
             missing.append(f"producer {producer_id} sequence {sequence} at offset {at} (state: {known})")

@@ -47,7 +47,7 @@ MAX_BATCH_RECORDS: Final = 4
 PRODUCE_TIMEOUT_MS: Final = 5_000
 
 #: Answers that come before the append: this attempt wrote nothing, and a retry may succeed.
-_RETRY_NOT_WRITTEN: Final = frozenset(
+RETRY_NOT_WRITTEN: Final = frozenset(
     {
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         ErrorCode.LEADER_NOT_AVAILABLE,
@@ -59,7 +59,7 @@ _RETRY_NOT_WRITTEN: Final = frozenset(
     }
 )
 #: Answers after which the records may be in the log: retried, the outcome unknown until then.
-_RETRY_MAYBE_WRITTEN: Final = frozenset(
+RETRY_MAYBE_WRITTEN: Final = frozenset(
     {
         ErrorCode.REQUEST_TIMED_OUT,
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
@@ -78,7 +78,7 @@ _RESET_PRODUCER: Final = frozenset(
 )
 
 
-def _error_name(code: int) -> str:
+def error_name(code: int) -> str:
     member = ErrorCode.lookup(code)
     return member.name if isinstance(member, ErrorCode) else f"ERROR_{code}"
 
@@ -279,11 +279,11 @@ class Producer(ClientBase):
         if code == ErrorCode.NONE:
             self._complete(key, batch, OpType.OK, now_ms, base_offset=result.base_offset)
             return
-        batch.last_error = _error_name(code)
+        batch.last_error = error_name(code)
         if code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:  # written before; its offset is not known
             self._complete(key, batch, OpType.INFO, now_ms)
-        elif code in _RETRY_NOT_WRITTEN or code in _RETRY_MAYBE_WRITTEN:
-            batch.maybe_written = batch.maybe_written or code in _RETRY_MAYBE_WRITTEN
+        elif code in RETRY_NOT_WRITTEN or code in RETRY_MAYBE_WRITTEN:
+            batch.maybe_written = batch.maybe_written or code in RETRY_MAYBE_WRITTEN
             self.want_metadata()
             batch.retry_at_ms = now_ms + RETRY_BACKOFF_MS
         elif self.idempotent and code in _RESET_PRODUCER:

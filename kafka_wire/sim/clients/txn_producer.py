@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Final
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
     AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnResponse,
     ApiKey,
     EndTxnRequest,
     EndTxnResponse,
@@ -59,11 +59,11 @@ from kafka_wire.records import build_batch
 from kafka_wire.records.record import NewRecord
 from kafka_wire.sim.clients.base import RETRY_BACKOFF_MS, Address, ClientBase
 from kafka_wire.sim.clients.producer import (
-    _RETRY_MAYBE_WRITTEN,
-    _RETRY_NOT_WRITTEN,
     DELIVERY_TIMEOUT_MS,
     PRODUCE_TIMEOUT_MS,
-    _error_name,
+    RETRY_MAYBE_WRITTEN,
+    RETRY_NOT_WRITTEN,
+    error_name,
 )
 from kafka_wire.sim.history import Op, OpKind, OpType
 
@@ -296,7 +296,9 @@ class TxnProducer(ClientBase):
         code = _code(body)
         if code is None or code in _COORDINATOR_MOVED:
             self.coordinator = None
-            if self.step is Step.ENDING and code is None and self.txn is not None:
+            if self.step is Step.ENDING and self.txn is not None:
+                # Lost, or refused by a coordinator that may have written the end before
+                # losing its partition (the next one completes it): the outcome is unknown.
                 self.txn.end_unknown = True
             self.retry_at_ms = now_ms + RETRY_BACKOFF_MS
             return
@@ -324,11 +326,11 @@ class TxnProducer(ClientBase):
         if code == ErrorCode.NONE:
             self._move("added")
         elif code in _FENCED:
-            self._abandon(txn, now_ms, _error_name(code), "fenced")
+            self._abandon(txn, now_ms, error_name(code), "fenced")
         else:  # the partitions were not added: nothing was written, abort
             txn.commit = False
             for key in list(txn.batches):
-                self._complete(txn, key, OpType.FAIL, now_ms, error=_error_name(code))
+                self._complete(txn, key, OpType.FAIL, now_ms, error=error_name(code))
             self._move("failed")
 
     def _on_ended(self, body: Message | None, code: int, now_ms: int) -> None:
@@ -345,10 +347,11 @@ class TxnProducer(ClientBase):
         if code == ErrorCode.TRANSACTION_ABORTABLE and txn.commit:
             txn.commit = False
             return  # abort it instead (the invoke said commit: an abort answered ok says abort)
-        # Fenced (a timeout's abort, a newer instance) or refused: not committed, unless an
-        # earlier attempt's answer was lost (it may have committed before the fence).
-        kind = OpType.INFO if txn.end_unknown and txn.commit else OpType.FAIL
-        self._txn_op(kind, txn, now_ms, "", error=_error_name(code))
+        # Fenced (a timeout's abort, a newer instance): not committed, unless an earlier
+        # attempt's outcome is unknown (it may have committed before the fence).
+        definite = code in _FENCED and not (txn.end_unknown and txn.commit)
+        kind = OpType.FAIL if definite or not txn.commit else OpType.INFO
+        self._txn_op(kind, txn, now_ms, "", error=error_name(code))
         self.txn = None
         self._move("fenced")
 
@@ -511,13 +514,13 @@ class TxnProducer(ClientBase):
         if code == ErrorCode.NONE:
             self._complete(txn, key, OpType.OK, now_ms, base_offset=result.base_offset)
             return
-        batch.last_error = _error_name(code)
+        batch.last_error = error_name(code)
         if (
-            code in _RETRY_NOT_WRITTEN
-            or code in _RETRY_MAYBE_WRITTEN
+            code in RETRY_NOT_WRITTEN
+            or code in RETRY_MAYBE_WRITTEN
             or code == ErrorCode.CONCURRENT_TRANSACTIONS
         ):
-            batch.maybe_written = batch.maybe_written or code in _RETRY_MAYBE_WRITTEN
+            batch.maybe_written = batch.maybe_written or code in RETRY_MAYBE_WRITTEN
             self.want_metadata()
             batch.retry_at_ms = now_ms + RETRY_BACKOFF_MS
             return
@@ -536,8 +539,8 @@ class TxnProducer(ClientBase):
         if result.error_code == ErrorCode.NONE:
             self._finish_zombie(key, batch, OpType.OK, now_ms, "", base_offset=result.base_offset)
         else:
-            kind = OpType.INFO if result.error_code in _RETRY_MAYBE_WRITTEN else OpType.FAIL
-            self._finish_zombie(key, batch, kind, now_ms, _error_name(result.error_code))
+            kind = OpType.INFO if result.error_code in RETRY_MAYBE_WRITTEN else OpType.FAIL
+            self._finish_zombie(key, batch, kind, now_ms, error_name(result.error_code))
 
     def _finish_zombie(
         self,
