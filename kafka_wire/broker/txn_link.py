@@ -279,6 +279,8 @@ class TxnLink:
         )
         if appended.error_code:
             return appended.error_code
+        if self._state.hooks.planted("marker-before-prepare"):  # planted bug: durable at once
+            return ErrorCode.NONE
         waiting = _Replicating(
             write.append_id, write.partition, appended.end_offset, now_ms + self._commit_timeout_ms
         )

@@ -54,6 +54,22 @@ BUGS: Final[dict[str, str]] = {
         "a KIP-848 coordinator gives a member a partition of its target while another member "
         "still owns it, before that member revoked it (#16 one owner per partition)"
     ),
+    "marker-before-prepare": (
+        "the transaction coordinator counts its __transaction_state writes as done once appended "
+        "locally, so the EndTxn is answered and the markers written before the prepare record is "
+        "replicated; a coordinator failover then forgets the decision and aborts (#14: lost-write, "
+        "G1a)"
+    ),
+    "lso-ignores-open-txn": (
+        "a partition's last stable offset is its high watermark even while a transaction is open "
+        "in it, so read_committed consumers read transactions not yet decided (#12 read_committed "
+        "isolation: precommitted-read, G1a)"
+    ),
+    "zombie-produce-accepted": (
+        "a transactional batch of a producer epoch older than the partition's (a zombie fenced by a "
+        "newer instance or a timeout's abort) is appended, and then ended by the newer epoch's "
+        "marker (#14 zombie fencing: G1a)"
+    ),
     "no-epoch-bump": (
         "a partition change that names a new leader keeps the old leader epoch "
         "(#7 single leader per epoch; #8 epoch cache; #1 offset agreement)"

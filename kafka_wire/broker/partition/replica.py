@@ -433,7 +433,12 @@ class PartitionReplica:
                     transactional=header.is_transactional,
                     sequenced=origin == "client",
                 )
-                if verdict.error_code:
+                zombie = (  # planted bug: a fenced producer's transactional batch is appended
+                    verdict.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+                    and header.is_transactional
+                    and self.hooks.planted("zombie-produce-accepted")
+                )
+                if verdict.error_code and not zombie:
                     return ProduceOutcome(verdict.error_code, error_message=verdict.message)
                 if verdict.duplicate is not None and not header.is_valid():
                     # Kafka validates a batch (its CRC first) before it looks for a duplicate.
@@ -453,6 +458,7 @@ class PartitionReplica:
                     and header.is_transactional
                     and not self.producers.has_open_transaction(header.producer_id)
                     and not self.producers.verified(header.producer_id, guard)
+                    and not zombie
                 ):
                     return ProduceOutcome(
                         ErrorCode.INVALID_TXN_STATE,

@@ -165,10 +165,10 @@ class TxnProducer(ClientBase):
         topics: list[str],
         *,
         version: int = 2,
-        interval_ms: int = 300,
+        interval_ms: int = 100,
         commit_share: float = 0.75,
         stall_share: float = 0.04,
-        restart_share: float = 0.06,
+        restart_share: float = 0.15,
     ) -> None:
         if version not in (1, 2):
             raise ValueError("transaction version 1 or 2")
@@ -399,9 +399,9 @@ class TxnProducer(ClientBase):
         for key, batch in list(txn.batches.items()):
             if batch.in_flight:
                 continue
-            if txn.failed:
-                if batch.sequence < 0:  # never sent: nothing written
-                    self._complete(txn, key, OpType.FAIL, now_ms, error="TRANSACTION_ABORTED")
+            if txn.failed:  # the transaction aborts: what waits is not sent again
+                kind = OpType.INFO if batch.maybe_written else OpType.FAIL
+                self._complete(txn, key, kind, now_ms, error=batch.last_error or "TRANSACTION_ABORTED")
                 continue
             if txn.restart and batch.sequence < 0 and any(b.sequence >= 0 for b in txn.batches.values()):
                 continue  # a restarting producer sends one batch first, then restarts
