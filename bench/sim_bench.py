@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from kafka_wire.cli.simulate import quiet_engine_logs, workload
+from kafka_wire.cli.simulate import bug_options, quiet_engine_logs
 from kafka_wire.sim.bugs import BUGS
 from kafka_wire.sim.run import SimOptions, simulate
 
@@ -42,8 +42,7 @@ class Caught:
 
 
 def options(seed: int, events: int, bugs: tuple[str, ...] = ()) -> SimOptions:
-    clients, checker = workload()
-    return SimOptions(seed=seed, events=events, bugs=bugs, clients=clients, checker=checker)
+    return bug_options(seed, events, bugs)
 
 
 def speed(seeds: int, events: int) -> None:

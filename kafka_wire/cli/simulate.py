@@ -58,8 +58,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--workload",
         choices=("default", "txn"),
-        default="default",
-        help="the clients: default (producers, consumers, groups) or txn (transactional producers, read_committed consumer)",
+        help=(
+            "the clients: default (producers, consumers, groups) or txn (transactional producers, "
+            "a read_committed consumer); by default the one a planted --bug needs, else default"
+        ),
     )
     parser.add_argument("--bug", action="append", default=[], metavar="NAME", help="plant a bug (repeatable)")
     parser.add_argument("--list-bugs", action="store_true", help="list the planted bugs and exit")
@@ -120,7 +122,8 @@ def options_of(args: argparse.Namespace, seed: int) -> SimOptions:
     """The options of one seed: the command's, and the workload :func:`workload` wires."""
     from kafka_wire.sim.run import SimOptions
 
-    clients, checker = workload(args.workload)
+    name = workload_name(args.workload, args.bug)
+    clients, checker = workload(name)
     return SimOptions(
         seed=seed,
         events=args.events,
@@ -134,7 +137,7 @@ def options_of(args: argparse.Namespace, seed: int) -> SimOptions:
         trace=args.trace and args.seed is not None,
         clients=clients,
         checker=checker,
-        settings=workload_settings(args.workload),
+        settings=workload_settings(name),
     )
 
 
@@ -152,6 +155,32 @@ def workload(name: str = "default") -> tuple[ClientFactory | None, CheckerFactor
     ), (lambda world: Checker())
 
 
+def bug_options(seed: int, events: int, bugs: tuple[str, ...] = ()) -> SimOptions:
+    """The options of ``kafka-wire simulate --seed SEED --bug ...``, with the workload that
+    exercises the planted ``bugs`` (``sim.bugs.BUG_WORKLOADS``; the default one otherwise)."""
+    from kafka_wire.sim.run import SimOptions
+
+    name = workload_name(None, bugs)
+    clients, checker = workload(name)
+    return SimOptions(
+        seed=seed,
+        events=events,
+        bugs=bugs,
+        clients=clients,
+        checker=checker,
+        settings=workload_settings(name),
+    )
+
+
+def workload_name(asked: str | None, bugs: Sequence[str]) -> str:
+    """The workload asked for, else the one the planted ``bugs`` need, else the default one."""
+    if asked is not None:
+        return asked
+    from kafka_wire.sim.bugs import BUG_WORKLOADS
+
+    return next((BUG_WORKLOADS[b] for b in bugs if b in BUG_WORKLOADS), "default")
+
+
 def workload_settings(name: str) -> tuple[tuple[str, str], ...]:
     """The broker properties the workload ``name`` needs."""
     from kafka_wire.sim.clients.workload import TXN_SETTINGS
@@ -163,7 +192,7 @@ def replay_command(args: argparse.Namespace, seed: int, faults: Sequence[int] | 
     parts = ["kafka-wire simulate", f"--seed {seed}", f"--events {args.events}", f"--nodes {args.nodes}"]
     if (args.topics, args.partitions, args.rf) != (3, 3, min(3, args.nodes)):
         parts.append(f"--topics {args.topics} --partitions {args.partitions} --rf {args.rf}")
-    if args.workload != "default":
+    if args.workload is not None:
         parts.append(f"--workload {args.workload}")
     parts += [f"--bug {b}" for b in args.bug]
     if args.no_faults:

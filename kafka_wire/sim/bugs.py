@@ -76,6 +76,14 @@ BUGS: Final[dict[str, str]] = {
     ),
 }
 
+#: Planted bugs only a workload other than the default one exercises: bug -> the workload
+#: (``kafka-wire simulate --workload``) that catches it.
+BUG_WORKLOADS: Final[dict[str, str]] = {
+    "marker-before-prepare": "txn",
+    "lso-ignores-open-txn": "txn",
+    "zombie-produce-accepted": "txn",
+}
+
 #: BUGGIFY point -> the rare legal path it forces.
 POINTS: Final[dict[str, str]] = {
     "replica.delay_alter_partition": (
@@ -142,4 +150,4 @@ class SimHooks:
         return True
 
 
-__all__ = ["BUGS", "POINTS", "SimHooks"]
+__all__ = ["BUGS", "BUG_WORKLOADS", "POINTS", "SimHooks"]

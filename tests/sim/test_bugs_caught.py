@@ -1,14 +1,16 @@
 """Each planted bug is caught by the simulator: one seed per bug (the first that catches it,
-found by ``bench/sim_bench.py``), run with the workload and checker of ``kafka-wire simulate``,
-must report the anomaly that names the bug's class. Without the bug the same seed passes
-(``tests/sim/test_seeds.py`` runs seeds 1 to 30)."""
+found by ``bench/sim_bench.py`` or ``kafka-wire simulate --bug``), run with the workload and
+checker of ``kafka-wire simulate`` (``--workload txn`` for the transaction bugs), must report the
+anomaly that names the bug's class. Without the bug the same seed passes (``tests/sim/test_seeds.py``
+runs seeds 1 to 30 of the default workload, ``tests/sim/test_txn_seeds.py`` a few of the
+transactional one)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafka_wire.cli.simulate import workload
-from kafka_wire.sim.bugs import BUGS
+from kafka_wire.cli.simulate import bug_options, workload
+from kafka_wire.sim.bugs import BUG_WORKLOADS, BUGS
 from kafka_wire.sim.run import SimOptions, simulate
 
 #: bug -> (seed, the anomaly the checker reports)
@@ -22,6 +24,8 @@ CAUGHT = {
     "offsets-not-loaded": (7, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
     "assign-before-revoke": (2, "double-ownership"),
+    "lso-ignores-open-txn": (1, "precommitted-read"),
+    "zombie-produce-accepted": (2, "G1a"),
 }
 
 
@@ -32,8 +36,7 @@ def test_every_planted_bug_has_a_seed() -> None:
 @pytest.mark.parametrize("bug", sorted(CAUGHT))
 def test_the_simulator_catches_the_planted_bug(bug: str) -> None:
     seed, anomaly = CAUGHT[bug]
-    clients, checker = workload()
-    result = simulate(SimOptions(seed=seed, events=5000, bugs=(bug,), clients=clients, checker=checker))
+    result = simulate(bug_options(seed, 5000, (bug,)))
     assert result.anomaly == anomaly, (
         f"kafka-wire simulate --seed {seed} --bug {bug} --trace: {result.violations}"
     )
@@ -41,6 +44,7 @@ def test_the_simulator_catches_the_planted_bug(bug: str) -> None:
 
 def test_the_seeds_pass_without_the_bugs() -> None:
     clients, checker = workload()
-    for seed in sorted({s for s, _ in CAUGHT.values()} - set(range(1, 31))):
+    default = {s for b, (s, _) in CAUGHT.items() if b not in BUG_WORKLOADS}
+    for seed in sorted(default - set(range(1, 31))):
         result = simulate(SimOptions(seed=seed, events=5000, clients=clients, checker=checker))
         assert result.ok, f"seed {seed}: {result.violations}"

@@ -1,0 +1,23 @@
+"""A few seeds of the transactional workload (``kafka-wire simulate --workload txn``: producers of
+transaction versions 1 and 2, retries, stalls past the timeout, restarts leaving zombies, a
+read_committed consumer) run clean under every fault kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_wire.cli.simulate import workload, workload_settings
+from kafka_wire.sim.run import SimOptions, simulate
+
+SEEDS = (2, 3)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_transactional_seeds_run_clean_under_faults(seed: int) -> None:
+    clients, checker = workload("txn")
+    options = SimOptions(
+        seed=seed, events=5000, clients=clients, checker=checker, settings=workload_settings("txn")
+    )
+    result = simulate(options)
+    assert result.ok, f"kafka-wire simulate --seed {seed} --workload txn --trace: {result.violations}"
+    assert sum(result.fault_counts.values()) > 0
