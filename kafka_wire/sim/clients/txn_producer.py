@@ -39,9 +39,6 @@ from typing import TYPE_CHECKING, Final
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnRequestTopic,
-    AddPartitionsToTxnResponse,
     ApiKey,
     EndTxnRequest,
     EndTxnResponse,
@@ -50,21 +47,16 @@ from kafka_wire.messages import (
     FindCoordinatorResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
-    ProduceRequest,
-    ProduceRequestPartitionProduceData,
-    ProduceRequestTopicProduceData,
     ProduceResponse,
 )
-from kafka_wire.records import build_batch
-from kafka_wire.records.record import NewRecord
 from kafka_wire.sim.clients.base import RETRY_BACKOFF_MS, Address, ClientBase
 from kafka_wire.sim.clients.producer import (
     DELIVERY_TIMEOUT_MS,
-    PRODUCE_TIMEOUT_MS,
     RETRY_MAYBE_WRITTEN,
     RETRY_NOT_WRITTEN,
     error_name,
 )
+from kafka_wire.sim.clients.txn_requests import TxnBatch, add_partitions_request, answer_code, produce_request
 from kafka_wire.sim.history import Op, OpKind, OpType
 
 if TYPE_CHECKING:
@@ -122,27 +114,13 @@ TRANSITIONS: Final[dict[tuple[Step, str], Step]] = {
 
 
 @dataclass(slots=True)
-class _Batch:
-    #: The transaction it belongs to.
-    txn: str
-    values: list[str]
-    sequence: int = -1
-    producer_id: int = -1
-    producer_epoch: int = -1
-    in_flight: bool = False
-    maybe_written: bool = False
-    retry_at_ms: int = 0
-    last_error: str = ""
-
-
-@dataclass(slots=True)
 class _Txn:
     name: str
     commit: bool
     stall: bool
     restart: bool
     started_ms: int
-    batches: dict[tuple[str, int], _Batch] = field(default_factory=dict)
+    batches: dict[tuple[str, int], TxnBatch] = field(default_factory=dict)
     #: Batches acknowledged.
     acked: int = 0
     failed: bool = False
@@ -203,7 +181,7 @@ class TxnProducer(ClientBase):
         self.sent = 0
         self.next_txn_ms: int | None = None
         #: Batches a restarted instance's zombie still sends once the new instance is ready.
-        self.zombie: list[tuple[tuple[str, int], _Batch]] = []
+        self.zombie: list[tuple[tuple[str, int], TxnBatch]] = []
 
     def idle(self) -> bool:
         return self.quiescing and self.txn is None and not self.asking and not self.zombie
@@ -259,16 +237,8 @@ class TxnProducer(ClientBase):
             )
         elif step is Step.ADDING:
             assert txn is not None
-            topics: dict[str, list[int]] = {}
-            for topic, partition in txn.batches:
-                topics.setdefault(topic, []).append(partition)
-            message = AddPartitionsToTxnRequest(
-                v3_and_below_transactional_id=self.transactional_id,
-                v3_and_below_producer_id=self.producer_id,
-                v3_and_below_producer_epoch=self.producer_epoch,
-                v3_and_below_topics=[
-                    AddPartitionsToTxnRequestTopic(name=t, partitions=ps) for t, ps in topics.items()
-                ],
+            message = add_partitions_request(
+                self.transactional_id, self.producer_id, self.producer_epoch, list(txn.batches)
             )
         else:
             assert step is Step.ENDING and txn is not None
@@ -293,7 +263,7 @@ class TxnProducer(ClientBase):
 
     def _on_answer(self, body: Message | None, now_ms: int) -> None:
         self.asking = False
-        code = _code(body)
+        code = answer_code(body)
         if code is None or code in _COORDINATOR_MOVED:
             self.coordinator = None
             if self.step is Step.ENDING and self.txn is not None:
@@ -384,7 +354,7 @@ class TxnProducer(ClientBase):
             self.sent += 1
             key = keys[rng.randrange(len(keys))]
             value = f"{self.name}-{self.sent}"
-            txn.batches.setdefault(key, _Batch(txn.name, [])).values.append(value)
+            txn.batches.setdefault(key, TxnBatch(txn.name, [])).values.append(value)
             self.record(self._send_op(OpType.INVOKE, txn.name, key, now_ms, value))
         self.txn = txn
         self._move("begin-v2" if self.version == 2 else "begin-v1")
@@ -457,7 +427,7 @@ class TxnProducer(ClientBase):
         for key, batch in zombie:
             self._send_batch(key, batch, self.now_ms, zombie=True)
 
-    def _send_batch(self, key: tuple[str, int], batch: _Batch, now_ms: int, *, zombie: bool) -> None:
+    def _send_batch(self, key: tuple[str, int], batch: TxnBatch, now_ms: int, *, zombie: bool) -> None:
         address = self.leader_address(*key)
         if address is None:
             if zombie:
@@ -471,24 +441,7 @@ class TxnProducer(ClientBase):
             batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
             batch.sequence = self.sequences.get(key, 0)
             self.sequences[key] = batch.sequence + len(batch.values)
-        records = build_batch(
-            [NewRecord(None, v.encode(), timestamp=now_ms) for v in batch.values],
-            producer_id=batch.producer_id,
-            producer_epoch=batch.producer_epoch,
-            base_sequence=batch.sequence,
-            is_transactional=True,
-        )
-        request = ProduceRequest(
-            transactional_id=self.transactional_id,
-            acks=-1,
-            timeout_ms=PRODUCE_TIMEOUT_MS,
-            topic_data=[
-                ProduceRequestTopicProduceData(
-                    name=key[0],
-                    partition_data=[ProduceRequestPartitionProduceData(index=key[1], records=records)],
-                )
-            ],
-        )
+        request = produce_request(self.transactional_id, key, batch, now_ms)
         batch.in_flight = True
         txn = self.txn
 
@@ -502,7 +455,7 @@ class TxnProducer(ClientBase):
         self.request(address, request, answered)
 
     def _on_produced(
-        self, txn: _Txn, key: tuple[str, int], batch: _Batch, body: Message | None, now_ms: int
+        self, txn: _Txn, key: tuple[str, int], batch: TxnBatch, body: Message | None, now_ms: int
     ) -> None:
         if not isinstance(body, ProduceResponse):
             batch.maybe_written, batch.last_error = True, "CONNECTION_LOST"
@@ -531,7 +484,7 @@ class TxnProducer(ClientBase):
         txn.failed = True
         txn.fenced = txn.fenced or code in _FENCED
 
-    def _on_zombie(self, key: tuple[str, int], batch: _Batch, body: Message | None, now_ms: int) -> None:
+    def _on_zombie(self, key: tuple[str, int], batch: TxnBatch, body: Message | None, now_ms: int) -> None:
         if not isinstance(body, ProduceResponse):
             self._finish_zombie(key, batch, OpType.INFO, now_ms, "CONNECTION_LOST")
             return
@@ -545,7 +498,7 @@ class TxnProducer(ClientBase):
     def _finish_zombie(
         self,
         key: tuple[str, int],
-        batch: _Batch,
+        batch: TxnBatch,
         kind: OpType,
         now_ms: int,
         error: str,
@@ -603,17 +556,3 @@ class TxnProducer(ClientBase):
 
     def _txn_op(self, kind: OpType, txn: _Txn, now_ms: int, value: str, *, error: str = "") -> None:
         self.record(Op(now_ms, self.name, kind, OpKind.TXN, value=value, error=error, txn=txn.name))
-
-
-def _code(body: Message | None) -> int | None:
-    if isinstance(body, AddPartitionsToTxnResponse):
-        codes = [
-            p.partition_error_code
-            for t in body.results_by_topic_v3_and_below
-            for p in t.results_by_partition
-            if p.partition_error_code != ErrorCode.NONE
-        ]
-        return codes[0] if codes else ErrorCode.NONE
-    if isinstance(body, (InitProducerIdResponse, EndTxnResponse)):
-        return int(body.error_code)
-    return None
