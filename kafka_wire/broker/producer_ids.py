@@ -148,6 +148,7 @@ class ProducerIdBlocks:
         if block is None:
             self._retry_at_ms = now_ms + RETRY_BACKOFF_MS
             return
+        self._log.info("producer ids %d to %d from the controller", block.start, block.end - 1)
         self._prefetched = block
 
     def _accepted(self, body: Message | None) -> IdBlock | None:
