@@ -130,6 +130,7 @@ class ProducerIdBlocks:
             return  # no active controller known yet: asked again at the next InitProducerId
         self._in_flight = True
         self.requests_sent += 1
+        self._log.info("asking controller %d for producer ids", cluster.controller_id)
         cluster.send(
             Outbound(
                 cluster.controller_id,
