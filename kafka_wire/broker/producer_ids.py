@@ -130,6 +130,7 @@ class ProducerIdBlocks:
             return  # no active controller known yet: asked again at the next InitProducerId
         self._in_flight = True
         self.requests_sent += 1
+        self._log.info("asking controller %d for producer ids", cluster.controller_id)
         cluster.send(
             Outbound(
                 cluster.controller_id,
@@ -148,6 +149,7 @@ class ProducerIdBlocks:
         if block is None:
             self._retry_at_ms = now_ms + RETRY_BACKOFF_MS
             return
+        self._log.info("producer ids %d to %d from the controller", block.start, block.end - 1)
         self._prefetched = block
 
     def _accepted(self, body: Message | None) -> IdBlock | None:

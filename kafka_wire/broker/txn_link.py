@@ -227,6 +227,7 @@ class TxnLink:
                 budget.spend(load.last_read)
                 if finished:
                     del self._loads[partition]
+                    self._log.info("%s-%d loaded", TRANSACTION_STATE_TOPIC, partition)
                     answers += self._apply(self.coordinator.partition_loaded(partition, now_ms), now_ms)
                     break
             if budget.exhausted:

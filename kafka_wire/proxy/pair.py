@@ -13,8 +13,9 @@ filter reads stay undecoded (``RawRequest``) and go upstream as they came, with 
 connection's correlation id in place of the client's; the client's ApiVersions is answered by the
 pair (what the filters, kafka_wire and the upstream support). Each upstream response is decoded
 only when it may carry broker addresses (rewritten to proxy ports) or a filter reads it; else the
-frame goes back untouched but for the correlation id. Responses reach the client in its request
-order (the server connection keeps it).
+frame goes back untouched but for the correlation id. Answers reach the client in its request
+order: an answer made here (ApiVersions, a filter's, an unsupported request's) waits for the
+upstream's answers to earlier requests, since a client may reuse a correlation id in one pipeline.
 
 Failures. Garbage or a broken frame from either side, a filter that raises, an upstream that
 closes: the pair moves to CLOSED (ERROR for a failure inside), logs why, and ``must_close`` is
@@ -27,7 +28,7 @@ import enum
 import logging
 import traceback
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
@@ -103,6 +104,13 @@ _LIVE: Final = (PairState.CONNECTING, PairState.OPEN)
 
 
 @dataclass(slots=True, eq=False)
+class _Reply:
+    """A request's place in the client's answer order; ``send`` is set once its answer is ready."""
+
+    send: Callable[[ServerConnection], bytes] | None = None
+
+
+@dataclass(slots=True, eq=False)
 class _Exchange:
     """One request and its response on their way through the chain."""
 
@@ -125,6 +133,8 @@ class _Exchange:
     decoded: bool = False
     #: A filter or the address book changed the response: it must be re-encoded.
     changed: bool = False
+    #: Its place in the answer order (None: no response expected).
+    reply: _Reply | None = None
 
 
 class ProxyPair(Guarded):
@@ -169,6 +179,8 @@ class ProxyPair(Guarded):
         self._upstream_out: list[bytes] = [self._upstream.data_to_send()]
         self._requests: deque[_Exchange] = deque()
         self._responses: deque[_Exchange] = deque()
+        #: The client's requests that expect an answer, in arrival order.
+        self._replies: deque[_Reply] = deque()
         self._parked: dict[int, _Exchange] = {}
         self._next_token = 0
         self._effects: list[Effect] = []
@@ -389,25 +401,39 @@ class ProxyPair(Guarded):
                 return progress
             progress = True
             if isinstance(event, RawRequest):
-                self._requests.append(
+                self._enqueue(
                     _Exchange(event.correlation_id, event.header, event.frame, None, event.expects_response)
                 )
             elif isinstance(event, Request):
-                self._on_request(event)
+                call = Call(self.info, event.header, event.body)
+                self._enqueue(
+                    _Exchange(event.correlation_id, event.header, None, call, event.expects_response)
+                )
             elif isinstance(event, UnsupportedRequest):
-                self._client_out.append(server.reject(event))
+                self._reject(event)
             elif isinstance(event, ConnectionClosed):
                 self._closed(PairInput.CLIENT_CLOSED, "the client closed")
             elif isinstance(event, AuthenticationFailed):  # no SASL gate on the client side
                 raise KafkaWireError(f"unexpected client event {type(event).__name__}")
         return progress
 
-    def _on_request(self, request: Request) -> None:
-        assert self._server is not None
-        call = Call(self.info, request.header, request.body)
-        self._requests.append(
-            _Exchange(request.correlation_id, request.header, None, call, request.expects_response)
-        )
+    def _enqueue(self, exchange: _Exchange) -> None:
+        if exchange.expects_response:
+            exchange.reply = _Reply()
+            self._replies.append(exchange.reply)
+        self._requests.append(exchange)
+
+    def _reject(self, event: UnsupportedRequest) -> None:
+        self._replies.append(_Reply(lambda server: server.reject(event)))
+        self._flush_replies()
+
+    def _flush_replies(self) -> None:
+        """Send the ready answers at the head of the answer order."""
+        server, replies = self._server, self._replies
+        assert server is not None
+        while replies and (send := replies[0].send) is not None:
+            replies.popleft()
+            self._client_out.append(send(server))
 
     def _api_versions(self, version: int) -> ApiVersionsResponse:
         answer = api_versions_response(self._offered)
@@ -563,8 +589,7 @@ class ProxyPair(Guarded):
         x.changed = x.changed or any(f.wants_response(key) for f in self.proxy.filters)
 
     def _answer_client(self, x: _Exchange) -> None:
-        assert self._server is not None
-        if not x.expects_response:
+        if x.reply is None:
             return
         body = x.call.response if x.call is not None else x.response
         if x.changed and body is not None:
@@ -573,4 +598,6 @@ class ProxyPair(Guarded):
         else:
             assert x.response_frame is not None
             frame = x.response_frame
-        self._client_out.append(self._server.send_raw(x.correlation_id, frame, now_ms=self._now_ms))
+        now_ms, correlation_id = self._now_ms, x.correlation_id
+        x.reply.send = lambda server: server.send_raw(correlation_id, frame, now_ms=now_ms)
+        self._flush_replies()

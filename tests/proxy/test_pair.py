@@ -22,6 +22,8 @@ from kafka_wire.codec.structs import Message
 from kafka_wire.errors import AuthenticationError, LocalProtocolError
 from kafka_wire.messages import (
     ApiKey,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
     ErrorCode,
     FetchRequest,
     FetchResponse,
@@ -36,6 +38,7 @@ from kafka_wire.messages import (
     ProduceRequestPartitionProduceData,
     ProduceRequestTopicProduceData,
     ProduceResponse,
+    RequestHeader,
 )
 from kafka_wire.protocol import (
     NEED_DATA,
@@ -53,6 +56,7 @@ from kafka_wire.protocol import (
     VersionsNegotiated,
     api_versions_response,
 )
+from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.protocol.machine import StateMachine
 from kafka_wire.protocol.sasl import PlainClient, PlainServer
 from kafka_wire.proxy import (
@@ -254,6 +258,36 @@ def test_correlation_ids_are_mapped_for_pipelined_requests() -> None:
     ids = [e.correlation_id for e in rig.client_events if isinstance(e, Response)]
     assert ids == [7001, 7002, 7003, 7004, 7005]
     assert [r.correlation_id for r in rig.broker_frames] == [0, 1, 2, 3, 4, 5]  # 0: the proxy's ApiVersions
+
+
+def test_answers_made_here_wait_for_earlier_upstream_answers() -> None:
+    """A client may reuse a correlation id within one pipeline (the network fuzzer does): an
+    ApiVersions answered by the pair must not overtake the upstream's answer to the request before
+    it, or the client takes one answer for the other."""
+    rig = Rig()
+    rig.ready()
+    same = 4242
+    frames = [
+        encode_request(
+            RequestHeader(request_api_key=ApiKey.METADATA, correlation_id=same), MetadataRequest(), 1
+        ),
+        encode_request(
+            RequestHeader(request_api_key=ApiKey.API_VERSIONS, correlation_id=same), ApiVersionsRequest(), 0
+        ),
+    ]
+    rig.pair.receive_client(b"".join(frames), now_ms=0)
+    assert rig.pair.client_data_to_send() == b""  # the ApiVersions answer waits for the Metadata one
+    rig.broker.receive_data(rig.pair.upstream_data_to_send())
+    request = rig.broker.next_event()
+    assert isinstance(request, Request) and isinstance(request.body, MetadataRequest)
+    rig.pair.receive_upstream(rig.broker.send(request.reply(MetadataResponse(brokers=[]))), now_ms=0)
+    answers = rig.pair.client_data_to_send()
+    first_size = int.from_bytes(answers[:4], "big")
+    first, second = answers[: 4 + first_size], answers[4 + first_size :]
+    _, metadata = decode_response(first, ApiKey.METADATA, 1)
+    _, versions = decode_response(second, ApiKey.API_VERSIONS, 0)
+    assert isinstance(metadata, MetadataResponse) and isinstance(versions, ApiVersionsResponse)
+    assert versions.api_keys
 
 
 class _Limited(Filter):

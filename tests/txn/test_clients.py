@@ -6,7 +6,7 @@ last committed transaction's (``clients/common.py`` has the scenario)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,11 +21,13 @@ TARGETS = ("kafka_wire", "kafka_wire_cluster", "apache_kafka", "apache_kafka_clu
 
 
 class Target:
-    """A running broker or cluster: its bootstrap and how many replicas its topics get."""
+    """A running broker or cluster: its bootstrap, how many replicas its topics get, and (for a
+    kafka-wire cluster, whose nodes log at INFO here) the tails of its nodes' logs."""
 
-    def __init__(self, bootstrap: str, replicas: int) -> None:
+    def __init__(self, bootstrap: str, replicas: int, logs: Callable[[], str] = str) -> None:
         self.bootstrap = bootstrap
         self.replicas = replicas
+        self.logs = logs
 
     def create(self, *topics: tuple[str, int]) -> None:
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
@@ -57,8 +59,10 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     elif name == "kafka_wire_cluster":
         cluster = LocalCluster(workdir, 3)
         try:
-            cluster.start_all()
-            yield Target(cluster.bootstrap, 3)
+            with pytest.MonkeyPatch.context() as env:
+                env.setenv("KW_CLUSTER_LOG_LEVEL", "INFO")
+                cluster.start_all()
+            yield Target(cluster.bootstrap, 3, lambda: "\n".join(n.tail() for n in cluster.nodes.values()))
         finally:
             cluster.close()
     else:
@@ -75,4 +79,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def test_transactions_commit_and_abort_with_offsets(target: Target, client: Client) -> None:
     topic = f"txn-{client}"
     target.create((topic, 2), (f"{topic}-src", 1))
-    check(run_scenario(client, target.bootstrap, topic=topic, source=f"{topic}-src"))
+    try:
+        check(run_scenario(client, target.bootstrap, topic=topic, source=f"{topic}-src"))
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}\n{target.logs()}") from None
