@@ -485,7 +485,7 @@ def test_the_cli_runs_seeds_and_prints_a_summary() -> None:
 def test_the_cli_exits_1_on_a_violation_and_prints_the_replay_and_shrunk_commands(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(simulate_cli, "workload", lambda: (None, FailsOnPowerLoss))
+    monkeypatch.setattr(simulate_cli, "workload", lambda name="default": (None, FailsOnPowerLoss))
     status = main(["simulate", "--seeds", "2", "--events", "2000", "--jobs", "1"])
     out = capsys.readouterr().out
     assert status == 1

@@ -456,7 +456,7 @@ class PartitionReplica:
                 if (
                     require_verification
                     and header.is_transactional
-                    and not self.producers.has_open_transaction(header.producer_id)
+                    and not self.producers.has_open_transaction(header.producer_id, header.producer_epoch)
                     and not self.producers.verified(header.producer_id, guard)
                     and not zombie
                 ):

@@ -200,7 +200,7 @@ class ProducerStates:
     def start_verification(self, producer_id: int, epoch: int, *, bumps_epoch: bool) -> int | None:
         """A transactional batch is about to be verified with the coordinator: the guard its
         append must show (None when the producer's transaction is open here: no verification)."""
-        if self.has_open_transaction(producer_id):
+        if self.has_open_transaction(producer_id, epoch):
             return None
         current = self._verifying.get(producer_id)
         if current is None:
@@ -219,9 +219,14 @@ class ProducerStates:
         if current is not None and not (marker and current.bumps_epoch and epoch == current.epoch):
             del self._verifying[producer_id]
 
-    def has_open_transaction(self, producer_id: int) -> bool:
+    def has_open_transaction(self, producer_id: int, epoch: int) -> bool:
+        """Whether the producer's transaction of ``epoch`` is open here (Kafka's
+        ``hasOngoingTransaction``). Under transaction version 2 the epoch tells two transactions
+        apart: the next one's first batch, of the bumped epoch, can arrive before the previous
+        one's marker, and must be verified (the coordinator answers CONCURRENT_TRANSACTIONS until
+        the markers are written) rather than join the previous one's open span."""
         entry = self._entries.get(producer_id)
-        return entry is not None and entry.txn_first_offset >= 0
+        return entry is not None and entry.txn_first_offset >= 0 and entry.epoch == epoch
 
     # -- updates --------------------------------------------------------------------------------
 
