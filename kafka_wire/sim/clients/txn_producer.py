@@ -406,6 +406,8 @@ class TxnProducer(ClientBase):
     def _abandon(self, txn: _Txn, now_ms: int, error: str, event: str) -> None:
         """The transaction ends without an EndTxn: fenced, or its producer restarted. It cannot
         commit (no commit was asked for); its unsent batches are left to the zombie or dropped."""
+        for key in list(txn.batches):  # never sent (fenced while adding its partitions)
+            self._complete(txn, key, OpType.FAIL, now_ms, error=error)
         self._txn_op(OpType.FAIL, txn, now_ms, "", error=error)
         self.txn = None
         self._move(event)
