@@ -71,6 +71,10 @@ TXN_TIMEOUT_MS: Final = 3_000
 STALL_MS: Final = TXN_TIMEOUT_MS + 2_500
 #: Answers meaning the coordinator moved or is not ready yet: find it again, then retry.
 _COORDINATOR_MOVED: Final = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+#: Produce answers after which the batch may be in the log: those of the plain producer, and
+#: NOT_LEADER_OR_FOLLOWER, which a leader also answers for a batch it appended and then stopped
+#: leading before the ISR had it (seed 32: appended, answered so, then fenced on the retry).
+_MAYBE_WRITTEN: Final = RETRY_MAYBE_WRITTEN | {ErrorCode.NOT_LEADER_OR_FOLLOWER}
 #: Answers meaning "retry the same request later".
 _RETRY: Final = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
 #: This producer instance's epoch is gone: a newer one (or the coordinator's timeout) fenced it.
@@ -475,7 +479,7 @@ class TxnProducer(ClientBase):
             or code in RETRY_MAYBE_WRITTEN
             or code == ErrorCode.CONCURRENT_TRANSACTIONS
         ):
-            batch.maybe_written = batch.maybe_written or code in RETRY_MAYBE_WRITTEN
+            batch.maybe_written = batch.maybe_written or code in _MAYBE_WRITTEN
             self.want_metadata()
             batch.retry_at_ms = now_ms + RETRY_BACKOFF_MS
             return
@@ -494,7 +498,7 @@ class TxnProducer(ClientBase):
         if result.error_code == ErrorCode.NONE:
             self._finish_zombie(key, batch, OpType.OK, now_ms, "", base_offset=result.base_offset)
         else:
-            kind = OpType.INFO if result.error_code in RETRY_MAYBE_WRITTEN else OpType.FAIL
+            kind = OpType.INFO if result.error_code in _MAYBE_WRITTEN else OpType.FAIL
             self._finish_zombie(key, batch, kind, now_ms, error_name(result.error_code))
 
     def _finish_zombie(
