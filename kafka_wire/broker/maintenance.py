@@ -59,7 +59,12 @@ class LogMaintenance:
                 if replica is not None:
                     replicas.append(replica)
         for replica in replicas:
-            replica.log.maintain(now_ms, high_watermark=replica.high_watermark)
+            replica.log.maintain(
+                now_ms,
+                high_watermark=replica.high_watermark,
+                stable_offset=replica.last_stable_offset,
+                producers=replica.producers.active,
+            )
             replica.producers.truncate_before(replica.log_start_offset)
             replica.producer_log.prune(replica.log)
             state.touch(replica)

@@ -23,11 +23,13 @@ A pass is a job that runs over several :meth:`PartitionLog.maintain` calls, read
    rewritten with ``delete horizon = now + delete.retention.ms``. Kept records keep their offsets
    (``offset_deltas``) and a rewritten batch keeps its base offset, last offset delta, producer
    fields and codec (it is recompressed). A batch left without records is dropped, unless it
-   carries a producer id: then it stays as an empty batch so the producer's state survives.
-   Control batches and transactional batches are kept whole, and their keys are not mapped
-   (simpler than Kafka, which drops aborted data: they are never compacted away here, so the
-   cleaned segment takes the ``.txnindex`` entries of the segments it replaces). Legacy
-   (magic 0/1) messages are kept or dropped whole and their tombstones are kept.
+   carries a producer id: then it stays as an empty batch so the producer's state survives
+   (Kafka keeps only the last batch of each active producer). Transactions (``cleaner_txn``):
+   aborted records go, committed ones are compacted like the rest, a marker goes
+   ``delete.retention.ms`` after its transaction's records are gone, and the cleaned segment
+   takes the ``.txnindex`` entries of the segments it replaces but those of removed markers.
+   Other control batches (KRaft's) are kept whole. Legacy (magic 0/1) messages are kept or
+   dropped whole and their tombstones are kept.
 3. *swap*: per group, fsync the cleaned files, rename them to ``.swap``, rename the old
    segments' files to ``.deleted`` (removed after ``file.delete.delay.ms``), rename the
    ``.swap`` files to their final names. :meth:`PartitionLog.open` completes a swap that a crash
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 from kafka_wire.broker.log.checkpoints import write_offset
+from kafka_wire.broker.log.cleaner_txn import AbortedRanges, ProducerLookup, TxnCleaning, no_producers
 from kafka_wire.broker.log.config import INT_MAX
 from kafka_wire.broker.log.files import PendingFile
 from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
@@ -97,6 +100,7 @@ class CleanerJob:
     source_index: int = 0
     source_position: int = 0
     output: Segment | None = None
+    txn: TxnCleaning = field(default_factory=lambda: TxnCleaning(AbortedRanges(())))
 
 
 # -- deciding ------------------------------------------------------------------------------------
@@ -160,13 +164,18 @@ def cleaner_deadline(log: PartitionLog, now_ms: int) -> int | None:
 # -- running -------------------------------------------------------------------------------------
 
 
-def clean_log(log: PartitionLog, now_ms: int, high_watermark: int) -> None:
-    """Advance compaction by at most ``log.cleaner_bytes_per_call`` bytes read."""
+def clean_log(
+    log: PartitionLog, now_ms: int, upper_bound: int, producers: ProducerLookup = no_producers
+) -> None:
+    """Advance compaction by at most ``log.cleaner_bytes_per_call`` bytes read; a new pass covers
+    offsets below ``upper_bound`` (the high watermark, or the last stable offset below it)."""
     job = log.cleaner_job
     if job is None:
-        job = _plan(log, now_ms, high_watermark)
+        job = _plan(log, now_ms, upper_bound)
         if job is None:
             return
+        aborted = AbortedRanges(e for s in log.segments for e in s.txn_index.entries(log.storage))
+        job.txn = TxnCleaning(aborted, producers)
         log.cleaner_job = job
     budget = log.cleaner_bytes_per_call
     if job.phase == "map":
@@ -199,7 +208,7 @@ def _map(log: PartitionLog, job: CleanerJob, budget: int) -> int:
 
 def _map_batch(job: CleanerJob, header: BatchHeader, data: bytes, limit: int) -> bool:
     """Add a batch's keys; False (adding nothing) when they would not fit in the map."""
-    if header.is_control or header.is_transactional:
+    if header.is_control or job.txn.aborted.holds(header):
         return True
     try:
         records = [r for b in read_batches(data) for r in b.records()]
@@ -258,7 +267,7 @@ def _clean(log: PartitionLog, job: CleanerJob, now_ms: int, budget: int) -> None
                     return
             job.source_index += 1
             job.source_position = 0
-        _swap(log, group, output, now_ms)
+        _swap(log, group, output, job.txn.dropped_markers, now_ms)
         job.output = None
         job.group_index += 1
         job.source_index = 0
@@ -281,10 +290,13 @@ def _cleaned_segment(log: PartitionLog, base: int, now_ms: int) -> Segment:
     return segment
 
 
-def _swap(log: PartitionLog, group: list[Segment], output: Segment, now_ms: int) -> None:
-    for source in group:  # markers are kept, so are the aborted transactions they end
+def _swap(
+    log: PartitionLog, group: list[Segment], output: Segment, dropped_markers: set[int], now_ms: int
+) -> None:
+    for source in group:  # the aborted transactions whose markers stay
         for txn in source.txn_index.entries(log.storage):
-            output.txn_index.append(txn)
+            if txn.last_offset not in dropped_markers:
+                output.txn_index.append(txn)
     output.close_for_appends()
     output.next_offset = max(output.next_offset, group[-1].next_offset)
     output.last_append_ms = max(s.last_append_ms for s in group)
@@ -302,20 +314,27 @@ def _swap(log: PartitionLog, group: list[Segment], output: Segment, now_ms: int)
 def _clean_batch(
     data: bytes, header: BatchHeader, job: CleanerJob, now_ms: int, delete_retention_ms: int
 ) -> tuple[bytes | None, int | None]:
-    """The batch to write (None: drop it) and its delete horizon if it keeps tombstones."""
-    if header.is_control or header.is_transactional:
+    """The batch to write (None: drop it) and its delete horizon if it keeps tombstones (or is a
+    marker waiting for its horizon)."""
+    if header.is_control and not header.is_transactional:
         return data, None
     try:
         batch = next(iter(read_batches(data)))
         records = batch.records()
     except (DecodeError, StopIteration):
         return data, None
+    if header.is_control:
+        assert isinstance(batch, RecordBatch)
+        return _clean_marker(data, batch, job, now_ms, delete_retention_ms)
+    aborted = job.txn.aborted.holds(header)
     kept: list[Record[bytes]] = []
     tombstones = False
     horizon = batch.delete_horizon_ms
     for record in records:
         if record.offset >= job.map_end:
             kept.append(record)
+            continue
+        if aborted:
             continue
         if record.key is not None:
             latest = job.keys.get(key_digest(record.key))
@@ -329,14 +348,42 @@ def _clean_batch(
     if header.magic < 2:
         return (data if kept else None), None
     assert isinstance(batch, RecordBatch)
+    if batch.is_transactional and batch.producer_id >= 0 and not job.txn.keeps(batch, len(kept)):
+        return None, None
     new_horizon = horizon if horizon is not None else (now_ms + delete_retention_ms if tombstones else None)
     if len(kept) == len(records) and new_horizon == horizon:
         return data, horizon if tombstones else None
     if not kept and batch.producer_id < 0:
         return None, None
+    rebuilt = _rebuilt(batch, kept, new_horizon if kept else None)
+    if rebuilt is None:
+        return data, None
+    return rebuilt, new_horizon if tombstones else None
+
+
+def _clean_marker(
+    data: bytes, marker: RecordBatch[bytes], job: CleanerJob, now_ms: int, delete_retention_ms: int
+) -> tuple[bytes | None, int | None]:
+    """A transaction's marker: kept, given its delete horizon, or dropped (``cleaner_txn``)."""
+    if marker.last_offset >= job.map_end:
+        return data, None
+    verdict = job.txn.marker(marker, now_ms)
+    if verdict == "drop":
+        return None, None
+    if verdict == "keep":
+        horizon = marker.delete_horizon_ms
+        return data, horizon if horizon is not None and horizon > now_ms else None
+    horizon = now_ms + delete_retention_ms
+    rebuilt = _rebuilt(marker, list(marker.records()), horizon)
+    return (data, None) if rebuilt is None else (rebuilt, horizon)
+
+
+def _rebuilt(batch: RecordBatch[bytes], kept: list[Record[bytes]], horizon: int | None) -> bytes | None:
+    """``batch`` with only the ``kept`` records (offsets unchanged) and the delete horizon
+    ``horizon``; None when it cannot be encoded."""
     log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
     try:
-        rebuilt = build_batch(
+        return build_batch(
             [(r.key, r.value, r.headers, r.timestamp) for r in kept],
             compression=batch.compression,
             base_offset=batch.base_offset,
@@ -348,13 +395,13 @@ def _clean_batch(
             producer_epoch=batch.producer_epoch,
             base_sequence=batch.base_sequence,
             is_transactional=batch.is_transactional,
-            delete_horizon_ms=new_horizon if kept else None,
+            is_control=batch.is_control,
+            delete_horizon_ms=horizon,
             offset_deltas=[r.offset - batch.base_offset for r in kept],
             last_offset_delta=batch.last_offset_delta,
         )
     except EncodeError:
-        return data, None
-    return rebuilt, new_horizon if tombstones else None
+        return None
 
 
 def abandon(log: PartitionLog) -> None:

@@ -26,6 +26,7 @@ from kafka_wire.broker.log.cleaner import (
     clean_log,
     cleaner_deadline,
 )
+from kafka_wire.broker.log.cleaner_txn import ProducerLookup, no_producers
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
 from kafka_wire.broker.log.files import EffectQueue
 from kafka_wire.broker.log.loader import LogLoader
@@ -457,10 +458,20 @@ class PartitionLog:
             )
 
     # -- background work --------------------------------------------------------------------------
-    def maintain(self, now_ms: int, *, high_watermark: int | None = None) -> None:
+    def maintain(
+        self,
+        now_ms: int,
+        *,
+        high_watermark: int | None = None,
+        stable_offset: int | None = None,
+        producers: ProducerLookup = no_producers,
+    ) -> None:
         """Due work: delayed file deletions, flush.ms, segment.ms rolls, retention, compaction.
 
-        ``high_watermark`` bounds what retention may delete (default: the log end offset).
+        ``high_watermark`` bounds what retention may delete (default: the log end offset);
+        compaction stops at ``stable_offset`` too (the last stable offset: no open transaction
+        is compacted), and keeps the markers ``producers`` (the partition's producer state) still
+        needs (``cleaner_txn``).
         """
         self._now_ms = now_ms
         self._maintained_at = now_ms
@@ -475,7 +486,7 @@ class PartitionLog:
         if config.delete:
             apply_retention(self, now_ms, hw)
         if config.compact:
-            clean_log(self, now_ms, hw)
+            clean_log(self, now_ms, hw if stable_offset is None else min(hw, stable_offset), producers)
 
     def _roll_due(self, now_ms: int) -> bool:
         active = self._active

@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Final
 
+from kafka_wire.broker.log.cleaner_txn import ActiveProducer
 from kafka_wire.messages import ErrorCode
 
 #: Kafka keeps the metadata of the last five batches per producer (ProducerStateEntry).
@@ -120,6 +121,13 @@ class ProducerStates:
 
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._entries.get(producer_id)
+
+    def active(self, producer_id: int) -> ActiveProducer | None:
+        """What log compaction needs of a producer held here (``broker.log.cleaner_txn``)."""
+        entry = self._entries.get(producer_id)
+        if entry is None:
+            return None
+        return ActiveProducer(entry.batches[-1].last_offset if entry.batches else -1, entry.epoch)
 
     def entries(self) -> list[tuple[int, ProducerEntry]]:
         """Every producer the partition knows, by producer id (DescribeProducers)."""

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kafka_wire.broker.effects import Rename
 from kafka_wire.broker.log import LogConfig, PartitionLog
-from kafka_wire.records import build_batch, build_commit_marker, read_batches
+from kafka_wire.records import build_batch, read_batches
 
 from .helpers import CODECS, DIR, MIB, Driven, all_records, contents, noise
 
@@ -175,25 +175,6 @@ def test_tombstones_get_a_delete_horizon_then_go() -> None:
     _run(d, 5000 + DAY)
     assert [(r.offset, r.key) for r in all_records(d.log)] == [(1, b"b")]
     assert d.log.log_end_offset == 3
-
-
-def test_control_and_transactional_batches_are_kept() -> None:
-    d = Driven(COMPACT)
-    _put(d, [(b"a", b"1")], producer_id=4, producer_epoch=0, base_sequence=0, is_transactional=True)
-    assert (
-        d.append(
-            build_commit_marker(producer_id=4, producer_epoch=0, coordinator_epoch=1), origin="coordinator"
-        ).error_code
-        == 0
-    )
-    _put(d, [(b"a", b"2")])
-    _put(d, [(b"a", b"3")])
-    d.log.roll(1000)
-    d.apply()
-    _run(d, 5000)
-    batches = list(read_batches(d.log.read_bytes(d.log.read(0, 10**6))))
-    assert [b.base_offset for b in batches] == [0, 1, 3]
-    assert batches[1].is_control and batches[0].is_transactional
 
 
 def test_idempotent_batches_leave_an_empty_batch() -> None:
