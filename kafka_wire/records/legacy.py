@@ -48,6 +48,7 @@ from kafka_wire.records.loops import (
     decode_legacy_message,
     decode_legacy_message_set,
     encode_legacy_message,
+    encode_legacy_plain,
     legacy_record,
     record_fields,
 )
@@ -347,6 +348,11 @@ def build_message_set(
     if codec == CODEC_ZSTD:
         raise EncodeError(f"zstd needs magic v2 (asked for magic v{magic})")
     ts_bit = TIMESTAMP_TYPE_MASK if magic == 1 and timestamp_type == TimestampType.LOG_APPEND_TIME else 0
+    if codec == CODEC_NONE and encode_legacy_plain is not None:
+        lat = log_append_time if ts_bit else None
+        built = encode_legacy_plain(records, magic, ts_bit, base_offset, default_timestamp, lat)
+        if built is not None:
+            return built
     fields = [record_fields(r) for r in records]
     timestamps: list[int] = []
     for _, _, headers, ts in fields:

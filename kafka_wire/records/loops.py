@@ -1,38 +1,48 @@
 """The per-record loops and ``Record``, in the flavour this process runs: chosen once, here.
 
 The loops have one source, ``kafka_wire/_compiled/records.py``, which runs as Python and also
-compiles with mypyc (``KAFKA_WIRE_COMPILE=1``, see ``docs/compiled.md``). This module takes its
-compiled extension when it is built, loads and ``KAFKA_WIRE_PURE`` is unset, and the same source
-run by the interpreter otherwise; it is the only importer of that private module, and everything
-in ``kafka_wire.records`` takes the loops and ``Record`` from here.
+compiles with mypyc (``KAFKA_WIRE_COMPILE=1``, see ``docs/internals/compiled.md``). This module
+takes its compiled extension when it is built, loads and ``KAFKA_WIRE_PURE`` is unset, and the same
+source run by the interpreter otherwise. ``Record`` and the loops that make records (the v2
+decoders and ``legacy_record``) come, in the compiled flavour, from the C extension
+``kafka_wire/_compiled/recordwalk.c`` instead (same interface, checks, errors and output: a native
+class whose fields are object slots, and records made without a call into Python). This module is
+the only importer of those private modules, and everything in ``kafka_wire.records`` takes the
+loops and ``Record`` from here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire.flavour import compiled_module, source_module
 
 if TYPE_CHECKING:
     from kafka_wire._compiled import records as _impl
+    from kafka_wire._compiled import records as _walk
 else:
     _NAME = "kafka_wire._compiled.records"
     _impl = compiled_module(_NAME) or source_module(_NAME)
+    _walk = (compiled_module("kafka_wire._compiled.recordwalk") if _impl.COMPILED else None) or _impl
 
 COMPILED: Final[bool] = _impl.COMPILED
-"""Whether the compiled extension is in use (its ``Record`` is then a native class)."""
+"""Whether the compiled flavour is in use (``Record`` is then a native class)."""
 
-Record = _impl.Record
+Record = _walk.Record
+decode_records_v2 = _walk.decode_records_v2
+iterate_records_v2 = _walk.iterate_records_v2
+legacy_record = _walk.legacy_record
+encode_legacy_plain: Final[Callable[..., bytes | None] | None] = getattr(_walk, "encode_legacy_plain", None)
+"""Compiled only (else ``None``): an uncompressed legacy message set of plain records in one call,
+or ``None`` for input it does not take (``legacy.build_message_set`` then writes it)."""
 EMPTY_HEADERS: Final = _impl.EMPTY_HEADERS
 GC_PAUSE_MIN_RECORDS: Final = _impl.GC_PAUSE_MIN_RECORDS
 LegacyMessage = _impl.LegacyMessage
 decode_legacy_message = _impl.decode_legacy_message
 decode_legacy_message_set = _impl.decode_legacy_message_set
-decode_records_v2 = _impl.decode_records_v2
 encode_legacy_message = _impl.encode_legacy_message
 encode_records_v2 = _impl.encode_records_v2
-iterate_records_v2 = _impl.iterate_records_v2
-legacy_record = _impl.legacy_record
 read_uvarint32 = _impl.read_uvarint32
 read_uvarint64 = _impl.read_uvarint64
 record_fields = _impl.record_fields

@@ -8,6 +8,7 @@ extension is not built or ``KAFKA_WIRE_PURE`` is set; ``tools/check_mypyc_c.py``
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -26,6 +27,8 @@ from tests.records.helpers import EXAMPLES, v2_records
 NAME = "kafka_wire._compiled.records"
 COMPILED = compiled_module(NAME)
 PURE = source_module(NAME)
+WALK = compiled_module("kafka_wire._compiled.recordwalk")
+"""The compiled flavour's ``Record`` and record-making loops (C): the same outcomes as ``PURE``."""
 pytestmark = pytest.mark.skipif(
     COMPILED is None, reason="compiled records not built (KAFKA_WIRE_COMPILE=1) or KAFKA_WIRE_PURE set"
 )
@@ -41,12 +44,19 @@ def _outcome(fn: Callable[[], Any]) -> Any:
         return (type(e), str(e), getattr(e, "offset", None))
 
 
-def _both(fn: Callable[[ModuleType], Any]) -> Any:
-    """``fn(flavour)`` for the compiled and the interpreted flavour: the outcomes must be equal."""
+def _both(fn: Callable[[ModuleType], Any], *, walk: bool = False) -> Any:
+    """``fn(flavour)`` for the compiled and the interpreted flavour: the outcomes must be equal.
+
+    With ``walk``, ``fn`` only uses what the C walker has too (the v2 decoders, ``legacy_record``,
+    ``Record``), and its outcome must be the same as well.
+    """
     assert COMPILED is not None
     compiled = _outcome(lambda: fn(COMPILED))
     pure = _outcome(lambda: fn(PURE))
     assert compiled == pure
+    if walk:
+        assert WALK is not None
+        assert _outcome(lambda: fn(WALK)) == pure
     return compiled
 
 
@@ -83,7 +93,7 @@ def _decode(data: bytes, *, zero_copy: bool = False, stream: bool = False) -> Ca
 def _same_decodes(data: bytes) -> None:
     for zero_copy in (False, True):
         for stream in (False, True):
-            _both(_decode(data, zero_copy=zero_copy, stream=stream))
+            _both(_decode(data, zero_copy=zero_copy, stream=stream), walk=True)
 
 
 @settings(max_examples=EXAMPLES)
@@ -155,7 +165,7 @@ def test_same_errors_on_corrupt_batches() -> None:
 def test_streaming_fails_before_the_first_record() -> None:
     good = build_batch([(b"k%d" % i, b"v", [("h", b"x")]) for i in range(300)])  # streamed: >= 64 records
     bad = good[:-4] + b"\x7f" + good[-3:]  # the last record's value length overruns
-    outcome = _both(_decode(bad, stream=True))
+    outcome = _both(_decode(bad, stream=True), walk=True)
     assert issubclass(outcome[0], DecodeError)
     assert COMPILED is not None
     stream, _ = COMPILED.iterate_records_v2(good, None, 61, len(good), 300, 0, 0, None)
@@ -183,9 +193,25 @@ def test_same_legacy_messages() -> None:
                 _both(walk)
 
 
-@pytest.mark.parametrize("flavour", ["compiled", "pure"])
+def test_same_legacy_records() -> None:
+    out = bytearray()
+    for i, (key, value) in enumerate([(b"k", b"v"), (None, b"x" * 300), (b"", None)]):
+        PURE.encode_legacy_message(out, i, 1, 0, BASE_TS, key, value)
+    data = bytes(out)
+    for i in range(12, len(data)):
+        for byte in (0x00, 0x80, 0xFF):
+            bad = data[:i] + bytes((byte,)) + data[i + 1 :]
+            for buf in (bad, memoryview(bad)):
+
+                def one(mod: ModuleType, buf: Any = buf) -> Any:
+                    return bytes(mod.legacy_record(buf, 26, 36, 7, BASE_TS).astuple()[3] or b"")
+
+                _both(one, walk=True)
+
+
+@pytest.mark.parametrize("flavour", ["compiled", "pure", "walk"])
 def test_record_keeps_the_public_surface(flavour: str) -> None:
-    mod = COMPILED if flavour == "compiled" else PURE
+    mod = {"compiled": COMPILED, "pure": PURE, "walk": WALK}[flavour]
     assert mod is not None
     cls = mod.Record
     assert hasattr(cls, "__mypyc_attrs__") == (flavour == "compiled")
@@ -200,3 +226,10 @@ def test_record_keeps_the_public_surface(flavour: str) -> None:
         hash(r)
     r.key = b"z"
     assert r.astuple() == (1, 2, b"z", None, (("h", b"v"),))
+    assert cls(offset=1, timestamp=2, key=None, value=b"v").headers == ()
+    if flavour == "walk":  # the class the compiled flavour uses pickles
+        assert type(pickle.loads(pickle.dumps(r))) is cls and pickle.loads(pickle.dumps(r)) == r
+    if flavour != "compiled":  # a __slots__ class and the C one let fields be deleted
+        del r.key
+        with pytest.raises(AttributeError):
+            r.key  # noqa: B018
