@@ -238,8 +238,7 @@ typedef struct {
     const unsigned char *d;
     Py_ssize_t n;         /* len(data): reads past it raise IndexError, as indexing bytes does */
     PyObject *view;       /* a memoryview of data (zero-copy reads: values slice it) or NULL */
-    PyObject *keys;       /* header key bytes -> str */
-    PyObject *last_key;   /* the previous header's key (borrowed from keys) or NULL */
+    PyObject *last_key;   /* the previous header's key or NULL */
     Py_ssize_t last_pos;  /* where its bytes are */
     Py_ssize_t last_len;
     Py_ssize_t pos;       /* the next record */
@@ -291,16 +290,20 @@ static inline PyObject *slice(const Walk *w, Py_ssize_t a, Py_ssize_t b) {
     return PySequence_GetSlice(w->view, a, b);
 }
 
-/* The header key at data[pos:end] as text, remembered in w->keys. */
+static PyObject *key_cache; /* header key bytes -> str, across batches (producers repeat their keys) */
+#define KEY_CACHE_MAX 1024    /* entries; the cache is emptied when it is full */
+
+/* The header key at data[pos:end] as text, remembered in key_cache. */
 static PyObject *header_key(const Walk *w, Py_ssize_t pos, Py_ssize_t end) {
     PyObject *raw = PyBytes_FromStringAndSize((const char *)w->d + pos, end - pos);
     if (raw == NULL) return NULL;
-    PyObject *key = PyDict_GetItemWithError(w->keys, raw);
+    PyObject *key = PyDict_GetItemWithError(key_cache, raw);
     if (key != NULL) {
         Py_INCREF(key);
     } else if (!PyErr_Occurred()) {
         key = PyUnicode_DecodeUTF8((const char *)w->d + pos, end - pos, NULL);
-        if (key != NULL && PyDict_SetItem(w->keys, raw, key) < 0) Py_CLEAR(key);
+        if (key != NULL && PyDict_GET_SIZE(key_cache) >= KEY_CACHE_MAX) PyDict_Clear(key_cache);
+        if (key != NULL && PyDict_SetItem(key_cache, raw, key) < 0) Py_CLEAR(key);
     }
     Py_DECREF(raw);
     return key;
@@ -327,7 +330,8 @@ static PyObject *read_header(Walk *w, Py_ssize_t *pos, Py_ssize_t rec_end, int m
     } else {
         key = header_key(w, p, n);
         if (key == NULL) return NULL;
-        w->last_key = key; /* borrowed: w->keys holds it */
+        Py_INCREF(key);
+        Py_XSETREF(w->last_key, key);
         w->last_pos = p;
         w->last_len = n - p;
     }
@@ -472,9 +476,8 @@ static int next_record(Walk *w, PyObject **made) {
 static void walk_release(Walk *w) {
     Py_CLEAR(w->data);
     Py_CLEAR(w->view);
-    Py_CLEAR(w->keys);
     Py_CLEAR(w->lat);
-    w->last_key = NULL;
+    Py_CLEAR(w->last_key);
 }
 
 /* A walk over the records of the decoders' arguments (data, view, pos, end, count, base_offset,
@@ -499,7 +502,6 @@ static int walk_start(Walk *w, PyObject *const *args, Py_ssize_t nargs) {
         return fail(CorruptBatchError, w->pos, "%zd records cannot fit in %zd bytes (a record takes at least 7)", w->count,
                     w->end - w->pos);
     if (w->count < 0) w->count = 0; /* as the pure loop: no records */
-    if ((w->keys = PyDict_New()) == NULL) return -1;
     w->data = Py_NewRef(args[0]);
     w->d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     w->n = PyBytes_GET_SIZE(args[0]);
@@ -590,9 +592,9 @@ static PyObject *iterate_records_v2(PyObject *module, PyObject *const *args, Py_
         }
     }
     Py_ssize_t after = w->pos;
-    w->pos = start; /* the checking pass leaves the keys it decoded in w->keys */
+    w->pos = start; /* the checking pass leaves the keys it decoded in key_cache */
     w->index = 0;
-    w->last_key = NULL;
+    Py_CLEAR(w->last_key);
     return Py_BuildValue("(Nn)", (PyObject *)it, after);
 }
 
@@ -801,6 +803,7 @@ PyMODINIT_FUNC PyInit_recordwalk(void) {
     InvalidValueError = PyObject_GetAttrString(errors, "InvalidValueError");
     Py_DECREF(errors);
     if (CorruptBatchError == NULL || InvalidValueError == NULL) return NULL;
+    if ((key_cache = PyDict_New()) == NULL) return NULL;
     if (PyType_Ready(&RecordType) < 0 || PyType_Ready(&RecordIteratorType) < 0) return NULL;
     PyObject *match_args = Py_BuildValue("(sssss)", "offset", "timestamp", "key", "value", "headers");
     if (match_args == NULL || PyDict_SetItemString(RecordType.tp_dict, "__match_args__", match_args) < 0) {

@@ -238,7 +238,7 @@ class LegacyBatch(Generic[B]):
             start = 0
         try:
             return legacy_record(
-                cast(Any, buf),
+                buf,
                 start + (18 if self.magic == 0 else 26),
                 start + self.batch_length + LOG_OVERHEAD,
                 self.last_offset,

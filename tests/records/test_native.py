@@ -233,3 +233,44 @@ def test_record_keeps_the_public_surface(flavour: str) -> None:
         del r.key
         with pytest.raises(AttributeError):
             r.key  # noqa: B018
+
+
+LEGACY_SHAPES: list[Any] = [
+    [(b"k", b"v"), (None, None), (b"", b"x" * 300, ()), (b"k", None, [], BASE_TS), (b"k", b"v", None, None)],
+    [(b"k", b"v", (), -1), (b"k", b"v", (), 0), (b"k", b"v", (), 2**63 - 1)],
+    [(b"k", b"v", (), -2)],
+    [(b"k", b"v", (), 2**63)],
+    [(b"k", b"v", (), True)],
+    [(b"k", b"v", [("h", b"x")])],
+    [(bytearray(b"k"), b"v")],
+    [(b"k", "text")],
+    [NewRecord(b"k", b"v")],
+    [(b"k",)],
+    [],
+]
+
+
+#: The shapes the C writer takes, by magic (magic 0 writes no timestamp, so any int goes).
+LEGACY_FAST = {0: {0, 1, 2, 3, 10}, 1: {0, 1, 10}}
+
+
+@pytest.mark.parametrize("shape", range(len(LEGACY_SHAPES)))
+@pytest.mark.parametrize(("magic", "attributes", "log_append_time"), [(0, 0, None), (1, 0, None), (1, 8, 77)])
+def test_plain_legacy_message_sets_in_one_call(
+    shape: int, magic: int, attributes: int, log_append_time: int | None
+) -> None:
+    """The C writer of plain legacy message sets writes what the per-message loop writes, or
+    declines (``None``) the input it does not take (the loop then writes it or raises)."""
+    assert WALK is not None
+    records = LEGACY_SHAPES[shape]
+    for base in (0, 5, -3, 2**63 - 2):
+        built = WALK.encode_legacy_plain(records, magic, attributes, base, BASE_TS, log_append_time)
+        if base != 2**63 - 2 or not records:  # base + count must stay below 2**63
+            assert (built is not None) == (shape in LEGACY_FAST[magic])
+        if built is None:
+            continue
+        out = bytearray()
+        for i, (key, value, _, ts) in enumerate(PURE.record_fields(r) for r in records):
+            ts = log_append_time if log_append_time is not None else BASE_TS if ts is None else ts
+            PURE.encode_legacy_message(out, base + i, magic, attributes, ts, key, value)
+        assert built == bytes(out)
