@@ -34,12 +34,14 @@ COLUMNAR = Extension(
     extra_compile_args=["-O2", "-std=c11", "-Wall"],
 )
 
-#: Record and the per-record walks that make records: a small C extension (no mypyc), whose pure
-#: twin is kafka_wire/_compiled/records.py run as Python (kafka_wire.records.loops chooses).
+#: Record and the per-record walks that make records: a small C extension (no mypyc) of a few
+#: files sharing recordwalk.h, whose pure twin is kafka_wire/_compiled/records.py run as Python
+#: (kafka_wire.records.loops chooses).
 RECORDWALK = Extension(
     "kafka_wire._compiled.recordwalk",
-    ["kafka_wire/_compiled/recordwalk.c"],
-    extra_compile_args=["-O2", "-std=c11", "-Wall"],
+    sorted(str(p.relative_to(HERE)) for p in (HERE / "kafka_wire" / "_compiled" / "recordwalk").glob("*.c")),
+    depends=["kafka_wire/_compiled/recordwalk/recordwalk.h"],
+    extra_compile_args=["-O2", "-std=c11", "-Wall", "-fvisibility=hidden"],
     libraries=["z"],
 )
 

@@ -5,7 +5,7 @@ compiles with mypyc (``KAFKA_WIRE_COMPILE=1``, see ``docs/internals/compiled.md`
 takes its compiled extension when it is built, loads and ``KAFKA_WIRE_PURE`` is unset, and the same
 source run by the interpreter otherwise. ``Record`` and the loops that make records (the v2
 decoders and ``legacy_record``) come, in the compiled flavour, from the C extension
-``kafka_wire/_compiled/recordwalk.c`` instead (same interface, checks, errors and output: a native
+``kafka_wire/_compiled/recordwalk/`` instead (same interface, checks, errors and output: a native
 class whose fields are object slots, and records made without a call into Python). This module is
 the only importer of those private modules, and everything in ``kafka_wire.records`` takes the
 loops and ``Record`` from here.

@@ -1,0 +1,65 @@
+/* Records as objects: Record and the per-record walks that make them (kafka_wire.records.loops).
+ *
+ * Hand-written; built by setup.py with the compiled flavour (KAFKA_WIRE_COMPILE=1), chosen by
+ * kafka_wire.records.loops through kafka_wire.flavour. Its pure-Python twin, with the same
+ * interface, checks, errors and output, is the v2 decoder and legacy_record of
+ * kafka_wire/_compiled/records.py run as Python; docs/internals/compiled.md describes both.
+ *
+ * Record: the five fields as object slots (member descriptors, which CPython's attribute cache
+ * reads as fast as a __slots__ class's), the surface of the pure class (constructor, astuple,
+ * unpacking, equality, repr, __match_args__, unhashable, Record[bytes]) plus pickling.
+ * decode_records_v2 / iterate_records_v2 walk one v2 batch's records and make them;
+ * legacy_record makes the record of one uncompressed legacy message. Bad input raises what the
+ * pure loop raises at the same byte: CorruptBatchError / InvalidValueError with the offset
+ * relative to data, IndexError where the input ends inside a field, UnicodeDecodeError for a
+ * header key that is not UTF-8 (the callers turn the last two into DecodeErrors).
+ */
+#include "recordwalk.h"
+
+PyObject *CorruptBatchError;
+PyObject *InvalidValueError;
+
+/* ---- module ---------------------------------------------------------------------------------- */
+
+static PyMethodDef module_methods[] = {
+    {"decode_records_v2", (PyCFunction)(void (*)(void))decode_records_v2, METH_FASTCALL,
+     "decode_records_v2(data, view, pos, end, count, base_offset, base_timestamp, log_append_time) -> (records, end)"},
+    {"iterate_records_v2", (PyCFunction)(void (*)(void))iterate_records_v2, METH_FASTCALL,
+     "iterate_records_v2(...) -> (iterator, end): decode_records_v2's records as an iterator"},
+    {"legacy_record", (PyCFunction)(void (*)(void))legacy_record, METH_FASTCALL,
+     "legacy_record(data, key_pos, end, offset, timestamp) -> Record"},
+    {"encode_legacy_plain", (PyCFunction)(void (*)(void))encode_legacy_plain, METH_FASTCALL,
+     "encode_legacy_plain(records, magic, attributes, base_offset, default_timestamp, log_append_time) -> bytes | None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "kafka_wire._compiled.recordwalk",
+    "Record and the per-record walks that make records (see kafka_wire.records.loops).", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit_recordwalk(void) {
+    PyObject *errors = PyImport_ImportModule("kafka_wire.errors");
+    if (errors == NULL) return NULL;
+    CorruptBatchError = PyObject_GetAttrString(errors, "CorruptBatchError");
+    InvalidValueError = PyObject_GetAttrString(errors, "InvalidValueError");
+    Py_DECREF(errors);
+    if (CorruptBatchError == NULL || InvalidValueError == NULL) return NULL;
+    if ((key_cache = PyDict_New()) == NULL) return NULL;
+    if (PyType_Ready(&RecordType) < 0 || PyType_Ready(&RecordIteratorType) < 0) return NULL;
+    PyObject *match_args = Py_BuildValue("(sssss)", "offset", "timestamp", "key", "value", "headers");
+    if (match_args == NULL || PyDict_SetItemString(RecordType.tp_dict, "__match_args__", match_args) < 0) {
+        Py_XDECREF(match_args);
+        return NULL;
+    }
+    Py_DECREF(match_args);
+    PyType_Modified(&RecordType);
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Record", (PyObject *)&RecordType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
+
