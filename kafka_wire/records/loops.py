@@ -13,8 +13,8 @@ loops and ``Record`` from here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Final
 
 from kafka_wire.flavour import compiled_module, source_module
 
@@ -36,6 +36,12 @@ legacy_record = _walk.legacy_record
 encode_legacy_plain: Final[Callable[..., bytes | None] | None] = getattr(_walk, "encode_legacy_plain", None)
 """Compiled only (else ``None``): an uncompressed legacy message set of plain records in one call,
 or ``None`` for input it does not take (``legacy.build_message_set`` then writes it)."""
+bind_views: Final[Callable[[type, type, type], None] | None] = getattr(_walk, "bind_views", None)
+"""Compiled only (else ``None``): tells :data:`batches` where ``RecordsReader``, ``RecordBatch``
+and ``LegacyBatch`` keep their slots (``reader.py`` calls it once, at import)."""
+batches: Final[Callable[[Any], Iterator[Any]] | None] = getattr(_walk, "batches", None)
+"""Compiled only (else ``None``): a reader's batches with their views made in C, the common case
+only (anything else is the reader's own ``__next__``)."""
 EMPTY_HEADERS: Final = _impl.EMPTY_HEADERS
 GC_PAUSE_MIN_RECORDS: Final = _impl.GC_PAUSE_MIN_RECORDS
 LegacyMessage = _impl.LegacyMessage

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from kafka_wire.errors import DecodeError
 from kafka_wire.flavour import compiled_module, source_module
-from kafka_wire.records import NewRecord, Record, build_batch
+from kafka_wire.records import NewRecord, Record, RecordsReader, build_batch, loops
 from kafka_wire.records.batch import V2_HEADER
 from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD
 from tests.records.helpers import EXAMPLES, v2_records
@@ -274,3 +274,46 @@ def test_plain_legacy_message_sets_in_one_call(
             ts = log_append_time if log_append_time is not None else BASE_TS if ts is None else ts
             PURE.encode_legacy_message(out, base + i, magic, attributes, ts, key, value)
         assert built == bytes(out)
+
+
+def _views(payload: bytes, through_c: bool, verify_crc: bool) -> Any:
+    """Every batch view of ``payload`` (its type and slots) and where the reader ends, or the error:
+    through the compiled iterator (``iter(reader)``) or the reader's own ``__next__``."""
+    reader = RecordsReader(payload, verify_crc=verify_crc)
+    out: list[Any] = []
+
+    def slots(view: Any) -> tuple[Any, ...]:
+        names = [n for n in type(view).__slots__ if not n.startswith("_")] + ["_start", "_zero_copy"]
+        return (type(view).__name__, view._buf is payload, [getattr(view, n) for n in names])
+
+    def run() -> Any:
+        if through_c:
+            out.extend(slots(b) for b in reader)
+        else:
+            while True:
+                try:
+                    out.append(slots(next(reader)))
+                except StopIteration:
+                    break
+        return out, reader.position, reader.truncated_tail
+
+    return _outcome(run)
+
+
+def test_batch_views_made_in_c_are_the_readers_own() -> None:
+    assert loops.batches is not None
+    payload = (
+        build_batch(
+            [(b"k", b"v", [("h", b"x")])] * 3, base_offset=5, producer_id=9, producer_epoch=1, base_sequence=2
+        )
+        + build_batch([(b"a", None, (), BASE_TS)], magic=1)
+        + build_batch([(b"a", b"b")], magic=0)
+        + build_batch([(b"z", b"y")], compression="gzip")
+        + build_batch([(b"z", b"y")] * 2, magic=1, compression="gzip")
+    )
+    for i in range(len(payload)):
+        for byte in (0x00, 0x02, 0x7F, 0x80, 0xFF):
+            bad = payload[:i] + bytes((byte,)) + payload[i + 1 :]
+            for verify_crc in (True, False):
+                assert _views(bad, True, verify_crc) == _views(bad, False, verify_crc)
+        assert _views(payload[:i], True, True) == _views(payload[:i], False, True)

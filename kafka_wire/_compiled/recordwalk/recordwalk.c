@@ -1,18 +1,24 @@
-/* Records as objects: Record and the per-record walks that make them (kafka_wire.records.loops).
+/* Records in C for the compiled flavour: Record, the loops that make records, and batch views
+ * (kafka_wire.records.loops chooses this module; docs/internals/compiled.md describes it).
  *
- * Hand-written; built by setup.py with the compiled flavour (KAFKA_WIRE_COMPILE=1), chosen by
- * kafka_wire.records.loops through kafka_wire.flavour. Its pure-Python twin, with the same
- * interface, checks, errors and output, is the v2 decoder and legacy_record of
- * kafka_wire/_compiled/records.py run as Python; docs/internals/compiled.md describes both.
+ * Hand-written; built by setup.py with the compiled flavour (KAFKA_WIRE_COMPILE=1) from the files
+ * of this folder, which share recordwalk.h:
  *
- * Record: the five fields as object slots (member descriptors, which CPython's attribute cache
- * reads as fast as a __slots__ class's), the surface of the pure class (constructor, astuple,
- * unpacking, equality, repr, __match_args__, unhashable, Record[bytes]) plus pickling.
- * decode_records_v2 / iterate_records_v2 walk one v2 batch's records and make them;
- * legacy_record makes the record of one uncompressed legacy message. Bad input raises what the
- * pure loop raises at the same byte: CorruptBatchError / InvalidValueError with the offset
- * relative to data, IndexError where the input ends inside a field, UnicodeDecodeError for a
- * header key that is not UTF-8 (the callers turn the last two into DecodeErrors).
+ *   record.c   Record: the five fields as object slots (member descriptors, which CPython's
+ *              attribute cache reads as fast as a __slots__ class's), the surface of the pure
+ *              class plus pickling; the errors the walks raise.
+ *   v2.c       decode_records_v2 / iterate_records_v2: one v2 batch's records, as a list or
+ *              checked first and then made one at a time as iterated.
+ *   legacy.c   legacy_record (one uncompressed legacy message's record) and encode_legacy_plain
+ *              (a plain legacy message set written in one call, or None for other input).
+ *   batches.c  bind_views / batches: a RecordsReader's batches with their views (RecordBatch,
+ *              LegacyBatch) made without a Python call, the common case only.
+ *
+ * Its pure-Python twin is kafka_wire/_compiled/records.py run as Python (and the Python classes'
+ * own __init__ / __next__ for batches.c): same interface, checks, errors and output. Bad input
+ * raises what the pure loop raises at the same byte: CorruptBatchError / InvalidValueError with the
+ * offset relative to data, IndexError where the input ends inside a field, UnicodeDecodeError
+ * for a header key that is not UTF-8 (the callers turn the last two into DecodeErrors).
  */
 #include "recordwalk.h"
 
@@ -30,6 +36,9 @@ static PyMethodDef module_methods[] = {
      "legacy_record(data, key_pos, end, offset, timestamp) -> Record"},
     {"encode_legacy_plain", (PyCFunction)(void (*)(void))encode_legacy_plain, METH_FASTCALL,
      "encode_legacy_plain(records, magic, attributes, base_offset, default_timestamp, log_append_time) -> bytes | None"},
+    {"bind_views", (PyCFunction)(void (*)(void))bind_views, METH_FASTCALL,
+     "bind_views(reader_class, v2_batch_class, legacy_batch_class): where their slots are"},
+    {"batches", (PyCFunction)batches, METH_O, "batches(reader) -> iterator of its batches, views made in C"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -46,7 +55,7 @@ PyMODINIT_FUNC PyInit_recordwalk(void) {
     Py_DECREF(errors);
     if (CorruptBatchError == NULL || InvalidValueError == NULL) return NULL;
     if ((key_cache = PyDict_New()) == NULL) return NULL;
-    if (PyType_Ready(&RecordType) < 0 || PyType_Ready(&RecordIteratorType) < 0) return NULL;
+    if (PyType_Ready(&RecordType) < 0 || PyType_Ready(&RecordIteratorType) < 0 || batches_init() < 0) return NULL;
     PyObject *match_args = Py_BuildValue("(sssss)", "offset", "timestamp", "key", "value", "headers");
     if (match_args == NULL || PyDict_SetItemString(RecordType.tp_dict, "__match_args__", match_args) < 0) {
         Py_XDECREF(match_args);

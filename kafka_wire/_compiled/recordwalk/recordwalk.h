@@ -52,5 +52,8 @@ PyObject *decode_records_v2(PyObject *module, PyObject *const *args, Py_ssize_t 
 PyObject *iterate_records_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *legacy_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *encode_legacy_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *bind_views(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *batches(PyObject *module, PyObject *reader);
+int batches_init(void); /* batches.c's types and tables */
 
 #endif
