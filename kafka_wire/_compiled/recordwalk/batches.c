@@ -224,12 +224,10 @@ PyTypeObject BatchIteratorType = {
     .tp_iternext = (iternextfunc)batches_next,
 };
 
-/* batches(reader) -> iterator of its batches (bind_views first) */
+/* batches(reader) -> iterator of its batches; the reader itself unless it is exactly the class
+ * bind_views was given (a subclass may have a __next__ of its own). */
 PyObject *batches(PyObject *module, PyObject *reader) {
-    if (reader_type == NULL || !PyObject_TypeCheck(reader, reader_type)) {
-        PyErr_SetString(PyExc_TypeError, "batches takes a RecordsReader (after bind_views)");
-        return NULL;
-    }
+    if (reader_type == NULL || !Py_IS_TYPE(reader, reader_type)) return Py_NewRef(reader);
     PyObject *config = SLOT(reader, reader_at[R_CONFIG]);
     if (config == NULL) {
         PyErr_SetString(PyExc_AttributeError, "the reader has no _config");
