@@ -27,7 +27,7 @@ from kafka_wire.records.constants import (
 )
 from kafka_wire.records.crc import crc32c
 from kafka_wire.records.crc import crc32c_update as _crc32c
-from kafka_wire.records.loops import decode_records_v2, iterate_records_v2
+from kafka_wire.records.loops import decode_records_v2, iterate_records_v2, v2_iter
 from kafka_wire.records.record import B, Record
 
 if TYPE_CHECKING:
@@ -295,14 +295,18 @@ class RecordBatch(Generic[B]):
         records: list[Record[B]] = self._decode(decode_records_v2)
         return records
 
-    def __iter__(self) -> Iterator[Record[B]]:
-        """The records, decoded (and decompressed) when iteration starts.
+    def _iterate(self) -> Iterator[Record[B]]:
+        """The records, decoded (and decompressed) when iteration starts (``__iter__``).
 
         A corrupt batch raises before the first record, in both flavours: every record is checked
-        first (the compiled flavour then makes large batches' records as they are asked for).
+        first (the compiled flavour then makes the records as they are asked for).
         """
         records: Iterator[Record[B]] = self._decode(iterate_records_v2)
         return records
+
+    # compiled: a C method that makes the common case's records without a Python call, and
+    # calls _iterate for everything else
+    __iter__ = _iterate if TYPE_CHECKING or v2_iter is None else v2_iter
 
     def _decode(self, loop: Callable[..., tuple[Any, int]]) -> Any:
         """The records ``loop`` (``decode_records_v2`` or ``iterate_records_v2``) returns for this

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import Any, Final, Generic, cast
+from typing import TYPE_CHECKING, Any, Final, Generic, cast
 
 from kafka_wire.errors import (
     CorruptBatchError,
@@ -49,6 +49,7 @@ from kafka_wire.records.loops import (
     decode_legacy_message_set,
     encode_legacy_message,
     encode_legacy_plain,
+    legacy_iter,
     legacy_record,
     record_fields,
 )
@@ -249,10 +250,15 @@ class LegacyBatch(Generic[B]):
                 e, offset=self.position, note=f"(message offset {self.last_offset})", message=_MSG
             ) from None
 
-    def __iter__(self) -> Iterator[Record[B]]:
+    def _iterate(self) -> Iterator[Record[B]]:
+        """The message's record, or a wrapper's inner records (``__iter__``)."""
         if self.attributes & COMPRESSION_MASK == CODEC_NONE:
             return iter((self._plain_record(),))
         return iter(self.records())
+
+    # compiled: a C method that makes a plain message's record without a Python call, and calls
+    # _iterate for everything else
+    __iter__ = _iterate if TYPE_CHECKING or legacy_iter is None else legacy_iter
 
     def _inner_records(self, codec: int) -> list[Record[B]]:
         where = f"(wrapper offset {self.last_offset})"

@@ -42,6 +42,12 @@ and ``LegacyBatch`` keep their slots (``reader.py`` calls it once, at import).""
 batches: Final[Callable[[Any], Iterator[Any]] | None] = getattr(_walk, "batches", None)
 """Compiled only (else ``None``): a reader's batches with their views made in C, the common case
 only (anything else is the reader's own ``__next__``)."""
+v2_iter: Final[Any] = getattr(_walk, "v2_iter", None)
+"""Compiled only (else ``None``): ``RecordBatch.__iter__`` in C for the common case (an uncompressed
+batch of a ``bytes`` payload), the class's ``_iterate`` for everything else."""
+legacy_iter: Final[Any] = getattr(_walk, "legacy_iter", None)
+"""Compiled only (else ``None``): ``LegacyBatch.__iter__`` in C for a plain message, the class's
+``_iterate`` for everything else."""
 EMPTY_HEADERS: Final = _impl.EMPTY_HEADERS
 GC_PAUSE_MIN_RECORDS: Final = _impl.GC_PAUSE_MIN_RECORDS
 LegacyMessage = _impl.LegacyMessage

@@ -277,14 +277,17 @@ def test_plain_legacy_message_sets_in_one_call(
 
 
 def _views(payload: bytes, through_c: bool, verify_crc: bool) -> Any:
-    """Every batch view of ``payload`` (its type and slots) and where the reader ends, or the error:
-    through the compiled iterator (``iter(reader)``) or the reader's own ``__next__``."""
+    """Every batch view of ``payload`` (its type, slots and records) and where the reader ends, or
+    the error: through the compiled iterators (``iter(reader)``, ``iter(view)``) or the classes' own
+    ``__next__`` and ``_iterate``."""
     reader = RecordsReader(payload, verify_crc=verify_crc)
     out: list[Any] = []
 
     def slots(view: Any) -> tuple[Any, ...]:
         names = [n for n in type(view).__slots__ if not n.startswith("_")] + ["_start", "_zero_copy"]
-        return (type(view).__name__, view._buf is payload, [getattr(view, n) for n in names])
+        # its records too: through the C __iter__, or the class's own _iterate
+        records = _outcome(lambda: [r.astuple() for r in (view if through_c else view._iterate())])
+        return (type(view).__name__, view._buf is payload, [getattr(view, n) for n in names], records)
 
     def run() -> Any:
         if through_c:
@@ -301,7 +304,7 @@ def _views(payload: bytes, through_c: bool, verify_crc: bool) -> Any:
 
 
 def test_batch_views_made_in_c_are_the_readers_own() -> None:
-    assert loops.batches is not None
+    assert loops.batches is not None and loops.v2_iter is not None and loops.legacy_iter is not None
     payload = (
         build_batch(
             [(b"k", b"v", [("h", b"x")])] * 3, base_offset=5, producer_id=9, producer_epoch=1, base_sequence=2

@@ -249,3 +249,117 @@ int batches_init(void) {
     crc32c_init();
     return PyType_Ready(&BatchIteratorType);
 }
+
+/* ---- the views' __iter__ ---------------------------------------------------------------------- */
+
+/* A method of RecordBatch (kind 2) or LegacyBatch (kind 1) that is C: iter(view) makes the records
+ * of the common case (an uncompressed batch in a bytes payload, read without zero-copy) with no
+ * Python call; anything else, a failure included, is the class's own `_iterate`, which then does
+ * exactly what it does without this module (errors included). */
+typedef struct {
+    PyObject_HEAD
+    int kind;
+} ViewIter;
+
+/* Whether every one of the n slots of `obj` at `at` is set (a slot may have been deleted). */
+static int all_set(PyObject *obj, const Py_ssize_t *at, int n) {
+    for (int i = 0; i < n; i++)
+        if (SLOT(obj, at[i]) == NULL) return 0;
+    return 1;
+}
+
+static PyObject *v2_records(PyObject *b) {
+    if (!all_set(b, v2_at, V_COUNT)) return NULL;
+    PyObject *buf = SLOT(b, v2_at[V_BUF]), *attributes = SLOT(b, v2_at[V_ATTRIBUTES]);
+    if (!PyBytes_CheckExact(buf) || SLOT(b, v2_at[V_ZERO_COPY]) != Py_False) return NULL;
+    long attrs = PyLong_AsLong(attributes);
+    Py_ssize_t start = PyLong_AsSsize_t(SLOT(b, v2_at[V_START]));
+    Py_ssize_t length = PyLong_AsSsize_t(SLOT(b, v2_at[V_BATCH_LENGTH]));
+    Py_ssize_t count = PyLong_AsSsize_t(SLOT(b, v2_at[V_RECORD_COUNT]));
+    if (PyErr_Occurred() || (attrs & 0x07) != 0 || count < 0) return NULL;
+    PyObject *pos = PyLong_FromSsize_t(start + 61), *end = PyLong_FromSsize_t(start + length + 12);
+    PyObject *result = NULL;
+    if (pos != NULL && end != NULL) {
+        PyObject *args[8] = {buf, Py_None, pos, end, SLOT(b, v2_at[V_RECORD_COUNT]), SLOT(b, v2_at[V_BASE_OFFSET]),
+                             SLOT(b, v2_at[V_BASE_TIMESTAMP]), (attrs & 0x08) ? SLOT(b, v2_at[V_MAX_TIMESTAMP]) : Py_None};
+        PyObject *pair = iterate_records_v2(NULL, args, 8);
+        if (pair != NULL) {
+            if (PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 1)) == start + length + 12) result = Py_NewRef(PyTuple_GET_ITEM(pair, 0));
+            Py_DECREF(pair);
+        }
+    }
+    Py_XDECREF(pos);
+    Py_XDECREF(end);
+    return result;
+}
+
+static PyObject *legacy_records(PyObject *b) {
+    if (!all_set(b, legacy_at, L_COUNT)) return NULL;
+    PyObject *buf = SLOT(b, legacy_at[L_BUF]), *attributes = SLOT(b, legacy_at[L_ATTRIBUTES]);
+    if (!PyBytes_CheckExact(buf) || SLOT(b, legacy_at[L_ZERO_COPY]) != Py_False) return NULL;
+    long attrs = PyLong_AsLong(attributes);
+    long magic = PyLong_AsLong(SLOT(b, legacy_at[L_MAGIC]));
+    Py_ssize_t start = PyLong_AsSsize_t(SLOT(b, legacy_at[L_START]));
+    Py_ssize_t length = PyLong_AsSsize_t(SLOT(b, legacy_at[L_BATCH_LENGTH]));
+    if (PyErr_Occurred() || (attrs & 0x07) != 0) return NULL;
+    PyObject *key_pos = PyLong_FromSsize_t(start + (magic == 0 ? 18 : 26)), *end = PyLong_FromSsize_t(start + length + 12);
+    PyObject *result = NULL;
+    if (key_pos != NULL && end != NULL) {
+        PyObject *args[5] = {buf, key_pos, end, SLOT(b, legacy_at[L_LAST_OFFSET]), SLOT(b, legacy_at[L_TIMESTAMP])};
+        PyObject *record = legacy_record(NULL, args, 5);
+        if (record != NULL) {
+            PyObject *one = PyTuple_Pack(1, record);
+            Py_DECREF(record);
+            if (one != NULL) {
+                result = PyObject_GetIter(one);
+                Py_DECREF(one);
+            }
+        }
+    }
+    Py_XDECREF(key_pos);
+    Py_XDECREF(end);
+    return result;
+}
+
+static PyObject *viewiter_call(ViewIter *self, PyObject *args, PyObject *kwargs) {
+    PyObject *b;
+    if (kwargs != NULL || !PyArg_UnpackTuple(args, "__iter__", 1, 1, &b)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "__iter__ takes no arguments");
+        return NULL;
+    }
+    PyTypeObject *type = self->kind == 2 ? v2_type : legacy_type;
+    PyObject *it = NULL;
+    if (type != NULL && Py_IS_TYPE(b, type)) it = self->kind == 2 ? v2_records(b) : legacy_records(b);
+    if (it != NULL) return it;
+    PyErr_Clear();
+    return PyObject_CallMethod(b, "_iterate", NULL);
+}
+
+static PyObject *viewiter_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+PyTypeObject ViewIterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kafka_wire._compiled.recordwalk.ViewIter",
+    .tp_basicsize = sizeof(ViewIter),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The records of a batch view (its __iter__), made in C for the common case.",
+    .tp_call = (ternaryfunc)viewiter_call,
+    .tp_descr_get = viewiter_get,
+};
+
+/* The two methods, as module attributes v2_iter and legacy_iter. */
+int add_view_iters(PyObject *module) {
+    if (PyType_Ready(&ViewIterType) < 0) return -1;
+    for (int kind = 1; kind <= 2; kind++) {
+        ViewIter *m = PyObject_New(ViewIter, &ViewIterType);
+        if (m == NULL) return -1;
+        m->kind = kind;
+        if (PyModule_AddObject(module, kind == 2 ? "v2_iter" : "legacy_iter", (PyObject *)m) < 0) {
+            Py_DECREF(m);
+            return -1;
+        }
+    }
+    return 0;
+}

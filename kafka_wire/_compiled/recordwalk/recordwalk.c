@@ -65,7 +65,7 @@ PyMODINIT_FUNC PyInit_recordwalk(void) {
     PyType_Modified(&RecordType);
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Record", (PyObject *)&RecordType) < 0) {
+    if (PyModule_AddObjectRef(m, "Record", (PyObject *)&RecordType) < 0 || add_view_iters(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

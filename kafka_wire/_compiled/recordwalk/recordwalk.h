@@ -55,5 +55,6 @@ PyObject *encode_legacy_plain(PyObject *module, PyObject *const *args, Py_ssize_
 PyObject *bind_views(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *batches(PyObject *module, PyObject *reader);
 int batches_init(void); /* batches.c's types and tables */
+int add_view_iters(PyObject *module); /* batches.c: the views' __iter__ methods */
 
 #endif
