@@ -34,6 +34,17 @@ COLUMNAR = Extension(
     extra_compile_args=["-O2", "-std=c11", "-Wall"],
 )
 
+#: Record and the per-record walks that make records: a small C extension (no mypyc) of a few
+#: files sharing recordwalk.h, whose pure twin is kafka_wire/_compiled/records.py run as Python
+#: (kafka_wire.records.loops chooses).
+RECORDWALK = Extension(
+    "kafka_wire._compiled.recordwalk",
+    sorted(str(p.relative_to(HERE)) for p in (HERE / "kafka_wire" / "_compiled" / "recordwalk").glob("*.c")),
+    depends=["kafka_wire/_compiled/recordwalk/recordwalk.h"],
+    extra_compile_args=["-O2", "-std=c11", "-Wall", "-fvisibility=hidden"],
+    libraries=["z"],
+)
+
 ext_modules = []
 if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
     from mypyc.build import mypycify
@@ -46,7 +57,7 @@ if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
         # guard (tools/check_mypyc_c.py) finds each module's C as build/**/__native_<module>.c.
         separate=True,
     )
-    ext_modules.append(COLUMNAR)
+    ext_modules += [COLUMNAR, RECORDWALK]
 
 setup(
     ext_modules=ext_modules,

@@ -4,7 +4,9 @@ Hand-written. Everything that runs once per record lives here: ``Record``, varin
 record decoder (a list, or a stream for the compiled flavour), the v2 record encoder and the
 legacy (magic 0/1) message walkers. ``kafka_wire.records.loops`` chooses the flavour once at
 import: this module's compiled extension when it is built and ``KAFKA_WIRE_PURE`` is unset,
-otherwise this same source run by the interpreter. Callers own framing, batch CRCs and
+otherwise this same source run by the interpreter; in the compiled flavour ``Record`` and the
+loops that make records (the v2 decoders, ``legacy_record``) come from the C extension
+``recordwalk/`` instead, whose pure twin is this source. Callers own framing, batch CRCs and
 compression; these functions only walk bytes they were told are one batch's records.
 
 The source is written so that both runs are fast:

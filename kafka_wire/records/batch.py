@@ -27,7 +27,7 @@ from kafka_wire.records.constants import (
 )
 from kafka_wire.records.crc import crc32c
 from kafka_wire.records.crc import crc32c_update as _crc32c
-from kafka_wire.records.loops import decode_records_v2, iterate_records_v2
+from kafka_wire.records.loops import decode_records_v2, iterate_records_v2, v2_iter
 from kafka_wire.records.record import B, Record
 
 if TYPE_CHECKING:
@@ -231,41 +231,38 @@ class RecordBatch(Generic[B]):
         return self.compute_crc() == self.crc
 
     # -- records ---------------------------------------------------------------------------------
-    def _source(self) -> tuple[bytes, memoryview | None, int, int, int | None, str, int | None]:
-        """Where the records are: ``(data, view, pos, end, shift, note, log_append_time)``.
+    def _where(self, shift: int | None) -> str:
+        """The batch named in error messages (its decompressed records when ``shift`` is None)."""
+        where = f"(batch base offset {self.base_offset})"
+        return where if shift is not None else f"{where} in its decompressed records"
+
+    def _source(self) -> tuple[bytes, memoryview | None, int, int, int | None, int | None]:
+        """Where the records are: ``(data, view, pos, end, shift, log_append_time)``.
 
         ``data`` is ``bytes``: the batch's buffer, a copy of its records part, or its
         decompressed records; ``view`` is a view of the same bytes for zero-copy reads (records
         then slice it), else ``None``. ``shift`` turns a position in ``data`` into one in the
-        payload (``None`` for decompressed data); ``note`` names the batch in error messages.
+        payload (``None`` for decompressed data).
         """
         count = self.record_count
-        where = f"(batch base offset {self.base_offset})"
         if count < 0:
             raise CorruptBatchError(
-                f"negative record count {count} {where}", offset=self.position, message="RecordBatch"
+                f"negative record count {count} {self._where(0)}", offset=self.position, message="RecordBatch"
             )
         buf = self._buf
         start = self._start
         end = start + self.batch_length + LOG_OVERHEAD
-        codec = self.attributes & COMPRESSION_MASK
-        log_append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        attributes = self.attributes
+        codec = attributes & COMPRESSION_MASK
+        log_append_time = self.max_timestamp if attributes & TIMESTAMP_TYPE_MASK else None
         if codec == 0:
             if type(buf) is bytes:
                 view = memoryview(buf) if self._zero_copy else None
-                return (
-                    buf,
-                    view,
-                    start + RECORD_BATCH_OVERHEAD,
-                    end,
-                    self.position - start,
-                    where,
-                    log_append_time,
-                )
+                return buf, view, start + RECORD_BATCH_OVERHEAD, end, self.position - start, log_append_time
             records = memoryview(buf)[start + RECORD_BATCH_OVERHEAD : end]
             data = bytes(records)
             view = records if self._zero_copy else None
-            return data, view, 0, len(data), self.position + RECORD_BATCH_OVERHEAD, where, log_append_time
+            return data, view, 0, len(data), self.position + RECORD_BATCH_OVERHEAD, log_append_time
         try:
             raw = decompress(
                 codec,
@@ -274,20 +271,21 @@ class RecordBatch(Generic[B]):
                 max_bytes=self._config.max_decompressed_bytes,
             )
         except DecodeError as e:
-            raise relocate(e, offset=self.position, note=where, message="RecordBatch") from None
+            raise relocate(e, offset=self.position, note=self._where(0), message="RecordBatch") from None
         view = memoryview(raw) if self._zero_copy else None
-        return raw, view, 0, len(raw), None, f"{where} in its decompressed records", log_append_time
+        return raw, view, 0, len(raw), None, log_append_time
 
-    def _failure(self, e: Exception, shift: int | None, note: str) -> DecodeError:
+    def _failure(self, e: Exception, shift: int | None) -> DecodeError:
         """The error to raise for ``e`` escaping a records loop over :meth:`_source`'s data."""
+        note = self._where(shift)
         if isinstance(e, DecodeError):
             at = self.position if shift is None else e.offset + shift
             return relocate(e, offset=at, note=note, message="RecordBatch")
         return relocate(wrap_decode_failure(e, 0), offset=self.position, note=note, message="RecordBatch")
 
-    def _left_over(self, pos: int, end: int, shift: int | None, note: str) -> CorruptBatchError:
+    def _left_over(self, pos: int, end: int, shift: int | None) -> CorruptBatchError:
         return CorruptBatchError(
-            f"{end - pos} bytes left after the declared {self.record_count} records {note}",
+            f"{end - pos} bytes left after the declared {self.record_count} records {self._where(shift)}",
             offset=self.position if shift is None else pos + shift,
             message="RecordBatch",
         )
@@ -297,21 +295,25 @@ class RecordBatch(Generic[B]):
         records: list[Record[B]] = self._decode(decode_records_v2)
         return records
 
-    def __iter__(self) -> Iterator[Record[B]]:
-        """The records, decoded (and decompressed) when iteration starts.
+    def _iterate(self) -> Iterator[Record[B]]:
+        """The records, decoded (and decompressed) when iteration starts (``__iter__``).
 
         A corrupt batch raises before the first record, in both flavours: every record is checked
-        first (the compiled flavour then makes large batches' records as they are asked for).
+        first (the compiled flavour then makes the records as they are asked for).
         """
         records: Iterator[Record[B]] = self._decode(iterate_records_v2)
         return records
+
+    # compiled: a C method that makes the common case's records without a Python call, and
+    # calls _iterate for everything else
+    __iter__ = _iterate if TYPE_CHECKING or v2_iter is None else v2_iter
 
     def _decode(self, loop: Callable[..., tuple[Any, int]]) -> Any:
         """The records ``loop`` (``decode_records_v2`` or ``iterate_records_v2``) returns for this
         batch; bad input (a ``DecodeError``, or an ``IndexError`` / ``UnicodeDecodeError`` from
         bytes that end inside a field or a header key that is not UTF-8) raises a ``DecodeError``
         at the batch's position."""
-        data, view, pos, end, shift, note, log_append_time = self._source()
+        data, view, pos, end, shift, log_append_time = self._source()
         try:
             records, pos = loop(
                 data,
@@ -324,9 +326,9 @@ class RecordBatch(Generic[B]):
                 log_append_time,
             )
         except (DecodeError, IndexError, UnicodeDecodeError) as e:
-            raise self._failure(e, shift, note) from None
+            raise self._failure(e, shift) from None
         if pos != end:
-            raise self._left_over(pos, end, shift, note)
+            raise self._left_over(pos, end, shift)
         return records
 
     def __repr__(self) -> str:

@@ -177,7 +177,7 @@ class ArrowDecoder:
             or batch.base_offset >= self.end_offset
         ):
             return
-        data, _, pos, end, shift, note, log_append_time = batch._source()
+        data, _, pos, end, shift, log_append_time = batch._source()
         try:
             pos = self._columns.v2(
                 data,
@@ -195,9 +195,9 @@ class ArrowDecoder:
             if len(e.args) != 2:
                 raise
             reason, at = e.args
-            raise batch._failure(CorruptBatchError(reason, offset=at), shift, note) from None
+            raise batch._failure(CorruptBatchError(reason, offset=at), shift) from None
         if pos != end:
-            raise batch._left_over(pos, end, shift, note)
+            raise batch._left_over(pos, end, shift)
 
     def _add_legacy(self, batch: LegacyBatch[Any]) -> None:
         if batch.last_offset < self.start_offset:  # every record of a wrapper is at or below it

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import Any, Final, Generic, cast
+from typing import TYPE_CHECKING, Any, Final, Generic, cast
 
 from kafka_wire.errors import (
     CorruptBatchError,
@@ -48,6 +48,8 @@ from kafka_wire.records.loops import (
     decode_legacy_message,
     decode_legacy_message_set,
     encode_legacy_message,
+    encode_legacy_plain,
+    legacy_iter,
     legacy_record,
     record_fields,
 )
@@ -237,7 +239,7 @@ class LegacyBatch(Generic[B]):
             start = 0
         try:
             return legacy_record(
-                cast(Any, buf),
+                buf,
                 start + (18 if self.magic == 0 else 26),
                 start + self.batch_length + LOG_OVERHEAD,
                 self.last_offset,
@@ -248,10 +250,15 @@ class LegacyBatch(Generic[B]):
                 e, offset=self.position, note=f"(message offset {self.last_offset})", message=_MSG
             ) from None
 
-    def __iter__(self) -> Iterator[Record[B]]:
+    def _iterate(self) -> Iterator[Record[B]]:
+        """The message's record, or a wrapper's inner records (``__iter__``)."""
         if self.attributes & COMPRESSION_MASK == CODEC_NONE:
             return iter((self._plain_record(),))
         return iter(self.records())
+
+    # compiled: a C method that makes a plain message's record without a Python call, and calls
+    # _iterate for everything else
+    __iter__ = _iterate if TYPE_CHECKING or legacy_iter is None else legacy_iter
 
     def _inner_records(self, codec: int) -> list[Record[B]]:
         where = f"(wrapper offset {self.last_offset})"
@@ -347,6 +354,11 @@ def build_message_set(
     if codec == CODEC_ZSTD:
         raise EncodeError(f"zstd needs magic v2 (asked for magic v{magic})")
     ts_bit = TIMESTAMP_TYPE_MASK if magic == 1 and timestamp_type == TimestampType.LOG_APPEND_TIME else 0
+    if codec == CODEC_NONE and encode_legacy_plain is not None:
+        lat = log_append_time if ts_bit else None
+        built = encode_legacy_plain(records, magic, ts_bit, base_offset, default_timestamp, lat)
+        if built is not None:
+            return built
     fields = [record_fields(r) for r in records]
     timestamps: list[int] = []
     for _, _, headers, ts in fields:

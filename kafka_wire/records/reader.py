@@ -23,6 +23,7 @@ from kafka_wire.records.constants import (
     RECORD_OVERHEAD_V0,
 )
 from kafka_wire.records.legacy import LegacyBatch
+from kafka_wire.records.loops import batches, bind_views
 from kafka_wire.records.record import B, BufferLike, Record
 
 _SIZE: Final = struct.Struct(">i")
@@ -97,7 +98,9 @@ class RecordsReader(Generic[B]):
         self.truncated_tail = 0
 
     def __iter__(self) -> Iterator[RecordBatch[B] | LegacyBatch[B]]:
-        return self
+        # compiled: an iterator that makes the common batches' views in C and moves position
+        # on, calling __next__ below for everything else
+        return self if batches is None else batches(self)
 
     def __next__(self) -> RecordBatch[B] | LegacyBatch[B]:
         buf = self._buf
@@ -141,6 +144,10 @@ class RecordsReader(Generic[B]):
     def tail(self) -> memoryview:
         """The bytes after the last complete batch read so far (empty when none are left)."""
         return memoryview(self._buf)[self.position :]
+
+
+if bind_views is not None:
+    bind_views(RecordsReader, RecordBatch, LegacyBatch)
 
 
 @overload

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from fuzz.run import HARNESSES, ROOT
@@ -21,7 +20,6 @@ MIN_COV = 50
 
 def test_every_harness_runs_briefly_under_atheris(tmp_path: Path) -> None:
     summary = tmp_path / "summary.json"
-    start = time.monotonic()
     done = subprocess.run(
         [
             sys.executable,
@@ -36,8 +34,8 @@ def test_every_harness_runs_briefly_under_atheris(tmp_path: Path) -> None:
         text=True,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
         check=False,
+        timeout=900,  # a hang guard, not a speed check (docs/benchmarks/fuzzing.md measures)
     )
-    elapsed = time.monotonic() - start
     assert done.returncode == 0, done.stdout + done.stderr
     results = {r["name"]: r for r in json.loads(summary.read_text())}
     assert set(results) == set(HARNESSES)
@@ -47,4 +45,3 @@ def test_every_harness_runs_briefly_under_atheris(tmp_path: Path) -> None:
         assert result["cov"] >= MIN_COV, (name, result)
         assert result["findings"] == [], (name, result)
         assert seeds > 0
-    assert elapsed < 60, f"the short runs took {elapsed:.0f} s"

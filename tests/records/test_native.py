@@ -8,6 +8,7 @@ extension is not built or ``KAFKA_WIRE_PURE`` is set; ``tools/check_mypyc_c.py``
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from kafka_wire.errors import DecodeError
 from kafka_wire.flavour import compiled_module, source_module
-from kafka_wire.records import NewRecord, Record, build_batch
+from kafka_wire.records import NewRecord, Record, RecordsReader, build_batch, loops
 from kafka_wire.records.batch import V2_HEADER
 from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD
 from tests.records.helpers import EXAMPLES, v2_records
@@ -26,6 +27,8 @@ from tests.records.helpers import EXAMPLES, v2_records
 NAME = "kafka_wire._compiled.records"
 COMPILED = compiled_module(NAME)
 PURE = source_module(NAME)
+WALK = compiled_module("kafka_wire._compiled.recordwalk")
+"""The compiled flavour's ``Record`` and record-making loops (C): the same outcomes as ``PURE``."""
 pytestmark = pytest.mark.skipif(
     COMPILED is None, reason="compiled records not built (KAFKA_WIRE_COMPILE=1) or KAFKA_WIRE_PURE set"
 )
@@ -41,12 +44,19 @@ def _outcome(fn: Callable[[], Any]) -> Any:
         return (type(e), str(e), getattr(e, "offset", None))
 
 
-def _both(fn: Callable[[ModuleType], Any]) -> Any:
-    """``fn(flavour)`` for the compiled and the interpreted flavour: the outcomes must be equal."""
+def _both(fn: Callable[[ModuleType], Any], *, walk: bool = False) -> Any:
+    """``fn(flavour)`` for the compiled and the interpreted flavour: the outcomes must be equal.
+
+    With ``walk``, ``fn`` only uses what the C walker has too (the v2 decoders, ``legacy_record``,
+    ``Record``), and its outcome must be the same as well.
+    """
     assert COMPILED is not None
     compiled = _outcome(lambda: fn(COMPILED))
     pure = _outcome(lambda: fn(PURE))
     assert compiled == pure
+    if walk:
+        assert WALK is not None
+        assert _outcome(lambda: fn(WALK)) == pure
     return compiled
 
 
@@ -83,7 +93,7 @@ def _decode(data: bytes, *, zero_copy: bool = False, stream: bool = False) -> Ca
 def _same_decodes(data: bytes) -> None:
     for zero_copy in (False, True):
         for stream in (False, True):
-            _both(_decode(data, zero_copy=zero_copy, stream=stream))
+            _both(_decode(data, zero_copy=zero_copy, stream=stream), walk=True)
 
 
 @settings(max_examples=EXAMPLES)
@@ -155,7 +165,7 @@ def test_same_errors_on_corrupt_batches() -> None:
 def test_streaming_fails_before_the_first_record() -> None:
     good = build_batch([(b"k%d" % i, b"v", [("h", b"x")]) for i in range(300)])  # streamed: >= 64 records
     bad = good[:-4] + b"\x7f" + good[-3:]  # the last record's value length overruns
-    outcome = _both(_decode(bad, stream=True))
+    outcome = _both(_decode(bad, stream=True), walk=True)
     assert issubclass(outcome[0], DecodeError)
     assert COMPILED is not None
     stream, _ = COMPILED.iterate_records_v2(good, None, 61, len(good), 300, 0, 0, None)
@@ -183,9 +193,25 @@ def test_same_legacy_messages() -> None:
                 _both(walk)
 
 
-@pytest.mark.parametrize("flavour", ["compiled", "pure"])
+def test_same_legacy_records() -> None:
+    out = bytearray()
+    for i, (key, value) in enumerate([(b"k", b"v"), (None, b"x" * 300), (b"", None)]):
+        PURE.encode_legacy_message(out, i, 1, 0, BASE_TS, key, value)
+    data = bytes(out)
+    for i in range(12, len(data)):
+        for byte in (0x00, 0x80, 0xFF):
+            bad = data[:i] + bytes((byte,)) + data[i + 1 :]
+            for buf in (bad, memoryview(bad)):
+
+                def one(mod: ModuleType, buf: Any = buf) -> Any:
+                    return bytes(mod.legacy_record(buf, 26, 36, 7, BASE_TS).astuple()[3] or b"")
+
+                _both(one, walk=True)
+
+
+@pytest.mark.parametrize("flavour", ["compiled", "pure", "walk"])
 def test_record_keeps_the_public_surface(flavour: str) -> None:
-    mod = COMPILED if flavour == "compiled" else PURE
+    mod = {"compiled": COMPILED, "pure": PURE, "walk": WALK}[flavour]
     assert mod is not None
     cls = mod.Record
     assert hasattr(cls, "__mypyc_attrs__") == (flavour == "compiled")
@@ -200,3 +226,97 @@ def test_record_keeps_the_public_surface(flavour: str) -> None:
         hash(r)
     r.key = b"z"
     assert r.astuple() == (1, 2, b"z", None, (("h", b"v"),))
+    assert cls(offset=1, timestamp=2, key=None, value=b"v").headers == ()
+    if flavour == "walk":  # the class the compiled flavour uses pickles
+        assert type(pickle.loads(pickle.dumps(r))) is cls and pickle.loads(pickle.dumps(r)) == r
+    if flavour != "compiled":  # a __slots__ class and the C one let fields be deleted
+        del r.key
+        with pytest.raises(AttributeError):
+            r.key  # noqa: B018
+
+
+LEGACY_SHAPES: list[Any] = [
+    [(b"k", b"v"), (None, None), (b"", b"x" * 300, ()), (b"k", None, [], BASE_TS), (b"k", b"v", None, None)],
+    [(b"k", b"v", (), -1), (b"k", b"v", (), 0), (b"k", b"v", (), 2**63 - 1)],
+    [(b"k", b"v", (), -2)],
+    [(b"k", b"v", (), 2**63)],
+    [(b"k", b"v", (), True)],
+    [(b"k", b"v", [("h", b"x")])],
+    [(bytearray(b"k"), b"v")],
+    [(b"k", "text")],
+    [NewRecord(b"k", b"v")],
+    [(b"k",)],
+    [],
+]
+
+
+#: The shapes the C writer takes, by magic (magic 0 writes no timestamp, so any int goes).
+LEGACY_FAST = {0: {0, 1, 2, 3, 10}, 1: {0, 1, 10}}
+
+
+@pytest.mark.parametrize("shape", range(len(LEGACY_SHAPES)))
+@pytest.mark.parametrize(("magic", "attributes", "log_append_time"), [(0, 0, None), (1, 0, None), (1, 8, 77)])
+def test_plain_legacy_message_sets_in_one_call(
+    shape: int, magic: int, attributes: int, log_append_time: int | None
+) -> None:
+    """The C writer of plain legacy message sets writes what the per-message loop writes, or
+    declines (``None``) the input it does not take (the loop then writes it or raises)."""
+    assert WALK is not None
+    records = LEGACY_SHAPES[shape]
+    for base in (0, 5, -3, 2**63 - 2):
+        built = WALK.encode_legacy_plain(records, magic, attributes, base, BASE_TS, log_append_time)
+        if base != 2**63 - 2 or not records:  # base + count must stay below 2**63
+            assert (built is not None) == (shape in LEGACY_FAST[magic])
+        if built is None:
+            continue
+        out = bytearray()
+        for i, (key, value, _, ts) in enumerate(PURE.record_fields(r) for r in records):
+            ts = log_append_time if log_append_time is not None else BASE_TS if ts is None else ts
+            PURE.encode_legacy_message(out, base + i, magic, attributes, ts, key, value)
+        assert built == bytes(out)
+
+
+def _views(payload: bytes, through_c: bool, verify_crc: bool) -> Any:
+    """Every batch view of ``payload`` (its type, slots and records) and where the reader ends, or
+    the error: through the compiled iterators (``iter(reader)``, ``iter(view)``) or the classes' own
+    ``__next__`` and ``_iterate``."""
+    reader = RecordsReader(payload, verify_crc=verify_crc)
+    out: list[Any] = []
+
+    def slots(view: Any) -> tuple[Any, ...]:
+        names = [n for n in type(view).__slots__ if not n.startswith("_")] + ["_start", "_zero_copy"]
+        # its records too: through the C __iter__, or the class's own _iterate
+        records = _outcome(lambda: [r.astuple() for r in (view if through_c else view._iterate())])
+        return (type(view).__name__, view._buf is payload, [getattr(view, n) for n in names], records)
+
+    def run() -> Any:
+        if through_c:
+            out.extend(slots(b) for b in reader)
+        else:
+            while True:
+                try:
+                    out.append(slots(next(reader)))
+                except StopIteration:
+                    break
+        return out, reader.position, reader.truncated_tail
+
+    return _outcome(run)
+
+
+def test_batch_views_made_in_c_are_the_readers_own() -> None:
+    assert loops.batches is not None and loops.v2_iter is not None and loops.legacy_iter is not None
+    payload = (
+        build_batch(
+            [(b"k", b"v", [("h", b"x")])] * 3, base_offset=5, producer_id=9, producer_epoch=1, base_sequence=2
+        )
+        + build_batch([(b"a", None, (), BASE_TS)], magic=1)
+        + build_batch([(b"a", b"b")], magic=0)
+        + build_batch([(b"z", b"y")], compression="gzip")
+        + build_batch([(b"z", b"y")] * 2, magic=1, compression="gzip")
+    )
+    for i in range(len(payload)):
+        for byte in (0x00, 0x02, 0x7F, 0x80, 0xFF):
+            bad = payload[:i] + bytes((byte,)) + payload[i + 1 :]
+            for verify_crc in (True, False):
+                assert _views(bad, True, verify_crc) == _views(bad, False, verify_crc)
+        assert _views(payload[:i], True, True) == _views(payload[:i], False, True)
