@@ -15,8 +15,9 @@ deltas it applies:
 
 * :meth:`GroupLink.partition_led` when this node becomes the partition's leader (after the
   replica is the leader): the partition's records are replayed from its log start to its log
-  end, :data:`LOAD_READ_BYTES` per step, as far as each engine call's work budget allows (at
-  least one step per call); its groups get COORDINATOR_LOAD_IN_PROGRESS until the load ends.
+  end, ``offsets_topic.LOAD_READ_BYTES`` per step, as far as each engine call's work budget
+  allows (at least one step per call); its groups get COORDINATOR_LOAD_IN_PROGRESS until the
+  load ends.
 * :meth:`GroupLink.partition_lost` when another node leads it or it goes offline or away: writes
   of the partition still awaiting replication fail (NOT_COORDINATOR), its groups leave memory and
   requests waiting in them get NOT_COORDINATOR; clients look the coordinator up again.
@@ -36,7 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from kafka_wire import messages
 from kafka_wire.broker import offsets_topic
@@ -45,7 +46,7 @@ from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group.config import GroupConfig
 from kafka_wire.broker.group.effects import GroupEffect, Persist
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
-from kafka_wire.broker.offsets_topic import PartitionLoad, replication_outcome
+from kafka_wire.broker.offsets_topic import PartitionLoad, replication_outcome, step_loads
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.txn_offset_commits import TxnCommitGate
@@ -58,10 +59,6 @@ if TYPE_CHECKING:
 
 #: A group answer: (connection id, the request it answers, the response body).
 GroupAnswer = tuple[int, Request, Message]
-
-#: Bytes one load step reads from a partition being loaded (whole batches; Kafka's
-#: ``offsets.load.buffer.size`` default, 5 MiB).
-LOAD_READ_BYTES: Final = 5 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,19 +322,8 @@ class GroupLink:
     def _continue_loads(self, now_ms: int) -> list[GroupAnswer]:
         """Load steps as far as the call's work budget allows, at least one per call."""
         answers: list[GroupAnswer] = []
-        budget = self._state.budget
-        stepped = False
-        for partition, load in list(self._loads.items()):
-            while not stepped or not budget.exhausted:
-                stepped = True
-                finished = load.step(LOAD_READ_BYTES)
-                budget.spend(load.last_read)
-                if finished:
-                    del self._loads[partition]
-                    answers += self._apply(self.coordinator.partition_loaded(partition, now_ms), now_ms)
-                    break
-            if budget.exhausted:
-                break
+        for partition in step_loads(self._loads, self._state.budget):
+            answers += self._apply(self.coordinator.partition_loaded(partition, now_ms), now_ms)
         return answers
 
     # -- effects ----------------------------------------------------------------------------------

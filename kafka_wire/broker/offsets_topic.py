@@ -20,6 +20,7 @@ from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.partition.transactions import marker_of
 from kafka_wire.broker.state import BrokerState
+from kafka_wire.broker.work import WorkBudget
 from kafka_wire.errors import DecodeError
 from kafka_wire.logformat.batch_header import BatchHeader, parse_header
 from kafka_wire.messages import ErrorCode
@@ -132,6 +133,30 @@ class PartitionLoad:
                 "%s-%d: %d records skipped at load in all", self._topic, self.partition, self.skipped
             )
         return True
+
+
+#: Bytes one load step reads from a partition being loaded (whole batches; Kafka's
+#: ``offsets.load.buffer.size`` default, 5 MiB).
+LOAD_READ_BYTES: Final = 5 * 1024 * 1024
+
+
+def step_loads(loads: dict[int, PartitionLoad], budget: WorkBudget) -> list[int]:
+    """Step ``loads`` as far as the call's work budget allows (at least one step per call); the
+    partitions whose load finished, removed from ``loads``."""
+    finished: list[int] = []
+    stepped = False
+    for partition, load in list(loads.items()):
+        while not stepped or not budget.exhausted:
+            stepped = True
+            done = load.step(LOAD_READ_BYTES)
+            budget.spend(load.last_read)
+            if done:
+                del loads[partition]
+                finished.append(partition)
+                break
+        if budget.exhausted:
+            break
+    return finished
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group.records import partition_for_group
-from kafka_wire.broker.group_link import LOAD_READ_BYTES, GroupAnswer
+from kafka_wire.broker.group_link import GroupAnswer
 from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
-from kafka_wire.broker.offsets_topic import PartitionLoad, append_records, replication_outcome
+from kafka_wire.broker.offsets_topic import PartitionLoad, append_records, replication_outcome, step_loads
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.txn.config import TxnConfig
@@ -218,20 +218,9 @@ class TxnLink:
 
     def _continue_loads(self, now_ms: int) -> list[GroupAnswer]:
         answers: list[GroupAnswer] = []
-        budget = self._state.budget
-        stepped = False
-        for partition, load in list(self._loads.items()):
-            while not stepped or not budget.exhausted:
-                stepped = True
-                finished = load.step(LOAD_READ_BYTES)
-                budget.spend(load.last_read)
-                if finished:
-                    del self._loads[partition]
-                    self._log.info("%s-%d loaded", TRANSACTION_STATE_TOPIC, partition)
-                    answers += self._apply(self.coordinator.partition_loaded(partition, now_ms), now_ms)
-                    break
-            if budget.exhausted:
-                break
+        for partition in step_loads(self._loads, self._state.budget):
+            self._log.info("%s-%d loaded", TRANSACTION_STATE_TOPIC, partition)
+            answers += self._apply(self.coordinator.partition_loaded(partition, now_ms), now_ms)
         return answers
 
     def _markers_written(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_wire.broker import group_link
+from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.messages import (
     ConsumerProtocolSubscription,
@@ -205,7 +205,7 @@ def test_a_load_in_steps_answers_coordinator_load_in_progress(monkeypatch: pytes
     a.take(a.link.partition_led(MINE, a.now))
     for offset in range(5):
         assert commit_errors(a.call(commit_request(G, offset), 8)) == [E.NONE, E.NONE]
-    monkeypatch.setattr(group_link, "LOAD_READ_BYTES", 1)  # one batch per step
+    monkeypatch.setattr(offsets_topic, "LOAD_READ_BYTES", 1)  # one batch per step
     b = cluster_node(storage)
     b.state.budget.left = 0  # an engine call whose work budget is spent: one step only
     b.take(b.link.partition_led(MINE, b.now))
