@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as ConfluentTP
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
 from tests.cluster.harness import LocalCluster
@@ -28,6 +30,17 @@ class Target:
         self.bootstrap = bootstrap
         self.replicas = replicas
         self.logs = logs
+
+    def warm_group(self, group: str, topic: str) -> None:
+        """Find the group's coordinator and have it answer an OffsetFetch before the scenario:
+        librdkafka's ``send_offsets_to_transaction`` can hang past its timeout when the group's
+        coordinator answers a retriable error while ``__consumer_offsets`` is still being created
+        or loaded (confluentinc/librdkafka#5456, #5511; seen on a fresh kafka-wire cluster)."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group})
+        try:
+            consumer.committed([ConfluentTP(topic, 0)], timeout=60)
+        finally:
+            consumer.close()
 
     def create(self, *topics: tuple[str, int]) -> None:
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
@@ -79,6 +92,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def test_transactions_commit_and_abort_with_offsets(target: Target, client: Client) -> None:
     topic = f"txn-{client}"
     target.create((topic, 2), (f"{topic}-src", 1))
+    target.warm_group(f"{topic}-group", f"{topic}-src")
     try:
         check(run_scenario(client, target.bootstrap, topic=topic, source=f"{topic}-src"))
     except AssertionError as failure:
