@@ -6,11 +6,12 @@ last committed transaction's (``clients/common.py`` has the scenario)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as ConfluentTP
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
@@ -19,6 +20,12 @@ from tests.e2e.apache_kafka import apache_kafka, apache_kafka_cluster, start_clu
 from tests.e2e.brokers import kafka_wire
 from tests.txn.harness import CLIENTS, Client, check, run_scenario
 
+#: What a group's coordinator answers while ``__consumer_offsets`` is created and loaded.
+_COORDINATOR_ERRORS = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
 TARGETS = ("kafka_wire", "kafka_wire_cluster", "apache_kafka", "apache_kafka_cluster")
 
 
@@ -37,8 +44,17 @@ class Target:
         coordinator answers a retriable error while ``__consumer_offsets`` is still being created
         or loaded (confluentinc/librdkafka#5456, #5511; seen on a fresh kafka-wire cluster)."""
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group})
+        deadline = time.monotonic() + 60
         try:
-            consumer.committed([ConfluentTP(topic, 0)], timeout=60)
+            while True:
+                try:
+                    consumer.committed([ConfluentTP(topic, 0)], timeout=max(deadline - time.monotonic(), 1))
+                    return
+                except KafkaException as exc:  # Kafka 4.4 answers NOT_COORDINATOR at first too
+                    error = exc.args[0]
+                    if error.code() not in _COORDINATOR_ERRORS or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)  # the client's own retry backoff
         finally:
             consumer.close()
 
