@@ -15,6 +15,13 @@ find, so a build that silently fell back to pure Python fails the compiled run. 
 extensions (or the C compiler to build them) the whole suite runs once on pure Python, and the
 script says so.
 
+The deterministic, CPU-bound tests that neither start processes nor look at a clock
+(:data:`BACKGROUND`: the simulator's seeds, the compiled codec against the pure one, the kio
+differential, round trips, the mutator, the Raft chaos runs, the layering check) run in a fourth process at the lowest
+CPU priority (``nice`` 19), started once the compiled flavour is built and running on beside the
+others until it is done, alone phase included: it takes the CPU the other runs leave idle while
+they wait on brokers and clients, and next to none of what they use.
+
 Tests marked ``timing`` assert wall-clock bounds (another client's latency while a heavy request
 runs, how fast SIGTERM stops the broker), and tests marked ``cluster`` start clusters of broker
 processes (tests/cluster): they are left out of those runs and run afterwards on their own, once,
@@ -26,12 +33,14 @@ run (the pure run adds them to :data:`PURE_TESTS`).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-bb", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -53,10 +62,32 @@ PURE_ONLY = [
 #: decode with the flavour they inherit), the fuzz harnesses (atheris instruments Python code only,
 #: so they are pure-flavour work anyway), the network fuzzer and ``kafka_wire.testing``'s generators.
 MOVED_TO_PURE = ["tests/broker", "tests/txn", "tests/spark", "tests/fuzz", "tests/netfuzz", "tests/testing"]
+#: What the background run (``nice`` 19) takes out of the others, per flavour: in-process,
+#: deterministic and CPU-bound, no broker or client processes, no wall-clock bound.
+BACKGROUND = {
+    "compiled": [
+        "tests/sim",
+        "tests/codec/test_native.py",
+        "tests/records/test_roundtrip.py",
+        "tests/test_layering.py",
+    ],
+    "pure": [
+        "tests/codec/test_kio_differential.py",
+        "tests/codec/test_roundtrip.py",
+        "tests/records/test_roundtrip.py",
+        "tests/testing/test_mutator.py",
+        "tests/broker/raft/test_chaos.py",
+        "tests/broker/group/test_states.py",
+        "tests/fuzz/test_harnesses.py",
+    ],
+}
+NICE = ["nice", "-n", "19"]
 #: The tests that run alone after the flavours' runs: wall-clock bounds, and the real-process
 #: clusters of tests/cluster (three brokers and their clients would share the two cores otherwise).
 ALONE = "timing or cluster"
 ALONE_NOT = f"not ({ALONE})"
+#: How a test module (or a conftest.py, for its directory) marks tests ``timing`` or ``cluster``.
+ALONE_MARK = re.compile(r"\bmark\.(timing|cluster)\b")
 #: ``--checks``: the static checks (``make checks``: generated code current, ruff, mypy) run beside
 #: the flavours' pytest runs, as a third process (they need one core for about a minute and a half,
 #: which the test runs leave idle while they wait on brokers and clients).
@@ -66,6 +97,24 @@ CHECKS_COMMAND = ["make", "--no-print-directory", "-s", "checks"]
 BUILD_COMPILED = ["make", "--no-print-directory", "-j2", "test-compiled-prerequisites"]
 #: pytest's exit status when no test was selected.
 NOTHING_SELECTED = 5
+
+
+def alone_paths() -> list[str]:
+    """The modules (and, for a conftest.py, the directories) that mark tests ``timing`` or
+    ``cluster``: the alone run collects only these (collecting the whole suite takes half a minute
+    of one core for the 23 tests it selects)."""
+    paths = set()
+    for path in (ROOT / "tests").rglob("*.py"):
+        if ALONE_MARK.search(path.read_text(encoding="utf-8")):
+            chosen = path.parent if path.name == "conftest.py" else path
+            paths.add(str(chosen.relative_to(ROOT)))
+    return sorted(p for p in paths if not any(p.startswith(f"{q}/") for q in paths))
+
+
+def alone_run_args(argv: list[str]) -> list[str]:
+    """``argv``, after :func:`alone_paths` unless ``argv`` names tests itself."""
+    names_tests = any(not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists() for arg in argv)
+    return argv if names_tests else [*alone_paths(), *argv]
 
 
 def compiled_extensions() -> list[Path]:
@@ -80,34 +129,66 @@ def _pump(name: str, stream: subprocess.Popen[str], lock: threading.Lock) -> Non
             sys.stdout.flush()
 
 
-def _lane(name: str, commands: list[list[str]], lock: threading.Lock, codes: dict[str, int]) -> None:
-    """Run ``commands`` one after the other (``pure`` with ``KAFKA_WIRE_PURE=1``) until one fails;
-    the exit code of the last one run goes into ``codes``."""
-    env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=name)
+#: A lane's steps: (flavour, command), run in order until one fails.
+Step = tuple[str, list[str]]
+
+
+def _env(flavour: str) -> dict[str, str]:
+    env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=flavour)
     env.pop("KAFKA_WIRE_PURE", None)
-    if name == "pure":
+    if flavour == "pure":
         env["KAFKA_WIRE_PURE"] = "1"
-    for command in commands:
-        run = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        _pump(name, run, lock)
-        codes[name] = run.wait()
-        if codes[name] != 0:
-            return
+    return env
 
 
-def _run(lanes: dict[str, list[list[str]]], lock: threading.Lock) -> dict[str, int]:
-    """Run the lanes at the same time, each its commands in order; their exit codes."""
-    codes: dict[str, int] = {}
-    threads = [
-        threading.Thread(target=_lane, args=(name, commands, lock, codes)) for name, commands in lanes.items()
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
+def _lane(
+    name: str,
+    steps: list[Step],
+    lock: threading.Lock,
+    codes: dict[str, int],
+    after: threading.Event | None = None,
+    done: threading.Event | None = None,
+) -> None:
+    """Run ``steps`` one after the other until one fails; the exit code of the last one that ran
+    tests (else of the last one) goes into ``codes``. With ``after``, wait for it first; ``done``
+    is set after the first step."""
+    if after is not None:
+        after.wait()
+    try:
+        for index, (flavour, command) in enumerate(steps):
+            run = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=_env(flavour),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            _pump(name, run, lock)
+            code = run.wait()
+            if code != NOTHING_SELECTED or codes.get(name, NOTHING_SELECTED) == NOTHING_SELECTED:
+                codes[name] = code
+            if index == 0 and done is not None:
+                done.set()
+            if code not in (0, NOTHING_SELECTED):
+                return
+    finally:
+        if done is not None:
+            done.set()
+
+
+def _start(
+    name: str, steps: list[Step], lock: threading.Lock, codes: dict[str, int], **events: Any
+) -> threading.Thread:
+    thread = threading.Thread(target=_lane, args=(name, steps, lock, codes), kwargs=events)
+    thread.start()
+    return thread
+
+
+def _run(lanes: dict[str, list[Step]], lock: threading.Lock, codes: dict[str, int]) -> None:
+    """Run the lanes at the same time, each its steps in order; their exit codes into ``codes``."""
+    for thread in [_start(name, steps, lock, codes) for name, steps in lanes.items()]:
         thread.join()
-    return {name: codes[name] for name in lanes}
 
 
 def c_compiler() -> bool:
@@ -118,24 +199,54 @@ def main(argv: list[str]) -> int:
     lock = threading.Lock()
     started = time.monotonic()
     checks = "--checks" in argv
-    build = [BUILD_COMPILED] if "--build-compiled" in argv else []
+    build = "--build-compiled" in argv
     argv = [arg for arg in argv if arg not in ("--checks", "--build-compiled")]
+    codes: dict[str, int] = {}
+    background: threading.Thread | None = None
     if c_compiler() if build else compiled_extensions():
         first = "compiled"
-        ignored = [f"--ignore={path}" for path in PURE_ONLY + MOVED_TO_PURE]
-        lanes = {
-            "compiled": [*build, [*PYTEST, "-m", ALONE_NOT, *ignored, *argv]],
-            "pure": [[*PYTEST, "-m", ALONE_NOT, *PURE_TESTS, *MOVED_TO_PURE, *argv]],
+        background_paths = [path for paths in BACKGROUND.values() for path in paths]
+        ignored = [f"--ignore={path}" for path in PURE_ONLY + MOVED_TO_PURE + background_paths]
+        pure_ignored = [f"--ignore={path}" for path in background_paths]
+        built = threading.Event()
+        compiled_steps: list[Step] = [("compiled", BUILD_COMPILED)] if build else []
+        if not build:
+            built.set()
+        background = _start(
+            "background",
+            [(flavour, [*NICE, *PYTEST, *paths, *argv]) for flavour, paths in BACKGROUND.items()],
+            lock,
+            codes,
+            after=built,
+        )
+        lanes: dict[str, list[Step]] = {
+            "pure": [("pure", [*PYTEST, "-m", ALONE_NOT, *PURE_TESTS, *MOVED_TO_PURE, *pure_ignored, *argv])],
         }
+        threads = [
+            _start(
+                "compiled",
+                [*compiled_steps, ("compiled", [*PYTEST, "-m", ALONE_NOT, *ignored, *argv])],
+                lock,
+                codes,
+                done=built if build else None,
+            )
+        ]
     else:
         print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
         first = "pure"
-        lanes = {"pure": [*build, [*PYTEST, "-m", ALONE_NOT, *argv]]}
+        pure_build: list[Step] = [("pure", BUILD_COMPILED)] if build else []
+        lanes = {"pure": [*pure_build, ("pure", [*PYTEST, "-m", ALONE_NOT, *argv])]}
+        threads = []
     if checks:
-        lanes["checks"] = [CHECKS_COMMAND]
-    codes = _run(lanes, lock)
-    alone = _run({first: [[*PYTEST, "-m", ALONE, *argv]]}, lock)
+        lanes["checks"] = [("checks", CHECKS_COMMAND)]
+    threads += [_start(name, steps, lock, codes) for name, steps in lanes.items()]
+    for thread in threads:
+        thread.join()
+    alone: dict[str, int] = {}
+    _run({first: [(first, [*PYTEST, "-m", ALONE, *alone_run_args(argv)])]}, lock, alone)
     codes[f"{first}, timing and cluster tests alone"] = alone[first]
+    if background is not None:
+        background.join()
     if any(code != NOTHING_SELECTED for code in codes.values()):  # argv may choose tests of one kind only
         codes = {run: 0 if code == NOTHING_SELECTED else code for run, code in codes.items()}
     elapsed = time.monotonic() - started

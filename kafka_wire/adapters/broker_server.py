@@ -238,11 +238,13 @@ class BrokerServer:
             listener.close()
 
     async def stop(self) -> None:
-        """Stop accepting, close connections, make the logs durable; bounded in time whatever the
-        clients do."""
+        """Controlled shutdown, then stop accepting, close connections, make the logs durable;
+        bounded in time whatever the clients do. Until the controller lets the broker go it serves
+        and dials as before (as Kafka's broker does): when the controller's leader stops at the
+        same time, the remaining voters must still reach each other to elect the next one."""
+        await self._controlled_shutdown()
         self._stopping = True
         self._close_listeners()
-        await self._controlled_shutdown()
         for task in self._dialling.values():
             task.cancel()
         if self._timer is not None:

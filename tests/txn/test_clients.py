@@ -1,6 +1,6 @@
 """Real clients run transactions that commit and abort, with offsets sent to them, against
 ``kafka-wire serve`` (one node, and a 3-node cluster) and, with the same test, against Apache
-Kafka 4.4 (one node, and a 3-node cluster): a read_committed consumer of each client sees exactly
+Kafka 4.4 (the session's node, ``apache_kafka_node``): a read_committed consumer of each client sees exactly
 the committed records in order, a read_uncommitted one all of them, and the group's offset is the
 last committed transaction's (``clients/common.py`` has the scenario)."""
 
@@ -16,7 +16,6 @@ from confluent_kafka import TopicPartition as ConfluentTP
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
 from tests.cluster.harness import LocalCluster
-from tests.e2e.apache_kafka import apache_kafka, apache_kafka_cluster, start_cluster
 from tests.e2e.brokers import kafka_wire
 from tests.txn.harness import CLIENTS, Client, check, run_scenario
 
@@ -26,7 +25,7 @@ _COORDINATOR_ERRORS = (
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
     KafkaError.COORDINATOR_NOT_AVAILABLE,
 )
-TARGETS = ("kafka_wire", "kafka_wire_cluster", "apache_kafka", "apache_kafka_cluster")
+TARGETS = ("kafka_wire", "kafka_wire_cluster", "apache_kafka")
 
 
 class Target:
@@ -79,12 +78,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         finally:
             broker.close()
     elif name == "apache_kafka":
-        node = apache_kafka(workdir)
-        node.start()
-        try:
-            yield Target(node.bootstrap, 1)
-        finally:
-            node.close()
+        yield Target(request.getfixturevalue("apache_kafka_node").bootstrap, 1)
     elif name == "kafka_wire_cluster":
         cluster = LocalCluster(workdir, 3)
         try:
@@ -94,14 +88,6 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             yield Target(cluster.bootstrap, 3, lambda: "\n".join(n.tail() for n in cluster.nodes.values()))
         finally:
             cluster.close()
-    else:
-        nodes = apache_kafka_cluster(workdir, 3)
-        try:
-            start_cluster(nodes)
-            yield Target(",".join(n.bootstrap for n in nodes), 3)
-        finally:
-            for node in nodes:
-                node.close()
 
 
 @pytest.mark.parametrize("client", CLIENTS)
