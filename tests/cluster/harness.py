@@ -260,8 +260,13 @@ class Node:
 
     def terminate(self, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
         """SIGTERM the node and wait for it to exit; its exit status (None: it had to be killed)."""
-        process = self.process
         self.signal_stop()
+        return self.wait_stopped(timeout_s)
+
+    def wait_stopped(self, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
+        """Wait for the node, already sent SIGTERM, to exit (a second SIGTERM would make it leave at
+        once, skipping its shutdown); its exit status (None: it had to be killed)."""
+        process = self.process
         status: int | None = None
         if process is not None:
             try:
@@ -418,7 +423,7 @@ class LocalCluster:
         running = [n for n in self.nodes.values() if n.running()]
         for node in running:
             node.signal_stop()
-        return {n.node_id: n.terminate() for n in running}
+        return {n.node_id: n.wait_stopped() for n in running}
 
     def close(self) -> None:
         """Teardown: SIGKILL whatever still runs."""
