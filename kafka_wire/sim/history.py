@@ -29,6 +29,10 @@ class OpKind(enum.Enum):
     #: ok with the outcome in value ("commit" / "abort"); fail when it cannot have committed
     #: (fenced, abandoned before a commit was asked for); info when unknown. ``txn`` names it.
     TXN = "txn"
+    #: The offsets a consume-transform-produce worker's transaction commits for its group (one op
+    #: per partition, ``ok`` when its TxnOffsetCommit was answered ok): offset is the position
+    #: committed, ``txn`` the transaction (whose outcome is the offsets'), ``group`` the group.
+    OFFSETS = "offsets"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,22 @@ class Op:
         if self.error:
             parts.append(self.error)
         return " ".join(parts)
+
+
+#: A consume-transform-produce worker's output value: this prefix, the input record's value, then
+#: ``/`` and the transaction that wrote it (values stay unique per send; the input is recoverable).
+OUTPUT_PREFIX = "out:"
+
+
+def output_value(input_value: str, txn: str) -> str:
+    return f"{OUTPUT_PREFIX}{input_value}/{txn}"
+
+
+def input_of(value: str) -> str | None:
+    """The input value an output value was derived from (None: not an output value)."""
+    if not value.startswith(OUTPUT_PREFIX) or "/" not in value:
+        return None
+    return value[len(OUTPUT_PREFIX) :].rsplit("/", 1)[0]
 
 
 @dataclass(slots=True)

@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kafka_wire.sim.checker.eos import check_eos
 from kafka_wire.sim.checker.observe import LogContents, TopicPartition
 from kafka_wire.sim.checker.txns import check_txns
 from kafka_wire.sim.contracts import Violation
@@ -282,4 +283,5 @@ def check_end(
                         )
                     break
     check_txns(history, unclean, report)
+    check_eos(history, unclean, report)
     return report

@@ -163,6 +163,7 @@ class Fetcher(ClientBase):
             )
             if records:
                 self.record(self._op(OpType.OK, key, now_ms, records=records))
+                self.took(key, records)
                 self.polled(key, now_ms)
             elif read.offset != before:
                 self.polled(key, now_ms)  # skipped control batches move the position too
@@ -177,6 +178,9 @@ class Fetcher(ClientBase):
 
     def polled(self, key: tuple[str, int], now_ms: int) -> None:
         """A partition's position moved (the group member commits it)."""
+
+    def took(self, key: tuple[str, int], records: tuple[tuple[int, str], ...]) -> None:
+        """A poll of ``key`` returned ``records`` (the consume-transform-produce worker keeps them)."""
 
     def _op(
         self,

@@ -70,15 +70,15 @@ TXN_TIMEOUT_MS: Final = 3_000
 #: next check for timed-out transactions (the simulated nodes check every second).
 STALL_MS: Final = TXN_TIMEOUT_MS + 2_500
 #: Answers meaning the coordinator moved or is not ready yet: find it again, then retry.
-_COORDINATOR_MOVED: Final = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+COORDINATOR_MOVED: Final = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 #: Produce answers after which the batch may be in the log: those of the plain producer, and
 #: NOT_LEADER_OR_FOLLOWER, which a leader also answers for a batch it appended and then stopped
 #: leading before the ISR had it (seed 32: appended, answered so, then fenced on the retry).
 _MAYBE_WRITTEN: Final = RETRY_MAYBE_WRITTEN | {ErrorCode.NOT_LEADER_OR_FOLLOWER}
 #: Answers meaning "retry the same request later".
-_RETRY: Final = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
+RETRY: Final = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
 #: This producer instance's epoch is gone: a newer one (or the coordinator's timeout) fenced it.
-_FENCED: Final = frozenset(
+FENCED: Final = frozenset(
     {
         ErrorCode.PRODUCER_FENCED,
         ErrorCode.INVALID_PRODUCER_EPOCH,
@@ -118,7 +118,7 @@ TRANSITIONS: Final[dict[tuple[Step, str], Step]] = {
 
 
 @dataclass(slots=True)
-class _Txn:
+class Txn:
     name: str
     commit: bool
     stall: bool
@@ -176,11 +176,12 @@ class TxnProducer(ClientBase):
         self.finding = False
         #: A coordinator request (InitProducerId, AddPartitionsToTxn, EndTxn) in flight.
         self.asking = False
-        self.retry_at_ms = 0
+        #: When the next coordinator request may go (a retry's backoff).
+        self.ask_at_ms = 0
         self.producer_id = -1
         self.producer_epoch = -1
         self.sequences: dict[tuple[str, int], int] = {}
-        self.txn: _Txn | None = None
+        self.txn: Txn | None = None
         self.count = 0
         self.sent = 0
         self.next_txn_ms: int | None = None
@@ -219,8 +220,8 @@ class TxnProducer(ClientBase):
         """Send the coordinator request of this step, once the coordinator is known."""
         if self.asking or self.finding:
             return
-        if now_ms < self.retry_at_ms:
-            self.wake_at(self.retry_at_ms)
+        if now_ms < self.ask_at_ms:
+            self.wake_at(self.ask_at_ms)
             return
         if self.coordinator is None:
             self.finding = True
@@ -263,21 +264,21 @@ class TxnProducer(ClientBase):
         if isinstance(body, FindCoordinatorResponse) and body.error_code == ErrorCode.NONE:
             self.coordinator = (body.host, body.port)
         else:
-            self.retry_at_ms = now_ms + RETRY_BACKOFF_MS
+            self.ask_at_ms = now_ms + RETRY_BACKOFF_MS
 
     def _on_answer(self, body: Message | None, now_ms: int) -> None:
         self.asking = False
         code = answer_code(body)
-        if code is None or code in _COORDINATOR_MOVED:
+        if code is None or code in COORDINATOR_MOVED:
             self.coordinator = None
             if self.step is Step.ENDING and self.txn is not None:
                 # Lost, or refused by a coordinator that may have written the end before
                 # losing its partition (the next one completes it): the outcome is unknown.
                 self.txn.end_unknown = True
-            self.retry_at_ms = now_ms + RETRY_BACKOFF_MS
+            self.ask_at_ms = now_ms + RETRY_BACKOFF_MS
             return
-        if code in _RETRY:
-            self.retry_at_ms = now_ms + RETRY_BACKOFF_MS
+        if code in RETRY:
+            self.ask_at_ms = now_ms + RETRY_BACKOFF_MS
             return
         if self.step is Step.INIT:
             self._on_initialized(body, code, now_ms)
@@ -288,7 +289,7 @@ class TxnProducer(ClientBase):
 
     def _on_initialized(self, body: Message | None, code: int, now_ms: int) -> None:
         if code != ErrorCode.NONE or not isinstance(body, InitProducerIdResponse):
-            self.retry_at_ms = now_ms + RETRY_BACKOFF_MS
+            self.ask_at_ms = now_ms + RETRY_BACKOFF_MS
             return
         self.producer_id, self.producer_epoch = body.producer_id, body.producer_epoch
         self.sequences.clear()
@@ -299,7 +300,7 @@ class TxnProducer(ClientBase):
         assert txn is not None
         if code == ErrorCode.NONE:
             self._move("added")
-        elif code in _FENCED:
+        elif code in FENCED:
             self._abandon(txn, now_ms, error_name(code), "fenced")
         else:  # the partitions were not added: nothing was written, abort
             txn.commit = False
@@ -323,7 +324,7 @@ class TxnProducer(ClientBase):
             return  # abort it instead (the invoke said commit: an abort answered ok says abort)
         # Fenced (a timeout's abort, a newer instance): not committed, unless an earlier
         # attempt's outcome is unknown (it may have committed before the fence).
-        definite = code in _FENCED and not (txn.end_unknown and txn.commit)
+        definite = code in FENCED and not (txn.end_unknown and txn.commit)
         kind = OpType.FAIL if definite or not txn.commit else OpType.INFO
         self._txn_op(kind, txn, now_ms, "", error=error_name(code))
         self.txn = None
@@ -347,7 +348,7 @@ class TxnProducer(ClientBase):
         self.next_txn_ms = now_ms + self.rng.randint(self.interval_ms // 2, self.interval_ms * 3 // 2)
         self.count += 1
         rng = self.rng
-        txn = _Txn(
+        txn = Txn(
             f"{self.name}.{self.count}",
             commit=rng.random() < self.commit_share,
             stall=rng.random() < self.stall_share,
@@ -394,7 +395,7 @@ class TxnProducer(ClientBase):
         if not txn.batches:
             self._produced(txn, now_ms)
 
-    def _produced(self, txn: _Txn, now_ms: int) -> None:
+    def _produced(self, txn: Txn, now_ms: int) -> None:
         if txn.fenced:
             self._abandon(txn, now_ms, "FENCED", "fenced")
             return
@@ -407,7 +408,7 @@ class TxnProducer(ClientBase):
             self._move("produced")
         self.pump(now_ms)
 
-    def _abandon(self, txn: _Txn, now_ms: int, error: str, event: str) -> None:
+    def _abandon(self, txn: Txn, now_ms: int, error: str, event: str) -> None:
         """The transaction ends without an EndTxn: fenced, or its producer restarted. It cannot
         commit (no commit was asked for); its unsent batches are left to the zombie or dropped."""
         for key in list(txn.batches):  # never sent (fenced while adding its partitions)
@@ -416,7 +417,7 @@ class TxnProducer(ClientBase):
         self.txn = None
         self._move(event)
 
-    def _restart(self, txn: _Txn, now_ms: int) -> None:
+    def _restart(self, txn: Txn, now_ms: int) -> None:
         """The process restarts mid-transaction: the new instance initializes again, and the old
         one's unsent batches are the zombie's, sent with the old epoch once the new is ready."""
         for key, batch in txn.batches.items():
@@ -461,7 +462,7 @@ class TxnProducer(ClientBase):
         self.request(address, request, answered)
 
     def _on_produced(
-        self, txn: _Txn, key: tuple[str, int], batch: TxnBatch, body: Message | None, now_ms: int
+        self, txn: Txn, key: tuple[str, int], batch: TxnBatch, body: Message | None, now_ms: int
     ) -> None:
         if not isinstance(body, ProduceResponse):
             batch.maybe_written, batch.last_error = True, "CONNECTION_LOST"
@@ -488,7 +489,7 @@ class TxnProducer(ClientBase):
         )
         self._complete(txn, key, kind, now_ms)
         txn.failed = True
-        txn.fenced = txn.fenced or code in _FENCED
+        txn.fenced = txn.fenced or code in FENCED
 
     def _on_zombie(self, key: tuple[str, int], batch: TxnBatch, body: Message | None, now_ms: int) -> None:
         if not isinstance(body, ProduceResponse):
@@ -517,7 +518,7 @@ class TxnProducer(ClientBase):
 
     def _complete(
         self,
-        txn: _Txn,
+        txn: Txn,
         key: tuple[str, int],
         kind: OpType,
         now_ms: int,
@@ -560,5 +561,5 @@ class TxnProducer(ClientBase):
             txn=txn,
         )
 
-    def _txn_op(self, kind: OpType, txn: _Txn, now_ms: int, value: str, *, error: str = "") -> None:
+    def _txn_op(self, kind: OpType, txn: Txn, now_ms: int, value: str, *, error: str = "") -> None:
         self.record(Op(now_ms, self.name, kind, OpKind.TXN, value=value, error=error, txn=txn.name))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
 from kafka_wire.sim.clients.consumer import AssignConsumer
 from kafka_wire.sim.clients.consumer_member import ConsumerProtocolMember
+from kafka_wire.sim.clients.ctp_worker import CtpWorker
 from kafka_wire.sim.clients.group import GroupMember
 from kafka_wire.sim.clients.producer import Producer
 from kafka_wire.sim.clients.txn_producer import TxnProducer
@@ -38,6 +39,8 @@ class Workload:
     #: Each group member's process restarts (a new member id) after a pause in this range (None:
     #: never), so the group rebalances and members fetch committed offsets again and again.
     member_restart_ms: tuple[int, int] | None = (4000, 12000)
+    #: The group the consume-transform-produce workers of the transactional workload commit to.
+    ctp_group: str = "ctp"
 
     def __post_init__(self) -> None:
         if self.nodes < 1 or not self.topics or self.replication_factor < 1:
@@ -135,14 +138,16 @@ def txn_clients(workload: Workload, history: History, rng: random.Random) -> lis
     """The transactional workload: one admin, an idempotent acks=all producer (plain records
     among the transactions), two transactional producers of transaction version 2 and one of
     version 1, a consumer by assignment at read_uncommitted and one at read_committed, over every
-    topic. Each client draws from its own generator, seeded from ``rng`` in this order."""
+    topic, then two consume-transform-produce workers (transaction versions 2 and 1) from the
+    first topic to the last, splitting the first's partitions, committing to one group. Each
+    client draws from its own generator, seeded from ``rng`` in this order."""
     bootstrap = workload.bootstrap()
     names = [name for name, _ in workload.topics]
 
     def child() -> random.Random:
         return random.Random(rng.getrandbits(64))
 
-    return [
+    clients: list[SimClient] = [
         AdminClient("admin", history, child(), bootstrap, workload.specs()),
         Producer(
             "producer-idem",
@@ -160,6 +165,22 @@ def txn_clients(workload: Workload, history: History, rng: random.Random) -> lis
         AssignConsumer("consumer", history, child(), bootstrap, names),
         AssignConsumer("consumer-rc", history, child(), bootstrap, names, read_committed=True),
     ]
+    clients += [
+        CtpWorker(
+            f"ctp-{i + 1}",
+            history,
+            child(),
+            bootstrap,
+            names[0],
+            names[-1],
+            workload.ctp_group,
+            index=i,
+            workers=2,
+            version=version,
+        )
+        for i, version in enumerate((2, 1))
+    ]
+    return clients
 
 
 def clients_for(
