@@ -70,6 +70,12 @@ BUGS: Final[dict[str, str]] = {
         "newer instance or a timeout's abort) is appended, and then ended by the newer epoch's "
         "marker (#14 zombie fencing: G1a)"
     ),
+    "txn-offsets-before-commit": (
+        "a group coordinator makes a transaction's offsets (TxnOffsetCommit) the group's committed "
+        "offsets once written, before the transaction commits, and keeps them when it aborts, so a "
+        "consume-transform-produce worker resumes past inputs whose outputs were aborted "
+        "(#14 exactly-once: eos-lost)"
+    ),
     "no-epoch-bump": (
         "a partition change that names a new leader keeps the old leader epoch "
         "(#7 single leader per epoch; #8 epoch cache; #1 offset agreement)"
@@ -82,6 +88,7 @@ BUG_WORKLOADS: Final[dict[str, str]] = {
     "marker-before-prepare": "txn",
     "lso-ignores-open-txn": "txn",
     "zombie-produce-accepted": "txn",
+    "txn-offsets-before-commit": "txn",
 }
 
 #: BUGGIFY point -> the rare legal path it forces.

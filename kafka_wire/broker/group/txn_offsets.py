@@ -126,6 +126,9 @@ class TxnOffsets:
             self.pending.setdefault(write.producer_id, {}).setdefault(write.group_id, {}).update(
                 write.offsets
             )
+            if self._rt.hooks.planted("txn-offsets-before-commit"):  # planted bug: visible at once
+                for (topic, index), value in write.offsets.items():
+                    self._persistence.replay_offset(write.group_id, topic, index, value)
         self._rt.respond(write.waiter, failed_answer(write.answer, error) if error else write.answer)
 
     # -- markers ----------------------------------------------------------------------------------
