@@ -57,7 +57,6 @@ from kafka_wire.sim.clients.base import RETRY_BACKOFF_MS, Address
 from kafka_wire.sim.clients.consumer import Fetcher
 from kafka_wire.sim.clients.producer import DELIVERY_TIMEOUT_MS
 from kafka_wire.sim.clients.txn_producer import COORDINATOR_MOVED, FENCED, RETRY, Txn, TxnProducer
-from kafka_wire.sim.clients.txn_requests import TxnBatch
 from kafka_wire.sim.history import Op, OpKind, OpType, input_of, output_value
 
 if TYPE_CHECKING:
@@ -165,35 +164,16 @@ class CtpWorker(TxnProducer, Fetcher):
             self.wake_at(self.next_txn_ms)
             return
         out_count = self.partition_counts.get(self.sink, 0)
-        taken = self._take()
-        if not taken or not out_count:
-            return  # the next poll pumps again
-        self.next_txn_ms = now_ms + self.rng.randint(self.interval_ms // 2, self.interval_ms * 3 // 2)
-        self.count += 1
-        rng = self.rng
-        txn = Txn(
-            f"{self.name}.{self.count}",
-            commit=rng.random() < self.commit_share,
-            stall=rng.random() < self.stall_share,
-            restart=rng.random() < self.restart_share,
-            started_ms=now_ms,
-        )
+        taken = self._take() if out_count else []
+        if not any(input_of(value) is None for _, _, value in taken):
+            return  # nothing to transform yet (the next poll pumps again)
+        txn = self._next_txn(now_ms)
         self.positions = {}
         for key, offset, value in taken:
             self.positions[key] = offset + 1
-            if input_of(value) is not None:
-                continue
-            out_key = (self.sink, key[1] % out_count)
-            out = output_value(value, txn.name)
-            txn.batches.setdefault(out_key, TxnBatch(txn.name, [])).values.append(out)
-            self.sent += 1
-            self.record(self._send_op(OpType.INVOKE, txn.name, out_key, now_ms, out))
-        if not txn.batches:  # only outputs read back: commit their positions with the next one
-            self.count -= 1
-            return
-        self.txn = txn
-        self._move("begin-v2" if self.version == 2 else "begin-v1")
-        self.pump(now_ms)
+            if input_of(value) is None:
+                self._add_record(txn, (self.sink, key[1] % out_count), output_value(value, txn.name), now_ms)
+        self._begin(txn, now_ms)
 
     def _take(self) -> list[tuple[tuple[str, int], int, str]]:
         taken: list[tuple[tuple[str, int], int, str]] = []

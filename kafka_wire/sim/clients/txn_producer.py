@@ -345,22 +345,31 @@ class TxnProducer(ClientBase):
             self.want_metadata()
             self.wake_at(now_ms + RETRY_BACKOFF_MS)
             return
+        rng = self.rng
+        txn = self._next_txn(now_ms)
+        for _ in range(rng.randint(1, MAX_TXN_RECORDS)):
+            self._add_record(txn, keys[rng.randrange(len(keys))], f"{self.name}-{self.sent + 1}", now_ms)
+        self._begin(txn, now_ms)
+
+    def _next_txn(self, now_ms: int) -> Txn:
+        """The next transaction, its fate drawn (and the time of the one after)."""
         self.next_txn_ms = now_ms + self.rng.randint(self.interval_ms // 2, self.interval_ms * 3 // 2)
         self.count += 1
         rng = self.rng
-        txn = Txn(
+        return Txn(
             f"{self.name}.{self.count}",
             commit=rng.random() < self.commit_share,
             stall=rng.random() < self.stall_share,
             restart=rng.random() < self.restart_share,
             started_ms=now_ms,
         )
-        for _ in range(rng.randint(1, MAX_TXN_RECORDS)):
-            self.sent += 1
-            key = keys[rng.randrange(len(keys))]
-            value = f"{self.name}-{self.sent}"
-            txn.batches.setdefault(key, TxnBatch(txn.name, [])).values.append(value)
-            self.record(self._send_op(OpType.INVOKE, txn.name, key, now_ms, value))
+
+    def _add_record(self, txn: Txn, key: tuple[str, int], value: str, now_ms: int) -> None:
+        self.sent += 1
+        txn.batches.setdefault(key, TxnBatch(txn.name, [])).values.append(value)
+        self.record(self._send_op(OpType.INVOKE, txn.name, key, now_ms, value))
+
+    def _begin(self, txn: Txn, now_ms: int) -> None:
         self.txn = txn
         self._move("begin-v2" if self.version == 2 else "begin-v1")
         self.pump(now_ms)
