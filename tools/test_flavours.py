@@ -89,9 +89,10 @@ ALONE_NOT = f"not ({ALONE})"
 #: How a test module (or a conftest.py, for its directory) marks tests ``timing`` or ``cluster``.
 ALONE_MARK = re.compile(r"\bmark\.(timing|cluster)\b")
 #: ``--checks``: the static checks (``make checks``: generated code current, ruff, mypy) run beside
-#: the flavours' pytest runs, as a third process (they need one core for about a minute and a half,
-#: which the test runs leave idle while they wait on brokers and clients).
-CHECKS_COMMAND = ["make", "--no-print-directory", "-s", "checks"]
+#: the flavours' pytest runs, as a third process at ``nice`` 19 (they need one core for about a
+#: minute and a half, which the test runs leave idle while they wait on brokers and clients; at
+#: full priority they slowed the compiled flavour's build, the start of the longest run).
+CHECKS_COMMAND = [*NICE, "make", "--no-print-directory", "-s", "checks"]
 #: ``--build-compiled``: the compiled run first builds what only it needs (the mypyc flavour, the
 #: Node.js peer), while the pure run and the static checks go on beside it.
 BUILD_COMPILED = ["make", "--no-print-directory", "-j2", "test-compiled-prerequisites"]

@@ -1,7 +1,7 @@
 """Broker configuration: one frozen dataclass, readable from Kafka's property names.
 
 :meth:`BrokerConfig.from_properties` reads the properties the engine acts on: the fields' own
-(``_PROPERTY_OF``), the broker properties that set topic defaults (Kafka's synonym table,
+(``PROPERTY_OF``), the broker properties that set topic defaults (Kafka's synonym table,
 :mod:`kafka_wire.broker.topic_synonyms`: ``log.retention.hours``, ``message.max.bytes`` …) and
 ``sasl.users.<MECHANISM>.<user>``. Other keys are left to the caller:
 :func:`kafka_wire.broker.server_properties.load_server_properties` reads what the server needs
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Final
 
 from kafka_wire.broker.cluster_view import Endpoint
+from kafka_wire.broker.config_properties import PROPERTY_OF
 from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
 from kafka_wire.broker.group.config import CONSUMER_ASSIGNORS, MIGRATION_POLICIES
 from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
@@ -275,11 +276,11 @@ class BrokerConfig:
         assignors = [a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()]
         if not assignors or any(a not in CONSUMER_ASSIGNORS for a in assignors):
             raise BrokerConfigError(
-                _PROPERTY_OF["group_consumer_assignors"], f"known assignors: {', '.join(CONSUMER_ASSIGNORS)}"
+                PROPERTY_OF["group_consumer_assignors"], f"known assignors: {', '.join(CONSUMER_ASSIGNORS)}"
             )
         if self.group_consumer_migration_policy not in MIGRATION_POLICIES:
             raise BrokerConfigError(
-                _PROPERTY_OF["group_consumer_migration_policy"], f"one of {', '.join(MIGRATION_POLICIES)}"
+                PROPERTY_OF["group_consumer_migration_policy"], f"one of {', '.join(MIGRATION_POLICIES)}"
             )
         for name in (
             "num_partitions",
@@ -299,7 +300,7 @@ class BrokerConfig:
             "queued_max_requests",
         ):
             if getattr(self, name) < 1:
-                raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+                raise BrokerConfigError(PROPERTY_OF[name], "must be at least 1")
         for name in (
             "replica_lag_time_max_ms",
             "replica_fetch_max_bytes",
@@ -313,14 +314,14 @@ class BrokerConfig:
             "leader_imbalance_check_interval_ms",
         ):
             if getattr(self, name) < 1:
-                raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+                raise BrokerConfigError(PROPERTY_OF[name], "must be at least 1")
         for name in (
             "replica_fetch_wait_max_ms",
             "replica_fetch_min_bytes",
             "quorum_election_backoff_max_ms",
         ):
             if getattr(self, name) < 0:
-                raise BrokerConfigError(_PROPERTY_OF[name], "must not be negative")
+                raise BrokerConfigError(PROPERTY_OF[name], "must not be negative")
         self._check_consumer_group_bounds()
         if not 0 <= self.reconnect_backoff_ms <= self.reconnect_backoff_max_ms:
             raise BrokerConfigError("reconnect.backoff.ms", "must be between 0 and reconnect.backoff.max.ms")
@@ -339,31 +340,31 @@ class BrokerConfig:
             "transaction_remove_expired_interval_ms",
         ):
             if getattr(self, name) < 1:
-                raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+                raise BrokerConfigError(PROPERTY_OF[name], "must be at least 1")
         if not 1 <= self.transaction_state_log_replication_factor <= 32767:
             raise BrokerConfigError(
-                _PROPERTY_OF["transaction_state_log_replication_factor"], "must be between 1 and 32767"
+                PROPERTY_OF["transaction_state_log_replication_factor"], "must be between 1 and 32767"
             )
         if self.transaction_state_log_segment_bytes < MIN_SEGMENT_BYTES:
             raise BrokerConfigError(
-                _PROPERTY_OF["transaction_state_log_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}"
+                PROPERTY_OF["transaction_state_log_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}"
             )
         if not 0 <= self.bootstrap_transaction_version <= 2:
-            raise BrokerConfigError(_PROPERTY_OF["bootstrap_transaction_version"], "must be 0, 1 or 2")
+            raise BrokerConfigError(PROPERTY_OF["bootstrap_transaction_version"], "must be 0, 1 or 2")
         if self.node_id < 0:
             raise BrokerConfigError("node.id", "must not be negative")
         if self.offsets_topic_segment_bytes < MIN_SEGMENT_BYTES:  # the topic's own segment.bytes minimum
             raise BrokerConfigError(
-                _PROPERTY_OF["offsets_topic_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}"
+                PROPERTY_OF["offsets_topic_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}"
             )
         if not 1 <= self.offsets_topic_replication_factor <= 32767:
             raise BrokerConfigError(
-                _PROPERTY_OF["offsets_topic_replication_factor"],
+                PROPERTY_OF["offsets_topic_replication_factor"],
                 f"{self.offsets_topic_replication_factor} is not between 1 and 32767",
             )
         if not 0 <= self.offsets_topic_compression_codec <= 4:
             raise BrokerConfigError(
-                _PROPERTY_OF["offsets_topic_compression_codec"], "must be 0 (none) to 4 (zstd)"
+                PROPERTY_OF["offsets_topic_compression_codec"], "must be 0 (none) to 4 (zstd)"
             )
         for name in (
             "fetch_session_cache_slots",
@@ -374,7 +375,7 @@ class BrokerConfig:
             "connections_max_reauth_ms",
         ):
             if getattr(self, name) < 0:
-                raise BrokerConfigError(_PROPERTY_OF[name], "must not be negative")
+                raise BrokerConfigError(PROPERTY_OF[name], "must not be negative")
         for host, limit in self.max_connections_per_ip_overrides.items():
             if not host or limit < 0:
                 raise BrokerConfigError("max.connections.per.ip.overrides", f"bad override {host}:{limit}")
@@ -399,20 +400,20 @@ class BrokerConfig:
             value, low, high = (f"group_consumer_{bound}{what}" for bound in ("", "min_", "max_"))
             if getattr(self, high) < getattr(self, low):
                 raise BrokerConfigError(
-                    _PROPERTY_OF[high], f"must be greater than or equal to {_PROPERTY_OF[low]}"
+                    PROPERTY_OF[high], f"must be greater than or equal to {PROPERTY_OF[low]}"
                 )
             if getattr(self, value) < getattr(self, low):
                 raise BrokerConfigError(
-                    _PROPERTY_OF[value], f"must be greater than or equal to {_PROPERTY_OF[low]}"
+                    PROPERTY_OF[value], f"must be greater than or equal to {PROPERTY_OF[low]}"
                 )
             if getattr(self, value) > getattr(self, high):
                 raise BrokerConfigError(
-                    _PROPERTY_OF[value], f"must be less than or equal to {_PROPERTY_OF[high]}"
+                    PROPERTY_OF[value], f"must be less than or equal to {PROPERTY_OF[high]}"
                 )
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise BrokerConfigError(
-                _PROPERTY_OF["group_consumer_heartbeat_interval_ms"],
-                f"must be less than {_PROPERTY_OF['group_consumer_session_timeout_ms']}",
+                PROPERTY_OF["group_consumer_heartbeat_interval_ms"],
+                f"must be less than {PROPERTY_OF['group_consumer_session_timeout_ms']}",
             )
 
     def resolved_topic_defaults(self) -> dict[str, TopicDefault]:
@@ -472,80 +473,7 @@ SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: ``sasl.users.<MECHANISM>.<user>=<password>``: kafka_wire's own way to configure SASL users.
 SASL_USERS_PREFIX: Final = "sasl.users."
 
-#: The property of each field read from properties (``host`` / ``port`` come from
-#: ``advertised.listeners``, ``zero_copy_fetch`` has none).
-_PROPERTY_OF: Final = {
-    "node_id": "node.id",
-    "cluster_id": "cluster.id",
-    "rack": "broker.rack",
-    "auto_create_topics": "auto.create.topics.enable",
-    "num_partitions": "num.partitions",
-    "default_replication_factor": "default.replication.factor",
-    "delete_topic_enable": "delete.topic.enable",
-    "offsets_topic_num_partitions": "offsets.topic.num.partitions",
-    "offsets_retention_ms": "offsets.retention.minutes",
-    "offsets_topic_segment_bytes": "offsets.topic.segment.bytes",
-    "offsets_topic_compression_codec": "offsets.topic.compression.codec",
-    "offsets_topic_replication_factor": "offsets.topic.replication.factor",
-    "offsets_commit_timeout_ms": "offsets.commit.timeout.ms",
-    "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
-    "group_min_session_timeout_ms": "group.min.session.timeout.ms",
-    "group_max_session_timeout_ms": "group.max.session.timeout.ms",
-    "group_max_size": "group.max.size",
-    "group_consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
-    "group_consumer_heartbeat_interval_ms": "group.consumer.heartbeat.interval.ms",
-    "group_consumer_min_heartbeat_interval_ms": "group.consumer.min.heartbeat.interval.ms",
-    "group_consumer_max_heartbeat_interval_ms": "group.consumer.max.heartbeat.interval.ms",
-    "group_consumer_min_session_timeout_ms": "group.consumer.min.session.timeout.ms",
-    "group_consumer_max_session_timeout_ms": "group.consumer.max.session.timeout.ms",
-    "group_consumer_assignors": "group.consumer.assignors",
-    "group_consumer_max_size": "group.consumer.max.size",
-    "group_consumer_migration_policy": "group.consumer.migration.policy",
-    "transaction_state_log_num_partitions": "transaction.state.log.num.partitions",
-    "transaction_state_log_replication_factor": "transaction.state.log.replication.factor",
-    "transaction_state_log_min_isr": "transaction.state.log.min.isr",
-    "transaction_state_log_segment_bytes": "transaction.state.log.segment.bytes",
-    "transaction_max_timeout_ms": "transaction.max.timeout.ms",
-    "transactional_id_expiration_ms": "transactional.id.expiration.ms",
-    "transaction_abort_timed_out_interval_ms": "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-    "transaction_remove_expired_interval_ms": "transaction.remove.expired.transaction.cleanup.interval.ms",
-    "transaction_partition_verification_enable": "transaction.partition.verification.enable",
-    "bootstrap_transaction_version": "kafka.wire.bootstrap.transaction.version",
-    "max_frame_bytes": "socket.request.max.bytes",
-    "fetch_max_bytes": "fetch.max.bytes",
-    "fetch_session_cache_slots": "max.incremental.fetch.session.cache.slots",
-    "fetch_session_eviction_ms": "min.incremental.fetch.session.eviction.ms",
-    "max_connections": "max.connections",
-    "max_connections_per_ip": "max.connections.per.ip",
-    "max_connections_per_ip_overrides": "max.connections.per.ip.overrides",
-    "connections_max_idle_ms": "connections.max.idle.ms",
-    "request_receive_timeout_ms": "kafka.wire.request.receive.timeout.ms",
-    "queued_max_requests": "queued.max.requests",
-    "failed_authentication_delay_ms": "connection.failed.authentication.delay.ms",
-    "connections_max_reauth_ms": "connections.max.reauth.ms",
-    "retention_check_interval_ms": "log.retention.check.interval.ms",
-    "max_records_per_user_op": "kafka.wire.max.records.per.user.op",
-    "max_work_bytes_per_call": "kafka.wire.max.work.bytes.per.call",
-    "replica_lag_time_max_ms": "replica.lag.time.max.ms",
-    "replica_fetch_wait_max_ms": "replica.fetch.wait.max.ms",
-    "replica_fetch_min_bytes": "replica.fetch.min.bytes",
-    "replica_fetch_max_bytes": "replica.fetch.max.bytes",
-    "replica_fetch_response_max_bytes": "replica.fetch.response.max.bytes",
-    "broker_session_timeout_ms": "broker.session.timeout.ms",
-    "broker_heartbeat_interval_ms": "broker.heartbeat.interval.ms",
-    "quorum_election_timeout_ms": "controller.quorum.election.timeout.ms",
-    "quorum_fetch_timeout_ms": "controller.quorum.fetch.timeout.ms",
-    "quorum_request_timeout_ms": "controller.quorum.request.timeout.ms",
-    "quorum_election_backoff_max_ms": "controller.quorum.election.backoff.max.ms",
-    "metadata_snapshot_bytes": "metadata.log.max.record.bytes.between.snapshots",
-    "auto_leader_rebalance_enable": "auto.leader.rebalance.enable",
-    "leader_imbalance_check_interval_ms": "leader.imbalance.check.interval.seconds",
-    "reconnect_backoff_ms": "reconnect.backoff.ms",
-    "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
-    "controlled_shutdown_enable": "controlled.shutdown.enable",
-    "controlled_shutdown_timeout_ms": "kafka.wire.controlled.shutdown.timeout.ms",
-}
-_FIELD_OF: Final = {prop: name for name, prop in _PROPERTY_OF.items()}
+_FIELD_OF: Final = {prop: name for name, prop in PROPERTY_OF.items()}
 #: Fields whose property is in another unit: the property's value times this.
 _SCALE: Final = {"offsets_retention_ms": 60_000, "leader_imbalance_check_interval_ms": 1000}
 _KINDS: Final = {f.name: f.type for f in fields(BrokerConfig)}

@@ -42,6 +42,7 @@ def _field_defaults(cls: Any) -> dict[str, object]:
 def _broker_section() -> list[str]:
     from kafka_wire.broker import config as broker_config
     from kafka_wire.broker import server_properties
+    from kafka_wire.broker.config_properties import PROPERTY_OF
 
     defaults = _field_defaults(broker_config.BrokerConfig)
     scale: dict[str, int] = broker_config._SCALE
@@ -55,7 +56,7 @@ def _broker_section() -> list[str]:
         "| property | default | `BrokerConfig` field |",
         "|---|---|---|",
     ]
-    for field, prop in sorted(broker_config._PROPERTY_OF.items(), key=lambda item: item[1]):
+    for field, prop in sorted(PROPERTY_OF.items(), key=lambda item: item[1]):
         default = defaults[field]
         if field in scale and isinstance(default, int):
             default //= scale[field]

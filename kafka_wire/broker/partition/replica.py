@@ -24,17 +24,17 @@ from typing import Final
 
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
-from kafka_wire.broker.effects import FileRegion, StorageEffect
+from kafka_wire.broker.effects import StorageEffect
 from kafka_wire.broker.log.aborted import aborted_transactions
 from kafka_wire.broker.log.log import AppendResult, PartitionLog, ReadResult
-from kafka_wire.broker.log.validation import AppendOrigin, RecordError
+from kafka_wire.broker.log.validation import AppendOrigin
 from kafka_wire.broker.partition.epoch_cache import EpochCache
 from kafka_wire.broker.partition.followers import Followers, FollowerState
+from kafka_wire.broker.partition.outcomes import FetchOutcome, ProduceOutcome
 from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
 from kafka_wire.broker.partition.transactions import ProducerLog, index_abort, last_stable_offset
 from kafka_wire.broker.txn.producers import ProducerStates
 from kafka_wire.errors import DecodeError
-from kafka_wire.logformat.txn_index import AbortedTxn
 from kafka_wire.messages import ErrorCode
 from kafka_wire.records import RecordBatch, build_end_txn_marker, read_batches, validate_batch
 
@@ -42,37 +42,6 @@ from kafka_wire.records import RecordBatch, build_end_txn_marker, read_batches, 
 _MAGIC_AT: Final = 16
 READ_UNCOMMITTED: Final = 0
 READ_COMMITTED: Final = 1
-
-
-@dataclass(frozen=True, slots=True)
-class ProduceOutcome:
-    error_code: int
-    base_offset: int = -1
-    log_append_time_ms: int = -1
-    log_start_offset: int = -1
-    error_message: str | None = None
-    #: The offset after the appended batch: acks=all waits for the high watermark to reach it.
-    next_offset: int = -1
-    #: The records of a refused batch that caused the refusal (Produce v8+ ``record_errors``).
-    record_errors: tuple[RecordError, ...] = ()
-    #: Decoding the append did (see ``validation.ValidRecords.work_bytes``).
-    work_bytes: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class FetchOutcome:
-    error_code: int
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    records: bytes = b""
-    #: With ``zero_copy``: the stored regions (and not yet stored bytes) instead of ``records``.
-    parts: tuple[FileRegion | bytes, ...] = ()
-    size: int = 0
-    #: A follower's log diverged: ``(epoch, end offset)`` to truncate to (Fetch v12+).
-    diverging_epoch: tuple[int, int] | None = None
-    #: read_committed: the aborted transactions overlapping the records (None: read_uncommitted).
-    aborted: tuple[AbortedTxn, ...] | None = None
 
 
 #: Called with a leader replica and the ISR it wants; the AlterPartition sender owns the request.
