@@ -198,12 +198,9 @@ class CtpWorker(TxnProducer, Fetcher):
         if self.group_coordinator is None:
             self._find(group=True)
             return
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in assignment:
-            by_topic.setdefault(topic, []).append(partition)
         request = OffsetFetchRequest(
             group_id=self.group_id,
-            topics=[OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
+            topics=[OffsetFetchRequestTopic(name=self.source, partition_indexes=[p for _, p in assignment])],
             require_stable=True,
         )
         self.offsets_asking = True
@@ -285,17 +282,16 @@ class CtpWorker(TxnProducer, Fetcher):
             if address is None:
                 self._find(group=True)
                 return
-            by_topic: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
-            for (topic, partition), offset in sorted(self.positions.items()):
-                by_topic.setdefault(topic, []).append(
-                    TxnOffsetCommitRequestPartition(partition_index=partition, committed_offset=offset)
-                )
+            partitions = [
+                TxnOffsetCommitRequestPartition(partition_index=partition, committed_offset=offset)
+                for (_, partition), offset in sorted(self.positions.items())
+            ]
             message = TxnOffsetCommitRequest(
                 transactional_id=self.transactional_id,
                 group_id=self.group_id,
                 producer_id=self.producer_id,
                 producer_epoch=self.producer_epoch,
-                topics=[TxnOffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+                topics=[TxnOffsetCommitRequestTopic(name=self.source, partitions=partitions)],
             )
 
         def answered(body: Message | None, at_ms: int) -> None:

@@ -28,6 +28,11 @@ the offset when its Produce is acknowledged, ``fail`` when no attempt can have w
 otherwise. One ``txn`` op pair per transaction: invoke when its EndTxn is first sent, completed
 ``ok`` with the outcome, ``fail`` when it cannot have committed, ``info`` when unknown; a
 transaction abandoned before any EndTxn gets a ``txn`` fail alone.
+
+The consume-transform-produce worker (``ctp_worker.py``) is a transactional producer that also
+fetches: it builds its transactions from what it consumed (``_maybe_begin`` with
+``_next_txn``, ``_add_record``, ``_begin``), sends its offsets before the end (``_produced``) and
+resumes from its group's offsets after each transaction not committed (``_txn_op``).
 """
 
 from __future__ import annotations
