@@ -237,12 +237,14 @@ class BrokerServer:
         for listener in self._listeners:
             listener.close()
 
-    async def stop(self) -> None:
-        """Controlled shutdown, then stop accepting, close connections, make the logs durable;
-        bounded in time whatever the clients do. Until the controller lets the broker go it serves
-        and dials as before (as Kafka's broker does): when the controller's leader stops at the
-        same time, the remaining voters must still reach each other to elect the next one."""
-        await self._controlled_shutdown()
+    async def stop(self, *, controlled: bool = True) -> None:
+        """Controlled shutdown (unless ``controlled`` is false: the whole cluster is going away),
+        then stop accepting, close connections, make the logs durable; bounded in time whatever
+        the clients do. Until the controller lets the broker go it serves and dials as before (as
+        Kafka's broker does): when the controller's leader stops at the same time, the remaining
+        voters must still reach each other to elect the next one."""
+        if controlled:
+            await self._controlled_shutdown()
         self._stopping = True
         self._close_listeners()
         for task in self._dialling.values():

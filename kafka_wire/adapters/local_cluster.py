@@ -203,8 +203,10 @@ class LocalCluster:
             raise RuntimeError(f"node {node.node_id} cannot start: {server.failure}")
 
     async def _stop(self) -> None:
+        """Every node at once, without controlled shutdowns: with the whole cluster going away
+        there is nowhere to move leaderships, and the last nodes would have no quorum to answer."""
         servers = [n.server for n in self.nodes.values() if n.server is not None]
-        await asyncio.gather(*(s.stop() for s in servers), return_exceptions=True)
+        await asyncio.gather(*(s.stop(controlled=False) for s in servers), return_exceptions=True)
         for node in self.nodes.values():
             node.server = None
 

@@ -90,6 +90,10 @@ FAST_FAILOVER: Final[Mapping[str, str]] = {
     "broker.heartbeat.interval.ms": "1000",
     "replica.lag.time.max.ms": "5000",
 }
+#: kafka-wire's own settings for its nodes here: the last node of a cluster stopped whole has no
+#: quorum left to answer its controlled shutdown, and stops after this wait (Kafka's broker waits
+#: too; kafka-wire's default is 30 s, beyond ``STOP_TIMEOUT_S``).
+KAFKA_WIRE_ONLY: Final[Mapping[str, str]] = {"kafka.wire.controlled.shutdown.timeout.ms": "5000"}
 
 METADATA_VERSION: Final = 12
 #: CreateTopics errors that a retry may cure (no active controller known yet, a forwarded request
@@ -370,6 +374,7 @@ class LocalCluster:
                 "offsets.topic.replication.factor": str(min(3, size)),
                 "unclean.leader.election.enable": "false",
                 **FAST_FAILOVER,
+                **(KAFKA_WIRE_ONLY if implementation == "kafka_wire" else {}),
                 **(overrides or {}),
             }
             if node.broker:
