@@ -60,8 +60,18 @@ PURE_ONLY = [
 #: tests (they drive the engine through its public API), the transactions of real clients (their
 #: brokers and clusters run the flavour they inherit), the Spark data source (its Python workers
 #: decode with the flavour they inherit), the fuzz harnesses (atheris instruments Python code only,
-#: so they are pure-flavour work anyway), the network fuzzer and ``kafka_wire.testing``'s generators.
-MOVED_TO_PURE = ["tests/broker", "tests/txn", "tests/spark", "tests/fuzz", "tests/netfuzz", "tests/testing"]
+#: so they are pure-flavour work anyway), the network fuzzer, ``kafka_wire.testing``'s generators,
+#: the differential suite (raw requests to Kafka and kafka-wire) and the proxy's tests.
+MOVED_TO_PURE = [
+    "tests/broker",
+    "tests/txn",
+    "tests/spark",
+    "tests/fuzz",
+    "tests/netfuzz",
+    "tests/testing",
+    "tests/differential",
+    "tests/proxy",
+]
 #: What the background run (``nice`` 19) takes out of the others, per flavour: in-process,
 #: deterministic and CPU-bound, no broker or client processes, no wall-clock bound.
 BACKGROUND = {
