@@ -3,10 +3,11 @@
 ``make peers`` (a dependency of ``make test``) resolves Kafka 4.4.0's broker, tools and clients
 from Maven Central into ``build/peers/kafka-4.4/lib`` (``tools/peers/pom.xml``). A node here is
 what Kafka's quickstart runs: one KRaft process with ``process.roles=broker,controller``, its
-storage formatted by Kafka's own ``kafka.tools.StorageTool format`` (``--standalone`` for a single
-node, ``--initial-controllers`` for a cluster), then ``kafka.Kafka server.properties`` with the
-JVM options of Kafka's start scripts. Its log4j output goes to the node's log file in the test's
-temp dir. It is ready when its client port answers an ApiVersions request.
+storage formatted by Kafka's own ``kafka.tools.StorageTool format`` (``--standalone``; the
+clusters of ``tests/cluster`` format theirs for static voters), then ``kafka.Kafka
+server.properties`` with the JVM options of Kafka's start scripts. Its log4j output goes to the
+node's log file in the test's temp dir. It is ready when its client port answers an ApiVersions
+request.
 
 A missing peer is an error (``make peers``), never a skip.
 """
@@ -175,11 +176,6 @@ class KafkaNode(BrokerProcess):
 
     node_id: int = 1
     controller_port: int = 0
-    #: ``node_id@host:port:directory_id`` of every initial controller (a cluster), else empty:
-    #: a single node formatted with ``--standalone``.
-    initial_controllers: tuple[str, ...] = ()
-    #: ``host:port`` of every controller (``controller.quorum.bootstrap.servers``).
-    bootstrap_controllers: tuple[str, ...] = ()
     cluster_id: str = ""
     #: Properties over the example's (``auto.create.topics.enable``, replication factors, ...).
     overrides: dict[str, str] | None = None
@@ -198,9 +194,7 @@ class KafkaNode(BrokerProcess):
         props |= {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
-            "controller.quorum.bootstrap.servers": ",".join(
-                self.bootstrap_controllers or (f"{host}:{self.controller_port}",)
-            ),
+            "controller.quorum.bootstrap.servers": f"{host}:{self.controller_port}",
             "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{self.controller_port}",
             "inter.broker.listener.name": "PLAINTEXT",
@@ -220,12 +214,7 @@ class KafkaNode(BrokerProcess):
     def format(self) -> None:
         """Format the data directory with Kafka's storage tool (once: a restart keeps it)."""
         self.write_config()
-        quorum = (
-            ["--initial-controllers", ",".join(self.initial_controllers)]
-            if self.initial_controllers
-            else ["--standalone"]
-        )
-        format_storage(self.properties_path, self.cluster_id, quorum)
+        format_storage(self.properties_path, self.cluster_id, ["--standalone"])
 
     def command(self) -> list[str]:
         return server_command(self.properties_path, self.workdir / "log4j2.properties")
@@ -264,53 +253,3 @@ def apache_kafka(
         cluster_id=random_cluster_id(),
         overrides=overrides,
     )
-
-
-def apache_kafka_cluster(
-    workdir: Path, nodes: int = 3, host: str = "127.0.0.1", overrides: dict[str, str] | None = None
-) -> list[KafkaNode]:
-    """``nodes`` Apache Kafka 4.4 combined nodes (not started) forming one KRaft quorum, each with
-    its data and log in ``workdir/node-N``; internal topics replicated to min(3, nodes)."""
-    cluster_id = random_cluster_id()
-    ids = range(1, nodes + 1)
-    ports = {node_id: (free_port(host), free_port(host)) for node_id in ids}
-    directories = {node_id: random_cluster_id() for node_id in ids}
-    voters = tuple(f"{n}@{host}:{ports[n][1]}:{directories[n]}" for n in ids)
-    bootstrap = tuple(f"{host}:{ports[n][1]}" for n in ids)
-    factor = str(min(3, nodes))
-    internal = {
-        "offsets.topic.replication.factor": factor,
-        "transaction.state.log.replication.factor": factor,
-        "share.coordinator.state.topic.replication.factor": factor,
-    }
-    cluster = []
-    for node_id in ids:
-        node_dir = workdir / f"node-{node_id}"
-        cluster.append(
-            KafkaNode(
-                f"apache_kafka-{node_id}",
-                Address(host, ports[node_id][0]),
-                node_dir / "data",
-                node_dir / "kafka.log",
-                persistent=True,
-                node_id=node_id,
-                controller_port=ports[node_id][1],
-                initial_controllers=voters,
-                bootstrap_controllers=bootstrap,
-                cluster_id=cluster_id,
-                overrides=internal | (overrides or {}),
-            )
-        )
-    return cluster
-
-
-def start_cluster(cluster: list[KafkaNode], timeout_s: float = START_TIMEOUT_S) -> list[float]:
-    """Start every node at once (a KRaft node waits for its quorum, so they cannot start one after
-    another) and wait until all are ready; return each node's start-up seconds."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    for node in cluster:
-        if not (node.data_dir / "meta.properties").is_file():
-            node.format()
-    with ThreadPoolExecutor(len(cluster)) as pool:
-        return list(pool.map(lambda node: node.start(timeout_s), cluster))

@@ -1,8 +1,8 @@
 """Real clients run transactions that commit and abort, with offsets sent to them, against
 ``kafka-wire serve`` (one node, and a 3-node cluster) and, with the same test, against Apache
-Kafka 4.4 (the session's node, ``apache_kafka_node``): a read_committed consumer of each client sees exactly
-the committed records in order, a read_uncommitted one all of them, and the group's offset is the
-last committed transaction's (``clients/common.py`` has the scenario)."""
+Kafka 4.4 (the session's node, ``apache_kafka_node``): a read_committed consumer of each client
+sees exactly the committed records in order, a read_uncommitted one all of them, and the group's
+offset is the last committed transaction's (``clients/common.py`` has the scenario)."""
 
 from __future__ import annotations
 
