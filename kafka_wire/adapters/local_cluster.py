@@ -136,13 +136,16 @@ class LocalCluster:
             self.stop()
             raise
 
-    def stop(self) -> None:
-        """Stop every node (bounded in time), then the loop and its thread."""
+    def stop(self, *, controlled: bool = False) -> None:
+        """Stop every node at once (bounded in time), then the loop and its thread. Without
+        ``controlled`` the nodes skip their controlled shutdowns: with the whole cluster going
+        away there is nowhere to move leaderships, and the last nodes would have no quorum to
+        answer."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
         try:
-            self.run(self._stop())
+            self.run(self._stop(controlled))
         finally:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(TIMEOUT_S)
@@ -202,11 +205,9 @@ class LocalCluster:
         if server.failure is not None:
             raise RuntimeError(f"node {node.node_id} cannot start: {server.failure}")
 
-    async def _stop(self) -> None:
-        """Every node at once, without controlled shutdowns: with the whole cluster going away
-        there is nowhere to move leaderships, and the last nodes would have no quorum to answer."""
+    async def _stop(self, controlled: bool) -> None:
         servers = [n.server for n in self.nodes.values() if n.server is not None]
-        await asyncio.gather(*(s.stop(controlled=False) for s in servers), return_exceptions=True)
+        await asyncio.gather(*(s.stop(controlled=controlled) for s in servers), return_exceptions=True)
         for node in self.nodes.values():
             node.server = None
 

@@ -1,19 +1,18 @@
-"""Every node of a cluster stopping at once, each with its controlled shutdown (``BrokerServer.stop``,
-as SIGTERM to every ``kafka-wire serve`` of a cluster does).
+"""Every node of a cluster stopping at once, each with its controlled shutdown
+(``LocalCluster.stop(controlled=True)``, as SIGTERM to every ``kafka-wire serve`` of a cluster).
 
 When the controller's leader stops first, the other nodes, still in their controlled shutdowns,
 must elect a new leader among themselves, so a stopping node keeps accepting and dialling until
 its own controlled shutdown ends (as Kafka's broker does). Only the last node may then be left
 without a quorum to answer it, and wait out ``kafka.wire.controlled.shutdown.timeout.ms``. When
 a stopping node closed its listeners and stopped dialling first, the remaining voters could not
-reach each other and both waited it out (in 3 of 4 whole-cluster stops of one run, none of 3 in another: the test catches that order often, not always). Marked
-``timing``: the election races the timeout, which the CPU-sharing runs of ``make test`` could make
-it lose, so it runs with the other wall-clock tests, alone.
-(``LocalCluster.stop`` itself stops its nodes without controlled shutdowns.)"""
+reach each other and both waited it out (in 3 of 4 whole-cluster stops of one run, none of 3 in
+another: the test catches that order often, not always). Marked ``timing``: the election races
+the timeout, which the CPU-sharing runs of ``make test`` could make it lose, so it runs with the
+other wall-clock tests, alone."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 
@@ -27,13 +26,6 @@ STOPS = 4
 #: about a second each), short enough for the last node's wait.
 SHUTDOWN_TIMEOUT_MS = "5000"
 GAVE_UP = "controlled shutdown: no answer from the controller in time"
-
-
-async def _stop_controlled(cluster: LocalCluster) -> None:
-    nodes = [n for n in cluster.nodes.values() if n.server is not None]
-    await asyncio.gather(*(n.server.stop() for n in nodes if n.server is not None))
-    for node in nodes:
-        node.server = None
 
 
 @pytest.mark.timing  # an election against the shutdown timeout: with the CPU shared, it can lose
@@ -52,8 +44,7 @@ def test_only_the_last_node_can_be_left_without_a_controller(
         try:
             cluster.create_topic("stops", partitions=3, replication_factor=3)
             caplog.clear()
-            cluster.run(_stop_controlled(cluster))
-            waited.append(sum(GAVE_UP in r.getMessage() for r in caplog.records))
         finally:
-            cluster.stop()
+            cluster.stop(controlled=True)
+        waited.append(sum(GAVE_UP in r.getMessage() for r in caplog.records))
     assert max(waited) <= 1, f"nodes that waited out their controlled shutdown, per stop: {waited}"
