@@ -17,10 +17,10 @@ script says so.
 
 The deterministic, CPU-bound tests that neither start processes nor look at a clock
 (:data:`BACKGROUND`: the simulator's seeds, the compiled codec against the pure one, the kio
-differential, round trips, the mutator, the Raft chaos runs, the layering check) run in a fourth process at the lowest
-CPU priority (``nice`` 19), started once the compiled flavour is built and running on beside the
-others until it is done, alone phase included: it takes the CPU the other runs leave idle while
-they wait on brokers and clients, and next to none of what they use.
+differential, round trips, the mutator, the Raft chaos runs, the layering check) run in a fourth
+process at the lowest CPU priority (``nice`` 19), started once the compiled flavour is built and
+running on beside the others until it is done, alone phase included: it takes the CPU the other
+runs leave idle while they wait on brokers and clients, and next to none of what they use.
 
 Tests marked ``timing`` assert wall-clock bounds (another client's latency while a heavy request
 runs, how fast SIGTERM stops the broker), and tests marked ``cluster`` start clusters of broker
@@ -40,7 +40,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-bb", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -189,17 +188,18 @@ def _lane(
 
 
 def _start(
-    name: str, steps: list[Step], lock: threading.Lock, codes: dict[str, int], **events: Any
+    name: str,
+    steps: list[Step],
+    lock: threading.Lock,
+    codes: dict[str, int],
+    *,
+    after: threading.Event | None = None,
+    done: threading.Event | None = None,
 ) -> threading.Thread:
-    thread = threading.Thread(target=_lane, args=(name, steps, lock, codes), kwargs=events)
+    """Run :func:`_lane` in a thread of its own."""
+    thread = threading.Thread(target=_lane, args=(name, steps, lock, codes, after, done))
     thread.start()
     return thread
-
-
-def _run(lanes: dict[str, list[Step]], lock: threading.Lock, codes: dict[str, int]) -> None:
-    """Run the lanes at the same time, each its steps in order; their exit codes into ``codes``."""
-    for thread in [_start(name, steps, lock, codes) for name, steps in lanes.items()]:
-        thread.join()
 
 
 def c_compiler() -> bool:
@@ -239,7 +239,7 @@ def main(argv: list[str]) -> int:
                 [*compiled_steps, ("compiled", [*PYTEST, "-m", ALONE_NOT, *ignored, *argv])],
                 lock,
                 codes,
-                done=built if build else None,
+                done=built,  # already set without a build
             )
         ]
     else:
@@ -254,7 +254,7 @@ def main(argv: list[str]) -> int:
     for thread in threads:
         thread.join()
     alone: dict[str, int] = {}
-    _run({first: [(first, [*PYTEST, "-m", ALONE, *alone_run_args(argv)])]}, lock, alone)
+    _lane(first, [(first, [*PYTEST, "-m", ALONE, *alone_run_args(argv)])], lock, alone)
     codes[f"{first}, timing and cluster tests alone"] = alone[first]
     if background is not None:
         background.join()
