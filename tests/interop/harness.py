@@ -378,8 +378,8 @@ class DriverRun:
     events: list[dict[str, Any]] = field(default_factory=list)
     stderr: str = ""
 
-    def describe(self) -> str:
-        tail = "\n".join(self.stderr.splitlines()[-15:])
+    def describe(self, lines: int = 15) -> str:
+        tail = "\n".join(self.stderr.splitlines()[-lines:])
         return f"{self.client} driver exited {self.returncode}; events {self.events}; stderr tail:\n{tail}"
 
     def event(self, name: str) -> dict[str, Any]:

@@ -96,8 +96,8 @@ def test_every_client_through_the_proxy(
         assert sorted(consumed["values"]) == sorted(f"{_name(client)}-{i}" for i in range(COUNT)), (
             client,
             codec,
-            run.describe(),
-            plain_proxy.log()[-2000:],
+            run.describe(lines=80),
+            plain_proxy.log()[-4000:],
         )
         assert len(produced["records"]) == COUNT
     # Every broker the clients were told about is a port the proxy listens on: one per node.

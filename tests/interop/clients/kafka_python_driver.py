@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -11,6 +12,8 @@ from tests.interop.clients.driver_common import GOLDEN_LINGER_MS, Args, emit, ru
 
 CLIENT = "kafka-python"
 CLIENT_ID = f"kw-interop-{CLIENT}"
+# kafka-python logs what it does (joins, metadata, fetch errors) to stderr: a failed run shows it.
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
 def _ms(seconds: float) -> int:
