@@ -38,6 +38,12 @@ TIMEOUT_S: Final = 60.0
 OFFSETS_TIMEOUT_S: Final = 15.0
 #: The partitions a kill moves: the input, the output, the group's offsets, the transaction's state.
 TOPICS: Final = ("ctp-in", "ctp-out", "__consumer_offsets", "__transaction_state")
+#: What a group's coordinator answers while it moves or loads (asked again).
+COORDINATOR_MOVES: Final = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
 OVERRIDES: Final = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "1",
@@ -104,7 +110,11 @@ class Worker(threading.Thread):
                 "enable.auto.commit": False,
             }
         )
-        consumer.assign([TopicPartition("ctp-in", 0)])
+        # Assigned at the group's committed offset, looked up first: librdkafka does not retry the
+        # OffsetFetch of an assignment answered NOT_COORDINATOR (a node that has not yet applied
+        # the metadata naming it the new offsets partition's leader answers so) and never fetches
+        # the partition then (rd_kafka_assignment_handle_OffsetFetch leaves it queried).
+        consumer.assign([TopicPartition("ctp-in", 0, self.committed_input(consumer))])
         producer = self.producer()
         deadline = time.monotonic() + 240
         while self.committed < RECORDS and not self.stop.is_set():
@@ -189,20 +199,24 @@ class Worker(threading.Thread):
                     raise
 
     def rewind(self, consumer: Consumer) -> None:
-        """Seek back to the group's committed input offset (asked again while its coordinator
-        moves)."""
+        """Seek back to the group's committed input offset."""
+        consumer.seek(TopicPartition("ctp-in", 0, self.committed_input(consumer)))
+
+    @staticmethod
+    def committed_input(consumer: Consumer) -> int:
+        """The group's committed input offset, 0 if none (asked again while its coordinator moves
+        or loads)."""
 
         def committed() -> int | None:
             try:
                 [at] = consumer.committed([TopicPartition("ctp-in", 0)], 5.0)
             except KafkaException as exc:
-                if exc.args[0].retriable():
+                if exc.args[0].retriable() or exc.args[0].code() in COORDINATOR_MOVES:
                     return None
                 raise
             return max(at.offset, 0)
 
-        offset = wait_until("the committed input offset", committed, TIMEOUT_S)
-        consumer.seek(TopicPartition("ctp-in", 0, offset))
+        return wait_until("the committed input offset", committed, TIMEOUT_S)
 
 
 def coordinator(cluster: LocalCluster) -> int:
