@@ -24,12 +24,10 @@ runs leave idle while they wait on brokers and clients, and next to none of what
 
 Tests marked ``timing`` assert wall-clock bounds (another client's latency while a heavy request
 runs, how fast SIGTERM stops the broker), and tests marked ``cluster`` start clusters of broker
-processes (tests/cluster): they are left out of those runs and run afterwards, once, against the
-compiled flavour when it is built (else the pure one), so that the other runs' Spark jobs and
-brokers do not share the two cores with them. The cluster tests mostly wait (on elections, session
-timeouts, clients: the machine was 70-95% idle while they ran one at a time), so they run in two
-processes side by side (:data:`CLUSTER_SECOND`); then the timing tests run alone. Extra arguments
-are passed to every pytest run (the pure run adds them to :data:`PURE_TESTS`).
+processes (tests/cluster): they are left out of those runs and run afterwards on their own, once,
+against the compiled flavour when it is built (else the pure one), so that the other run's Spark
+jobs and brokers do not share the two cores with them. Extra arguments are passed to every pytest
+run (the pure run adds them to :data:`PURE_TESTS`).
 """
 
 from __future__ import annotations
@@ -99,14 +97,6 @@ NICE = ["nice", "-n", "19"]
 #: clusters of tests/cluster (three brokers and their clients would share the two cores otherwise).
 ALONE = "timing or cluster"
 ALONE_NOT = f"not ({ALONE})"
-#: The cluster tests of the second of the two processes that run them side by side (the first takes
-#: the other modules of :func:`alone_paths`): about half of their time each.
-CLUSTER_SECOND = [
-    "tests/txn/test_failover_eos.py",
-    "tests/cluster/test_separate_roles.py",
-    "tests/cluster/test_moved_leader.py",
-    "tests/proxy",
-]
 #: How a test module (or a conftest.py, for its directory) marks tests ``timing`` or ``cluster``.
 ALONE_MARK = re.compile(r"\bmark\.(timing|cluster)\b")
 #: ``--checks``: the static checks (``make checks``: generated code current, ruff, mypy) run beside
@@ -133,24 +123,10 @@ def alone_paths() -> list[str]:
     return sorted(p for p in paths if not any(p.startswith(f"{q}/") for q in paths))
 
 
-def names_tests(argv: list[str]) -> bool:
-    return any(not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists() for arg in argv)
-
-
-def alone_runs(argv: list[str]) -> list[list[list[str]]]:
-    """The alone phase's pytest argument lists, step by step, each step's runs side by side: the
-    cluster tests in two processes (:data:`CLUSTER_SECOND`), then the timing tests; or, when
-    ``argv`` names tests itself, one run of the alone tests among them."""
-    if names_tests(argv):
-        return [[["-m", ALONE, *argv]]]
-    paths = alone_paths()
-    first = [p for p in paths if p not in CLUSTER_SECOND]
-    second = [p for p in paths if p in CLUSTER_SECOND]
-    cluster = "cluster and not timing"
-    return [
-        [["-m", cluster, *part, *argv] for part in (first, second) if part],
-        [["-m", "timing", *paths, *argv]],
-    ]
+def alone_run_args(argv: list[str]) -> list[str]:
+    """``argv``, after :func:`alone_paths` unless ``argv`` names tests itself."""
+    names_tests = any(not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists() for arg in argv)
+    return argv if names_tests else [*alone_paths(), *argv]
 
 
 def compiled_extensions() -> list[Path]:
@@ -279,16 +255,9 @@ def main(argv: list[str]) -> int:
     threads += [_start(name, steps, lock, codes) for name, steps in lanes.items()]
     for thread in threads:
         thread.join()
-    for step, runs in enumerate(alone_runs(argv)):
-        names = [f"{first}, alone {step + 1}.{index + 1}" for index in range(len(runs))]
-        alone = [
-            _start(name, [(first, [*PYTEST, *args])], lock, codes)
-            for name, args in zip(names, runs, strict=True)
-        ]
-        for thread in alone:
-            thread.join()
-        if any(codes.get(name) not in (0, NOTHING_SELECTED) for name in names):
-            break
+    alone: dict[str, int] = {}
+    _lane(first, [(first, [*PYTEST, "-m", ALONE, *alone_run_args(argv)])], lock, alone)
+    codes[f"{first}, timing and cluster tests alone"] = alone[first]
     if background is not None:
         background.join()
     if any(code != NOTHING_SELECTED for code in codes.values()):  # argv may choose tests of one kind only
