@@ -111,9 +111,10 @@ class Worker(threading.Thread):
             }
         )
         # Assigned at the group's committed offset, looked up first: librdkafka does not retry the
-        # OffsetFetch of an assignment answered NOT_COORDINATOR (a node that has not yet applied
-        # the metadata naming it the new offsets partition's leader answers so) and never fetches
-        # the partition then (rd_kafka_assignment_handle_OffsetFetch leaves it queried).
+        # OffsetFetch of an assignment answered NOT_COORDINATOR (what a node not serving the
+        # group's offsets partition yet answers, as Kafka's does) and never fetches the partition
+        # then (rd_kafka_assignment_handle_OffsetFetch leaves it queried). Seen once, at the start,
+        # with another cluster test sharing the machine.
         consumer.assign([TopicPartition("ctp-in", 0, self.committed_input(consumer))])
         producer = self.producer()
         deadline = time.monotonic() + 240
