@@ -19,10 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from confluent_kafka import KafkaError
+
 from tests.interop.harness import ROOT, java_jars
 
 Client = Literal["confluent", "aiokafka", "kafkajs", "java", "java4"]
 CLIENTS: Final[tuple[Client, ...]] = ("confluent", "aiokafka", "kafkajs", "java", "java4")
+#: What a group's coordinator answers (through confluent-kafka) while ``__consumer_offsets`` is
+#: created or loaded, or the group's coordinator moves: asked again.
+COORDINATOR_ERRORS: Final = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
 JAVA_SOURCE: Final = Path(__file__).parent / "java" / "TxnDriver.java"
 PEERS_LIB: Final = ROOT / "build" / "peers" / "kafka-4.4" / "lib"
 #: The 4.4 client's jars, by file name prefix.

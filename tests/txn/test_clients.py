@@ -11,20 +11,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as ConfluentTP
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
 from tests.cluster.harness import LocalCluster
 from tests.e2e.brokers import kafka_wire
-from tests.txn.harness import CLIENTS, Client, check, run_scenario
+from tests.txn.harness import CLIENTS, COORDINATOR_ERRORS, Client, check, run_scenario
 
-#: What a group's coordinator answers while ``__consumer_offsets`` is created and loaded.
-_COORDINATOR_ERRORS = (
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-)
 TARGETS = ("kafka_wire", "kafka_wire_cluster", "apache_kafka")
 
 
@@ -51,7 +45,7 @@ class Target:
                     return
                 except KafkaException as exc:  # Kafka 4.4 answers NOT_COORDINATOR at first too
                     error = exc.args[0]
-                    if error.code() not in _COORDINATOR_ERRORS or time.monotonic() > deadline:
+                    if error.code() not in COORDINATOR_ERRORS or time.monotonic() > deadline:
                         raise
                     time.sleep(0.1)  # the client's own retry backoff
         finally:

@@ -28,6 +28,7 @@ from kafka_wire.messages import ErrorCode, FindCoordinatorRequest, FindCoordinat
 from tests.cluster.harness import LocalCluster, wait_until
 from tests.differential.wire import Connection
 from tests.interop.harness import Address
+from tests.txn.harness import COORDINATOR_ERRORS
 
 pytestmark = pytest.mark.cluster
 
@@ -38,12 +39,6 @@ TIMEOUT_S: Final = 60.0
 OFFSETS_TIMEOUT_S: Final = 15.0
 #: The partitions a kill moves: the input, the output, the group's offsets, the transaction's state.
 TOPICS: Final = ("ctp-in", "ctp-out", "__consumer_offsets", "__transaction_state")
-#: What a group's coordinator answers while it moves or loads (asked again).
-COORDINATOR_MOVES: Final = (
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-)
 OVERRIDES: Final = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "1",
@@ -212,7 +207,7 @@ class Worker(threading.Thread):
             try:
                 [at] = consumer.committed([TopicPartition("ctp-in", 0)], 5.0)
             except KafkaException as exc:
-                if exc.args[0].retriable() or exc.args[0].code() in COORDINATOR_MOVES:
+                if exc.args[0].retriable() or exc.args[0].code() in COORDINATOR_ERRORS:
                     return None
                 raise
             return max(at.offset, 0)
