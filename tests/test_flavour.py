@@ -12,12 +12,15 @@ import os
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
+
 import kafka_wire
 from kafka_wire.codec import structs
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import CreateTopicsRequest, MetadataResponse
 from kafka_wire.records import columnar, loops
 from tools.build_backend import MYPYC
+from tools.test_flavours import RECAP_LINES, Output
 
 PACKAGE = Path(kafka_wire.__file__).parent
 
@@ -64,3 +67,21 @@ def test_one_set_of_bases_for_both_flavours() -> None:
     assert base_file.suffix == (
         ".py" if os.environ.get("KAFKA_WIRE_PURE") or not _built()["messages"] else ".so"
     )
+
+
+def test_the_runs_failures_are_printed_again_at_the_end(capsys: pytest.CaptureFixture[str]) -> None:
+    """CI shows the end of ``make test``'s output: what a run said of its failures is repeated
+    there, after the last run, its last lines of each kind only."""
+    output = Output()
+    output.write("pure", "tests/a.py ...F\n")
+    for n in range(RECAP_LINES + 2):
+        output.write("pure", f"E   assert {n} == 0\n")
+    output.write("compiled", "FAILED tests/b.py::test_b - AssertionError: no\n")
+    output.write("pure", "FAILED tests/a.py::test_a - assert 13 == 0\n")
+    capsys.readouterr()
+    output.recap()
+    assert capsys.readouterr().out.splitlines() == [
+        *(f"test_flavours: recap [pure] E   assert {n} == 0" for n in range(2, RECAP_LINES + 2)),
+        "test_flavours: recap [pure] FAILED tests/a.py::test_a - assert 13 == 0",
+        "test_flavours: recap [compiled] FAILED tests/b.py::test_b - AssertionError: no",
+    ]

@@ -109,6 +109,40 @@ CHECKS_COMMAND = [*NICE, "make", "--no-print-directory", "-s", "checks"]
 BUILD_COMPILED = ["make", "--no-print-directory", "-j2", "test-compiled-prerequisites"]
 #: pytest's exit status when no test was selected.
 NOTHING_SELECTED = 5
+#: The lines of a run kept for the recap printed after the last run: pytest's short summary of a
+#: failed or erroring test, and the ``E`` lines of its tracebacks (CI shows only the end of the
+#: output, where a failure printed minutes earlier is out of sight).
+RECAP = re.compile(r"(FAILED|ERROR) |E   ")
+#: How many of each kind a run keeps (its last ones), and how many characters of each line.
+RECAP_LINES = 12
+RECAP_WIDTH = 400
+
+
+class Output:
+    """The runs' lines, printed as they come with their run's name, and what each printed about its
+    failures, printed again at the end."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lines: dict[str, tuple[list[str], list[str]]] = {}
+
+    def write(self, name: str, line: str) -> None:
+        with self._lock:
+            sys.stdout.write(f"[{name}] {line}")
+            sys.stdout.flush()
+            self._keep(name, line)
+
+    def _keep(self, name: str, line: str) -> None:
+        if RECAP.match(line):
+            errors, summaries = self._lines.setdefault(name, ([], []))
+            kept = errors if line.startswith("E") else summaries
+            kept.append(line.rstrip()[:RECAP_WIDTH])
+            del kept[:-RECAP_LINES]
+
+    def recap(self) -> None:
+        for name, (errors, summaries) in self._lines.items():
+            for line in errors + summaries:
+                print(f"test_flavours: recap [{name}] {line}")
 
 
 def alone_paths() -> list[str]:
@@ -133,12 +167,10 @@ def compiled_extensions() -> list[Path]:
     return sorted(p for p in (ROOT / "kafka_wire").rglob("*.so"))
 
 
-def _pump(name: str, stream: subprocess.Popen[str], lock: threading.Lock) -> None:
+def _pump(name: str, stream: subprocess.Popen[str], output: Output) -> None:
     assert stream.stdout is not None
     for line in stream.stdout:
-        with lock:
-            sys.stdout.write(f"[{name}] {line}")
-            sys.stdout.flush()
+        output.write(name, line)
 
 
 #: A lane's steps: (flavour, command), run in order until one fails.
@@ -156,7 +188,7 @@ def _env(flavour: str) -> dict[str, str]:
 def _lane(
     name: str,
     steps: list[Step],
-    lock: threading.Lock,
+    output: Output,
     codes: dict[str, int],
     after: threading.Event | None = None,
     done: threading.Event | None = None,
@@ -176,7 +208,7 @@ def _lane(
                 stderr=subprocess.STDOUT,
                 text=True,
             )
-            _pump(name, run, lock)
+            _pump(name, run, output)
             code = run.wait()
             if code != NOTHING_SELECTED or codes.get(name, NOTHING_SELECTED) == NOTHING_SELECTED:
                 codes[name] = code
@@ -192,14 +224,14 @@ def _lane(
 def _start(
     name: str,
     steps: list[Step],
-    lock: threading.Lock,
+    output: Output,
     codes: dict[str, int],
     *,
     after: threading.Event | None = None,
     done: threading.Event | None = None,
 ) -> threading.Thread:
     """Run :func:`_lane` in a thread of its own."""
-    thread = threading.Thread(target=_lane, args=(name, steps, lock, codes, after, done))
+    thread = threading.Thread(target=_lane, args=(name, steps, output, codes, after, done))
     thread.start()
     return thread
 
@@ -209,7 +241,7 @@ def c_compiler() -> bool:
 
 
 def main(argv: list[str]) -> int:
-    lock = threading.Lock()
+    output = Output()
     started = time.monotonic()
     checks = "--checks" in argv
     build = "--build-compiled" in argv
@@ -228,7 +260,7 @@ def main(argv: list[str]) -> int:
         background = _start(
             "background",
             [(flavour, [*NICE, *PYTEST, *paths, *argv]) for flavour, paths in BACKGROUND.items()],
-            lock,
+            output,
             codes,
             after=built,
         )
@@ -239,7 +271,7 @@ def main(argv: list[str]) -> int:
             _start(
                 "compiled",
                 [*compiled_steps, ("compiled", [*PYTEST, "-m", ALONE_NOT, *ignored, *argv])],
-                lock,
+                output,
                 codes,
                 done=built,  # already set without a build
             )
@@ -252,11 +284,11 @@ def main(argv: list[str]) -> int:
         threads = []
     if checks:
         lanes["checks"] = [("checks", CHECKS_COMMAND)]
-    threads += [_start(name, steps, lock, codes) for name, steps in lanes.items()]
+    threads += [_start(name, steps, output, codes) for name, steps in lanes.items()]
     for thread in threads:
         thread.join()
     alone: dict[str, int] = {}
-    _lane(first, [(first, [*PYTEST, "-m", ALONE, *alone_run_args(argv)])], lock, alone)
+    _lane(first, [(first, [*PYTEST, "-m", ALONE, *alone_run_args(argv)])], output, alone)
     codes[f"{first}, timing and cluster tests alone"] = alone[first]
     if background is not None:
         background.join()
@@ -266,6 +298,7 @@ def main(argv: list[str]) -> int:
     summary = ", ".join(
         f"{flavour}: {'passed' if code == 0 else f'FAILED (exit {code})'}" for flavour, code in codes.items()
     )
+    output.recap()
     print(f"test_flavours: {summary} in {elapsed:.0f} s")
     return 0 if all(code == 0 for code in codes.values()) else 1
 
