@@ -239,9 +239,7 @@ class Broker:
         self._clients.clear()
         if self._group is not None:
             self._group.clear()
-        state = self.state
-        for replica in state.partitions.values():
-            self._effects.extend(replica.close())
+        self._cluster.close_logs()
         return self._flush(out)
 
     # -- connections ----------------------------------------------------------------------------

@@ -85,3 +85,7 @@ class ClusterNode(Protocol):
     def shutdown(self) -> None:
         """Close every link; nothing more is sent."""
         ...
+
+    def close_logs(self) -> None:
+        """A clean stop: every log flushed and closed, then the clean-shutdown marker written."""
+        ...

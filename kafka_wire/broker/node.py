@@ -73,6 +73,7 @@ from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, unlimited
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
+from kafka_wire.logformat.clean_shutdown import NO_BROKER_EPOCH
 from kafka_wire.logformat.names import partition_dir
 from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.events import Request
@@ -384,6 +385,11 @@ class Node:
     def shutdown(self) -> None:
         self.links.close_all()
         self.local.close()
+
+    def close_logs(self) -> None:
+        if self.parts.replication is not None:
+            epoch = self.lifecycle.broker_epoch if self.lifecycle is not None else NO_BROKER_EPOCH
+            self.parts.replication.close(epoch)
 
     # -- wiring --------------------------------------------------------------------------------
 

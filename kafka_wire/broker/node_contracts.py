@@ -165,6 +165,10 @@ class ReplicationPart(Protocol):
 
     def tick(self, now_ms: int) -> None: ...
 
+    def close(self, broker_epoch: int) -> None:
+        """A clean stop: every log closed, then the clean-shutdown marker."""
+        ...
+
 
 @dataclass(slots=True)
 class NodeParts:

@@ -21,6 +21,7 @@ from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.internal_topics import TopicCreation
 from kafka_wire.broker.log.config import LogConfig
+from kafka_wire.broker.log.loader import RecoveryStart
 from kafka_wire.broker.log.log import PartitionLog
 from kafka_wire.broker.metadata import (
     ClusterMetadata,
@@ -148,16 +149,28 @@ class BrokerState:
                 replica.log.update_config(config)
 
     def open_partition(
-        self, topic: TopicInfo, index: int, now_ms: int, effects: EffectSink, config: LogConfig | None = None
+        self,
+        topic: TopicInfo,
+        index: int,
+        now_ms: int,
+        effects: EffectSink,
+        config: LogConfig | None = None,
+        *,
+        start: RecoveryStart | None = None,
     ) -> PartitionReplica:
         """Open (creating its directory if need be) one partition of ``topic``, with the topic's
-        ``config`` when the caller has it at hand."""
+        ``config`` when the caller has it at hand, recovering its log as ``start`` says."""
         directory = partition_dir(topic.name, index)
         if self.storage.size(f"{directory}/partition.metadata") is None:
             effects.emit(MakeDir(directory))
             effects.extend(partition_metadata_effects(topic, index))
         log = PartitionLog.open(
-            directory, config or self.log_config(topic), self.storage, now_ms, progress=effects.progress
+            directory,
+            config or self.log_config(topic),
+            self.storage,
+            now_ms,
+            progress=effects.progress,
+            start=start,
         )
         replica = PartitionReplica(
             topic=topic.name,

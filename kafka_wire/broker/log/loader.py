@@ -3,9 +3,13 @@
 :class:`LogLoader` reads the directory listing through storage and queues, on the log's effect
 queue, what recovery must change on disk: leftover ``.cleaned`` / ``.deleted`` files and stale
 ``.tmp`` checkpoints are deleted, a ``.log.swap`` (an interrupted compaction) replaces the
-segments it covers (with its ``.txnindex.swap``), orphaned and missing indexes are dropped or rebuilt, every closed segment's
-tail is checked and the last segment is fully recovered (CRC per batch, torn tail cut). What it
-returns, the segments oldest first, the log takes over; the loader keeps nothing.
+segments it covers (with its ``.txnindex.swap``), orphaned and missing indexes are dropped or
+rebuilt, and every segment's tail is checked. Which segments are then fully recovered (CRC per
+batch, torn tail cut, indexes rebuilt) is the :class:`RecoveryStart`'s to say, as in Kafka: none
+after a clean shutdown, else those holding offsets at or above the recovery point (everything
+below it was flushed); a segment whose check fails is recovered whatever it says. Without one,
+the last segment is recovered (the metadata log's rule). What the loader returns, the segments
+oldest first, the log takes over; the loader keeps nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +39,19 @@ from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD
 
 
 @dataclass(frozen=True, slots=True)
+class RecoveryStart:
+    """What a start knows of a log's last stop: the data directory's clean-shutdown marker was
+    there, and the log's entry in ``recovery-point-offset-checkpoint`` (0 when it has none)."""
+
+    clean_shutdown: bool
+    recovery_point: int = 0
+
+    def recovers(self, segment: Segment) -> bool:
+        """Whether ``segment`` (checked) may hold what a crash left unflushed."""
+        return not self.clean_shutdown and segment.next_offset > self.recovery_point
+
+
+@dataclass(frozen=True, slots=True)
 class LogLoader:
     """Recovers the segments of the log in ``directory`` (its effects go to ``queue``)."""
 
@@ -42,6 +59,7 @@ class LogLoader:
     config: LogConfig
     storage: StorageReader
     queue: EffectQueue
+    start: RecoveryStart | None = None
 
     def _path(self, name: str) -> str:
         return f"{self.directory}/{name}"
@@ -99,7 +117,11 @@ class LogLoader:
                     storage.size(segment_path(self.directory, base, s)) is None for s in SUFFIXES[1:]
                 )
                 segment = Segment.open(queue, storage, self.directory, base, now_ms)
-                if last or missing or not segment.check(storage, next_base):
+                if (
+                    missing
+                    or not segment.check(storage, next_base, closed=not last)
+                    or (last if self.start is None else self.start.recovers(segment))
+                ):
                     segment.recover(storage, self.config, closed=not last, next_base_offset=next_base)
             if segment.first_append_ms is None and not segment.is_empty:
                 first = next(iter(segment.scan(storage, chunk=RECORD_BATCH_OVERHEAD)), None)

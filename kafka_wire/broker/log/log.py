@@ -29,7 +29,7 @@ from kafka_wire.broker.log.cleaner import (
 from kafka_wire.broker.log.cleaner_txn import ProducerLookup, no_producers
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
 from kafka_wire.broker.log.files import EffectQueue
-from kafka_wire.broker.log.loader import LogLoader
+from kafka_wire.broker.log.loader import LogLoader, RecoveryStart
 from kafka_wire.broker.log.retention import apply_retention, retention_deadlines
 from kafka_wire.broker.log.segment import Segment
 from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
@@ -98,6 +98,10 @@ class PartitionLog:
         self._segments: list[Segment] = []
         self._bases: list[int] = []
         self.log_start_offset = 0
+        #: Everything below it is fsynced (Kafka's recovery point, what
+        #: ``recovery-point-offset-checkpoint`` records): an unclean stop may have lost only what
+        #: is above it.
+        self.recovery_point = 0
         self._pending_deletes: list[_PendingDelete] = []
         self._now_ms = 0
         self._maintained_at: int | None = None
@@ -120,23 +124,25 @@ class PartitionLog:
         now_ms: int,
         *,
         progress: WriteProgress | None = None,
+        start: RecoveryStart | None = None,
     ) -> PartitionLog:
         """Load (and recover) the log in ``directory``; create the directory when it is missing.
         With the engine's ``progress``, appended bytes stay in memory until their batch is applied
         (see :mod:`kafka_wire.broker.log.files`); without, until they are taken. Recovery of
-        the segment files is :class:`~kafka_wire.broker.log.loader.LogLoader`'s; then segments
-        wholly below the persisted log start offset are deleted.
+        the segment files is :class:`~kafka_wire.broker.log.loader.LogLoader`'s (``start`` says
+        which segments it recovers); then segments wholly below the persisted log start offset
+        are deleted.
         """
         log = cls(directory, config, storage, progress)
         log._now_ms = now_ms
-        log._load(now_ms)
+        log._load(now_ms, start)
         return log
 
     def _path(self, name: str) -> str:
         return f"{self.directory}/{name}"
 
-    def _load(self, now_ms: int) -> None:
-        segments = LogLoader(self.directory, self.config, self.storage, self._queue).load(now_ms)
+    def _load(self, now_ms: int, start: RecoveryStart | None) -> None:
+        segments = LogLoader(self.directory, self.config, self.storage, self._queue, start).load(now_ms)
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         persisted = read_offset(self.storage, self._path(LOG_START_OFFSET_FILE))
@@ -150,6 +156,9 @@ class PartitionLog:
         self.cleaner_offset = max(
             read_offset(self.storage, self._path(CLEANER_OFFSET_FILE)) or 0, self.log_start_offset
         )
+        self.recovery_point = self.log_end_offset
+        if start is not None and not start.clean_shutdown:
+            self.recovery_point = min(start.recovery_point, self.recovery_point)
 
     # -- offsets and sizes ------------------------------------------------------------------------
     @property
@@ -189,8 +198,12 @@ class PartitionLog:
 
     def close(self) -> list[StorageEffect]:
         """Fsync the active segment and hand out every queued effect."""
-        self._active.flush()
+        self._flush_active()
         return self.take_effects()
+
+    def _flush_active(self) -> None:
+        self._active.flush()
+        self.recovery_point = self.log_end_offset
 
     def delete(self) -> list[StorageEffect]:
         """Effects that remove the partition directory (after anything still queued)."""
@@ -256,7 +269,7 @@ class PartitionLog:
         active = self._active
         active.append(checked.data, list(checked.headers), now_ms, config)
         if active.unflushed_offsets >= config.flush_messages:
-            active.flush()
+            self._flush_active()
         return AppendResult(
             ErrorCode.NONE,
             base_offset=first,
@@ -283,6 +296,7 @@ class PartitionLog:
             self._bases.pop()
         else:
             active.close_for_appends()
+            self.recovery_point = max(self.recovery_point, active.next_offset)
         self._add_segment(Segment.create(self._queue, self.directory, base_offset, now_ms))
 
     # -- reading ----------------------------------------------------------------------------------
@@ -393,6 +407,7 @@ class PartitionLog:
         now_ms = self._now_ms
         if offset >= self.log_end_offset:
             return
+        self.recovery_point = min(self.recovery_point, offset)
         if offset <= self._segments[0].base_offset or offset < self.log_start_offset:
             self._truncate_fully_and_start_at(offset, now_ms, deferred=True)
             return
@@ -418,6 +433,7 @@ class PartitionLog:
         self._remove_segments(list(self._segments), now_ms, deferred=deferred)
         self._add_segment(Segment.create(self._queue, self.directory, offset, now_ms))
         self._set_log_start_offset(offset)
+        self.recovery_point = offset
         self.cleaner_offset = offset
         write_offset(self._queue, self._path(CLEANER_OFFSET_FILE), offset)
 
@@ -479,7 +495,7 @@ class PartitionLog:
         config = self.config
         active = self._active
         if active.first_unflushed_ms is not None and now_ms - active.first_unflushed_ms >= config.flush_ms:
-            active.flush()
+            self._flush_active()
         if self._roll_due(now_ms):
             self._roll(now_ms, self.log_end_offset)
         hw = self.log_end_offset if high_watermark is None else min(high_watermark, self.log_end_offset)

@@ -289,12 +289,13 @@ class Segment:
         return batch_last_offset
 
     # -- checking and recovery -------------------------------------------------------------------
-    def check(self, storage: StorageReader, next_base_offset: int | None) -> bool:
-        """Cheap sanity check of a closed segment: indexes plausible, tail of the log well formed.
+    def check(self, storage: StorageReader, next_base_offset: int | None, *, closed: bool = True) -> bool:
+        """Cheap sanity check of a segment: indexes plausible, tail of the log well formed.
 
         Walks batch headers from the last offset-index entry to the end of the file (at most
         ``index.interval.bytes`` plus one batch). Sets ``next_offset`` and the largest timestamp
-        (the time index's last entry and the walked tail). False means: recover the segment.
+        (the time index's last entry and the walked tail); a ``closed`` segment's time index gets
+        its final entry. False means: recover the segment.
         """
         if self.index.file.size % OFFSET_ENTRY_SIZE or self.time_index.file.size % TIME_ENTRY_SIZE:
             return False
@@ -327,7 +328,7 @@ class Segment:
         self.next_offset = self.base_offset if last is None else last.next_offset
         if next_base_offset is not None and self.next_offset > next_base_offset:
             return False
-        if self.max_timestamp >= 0 and self.time_index.last_timestamp < self.max_timestamp:
+        if closed and self.max_timestamp >= 0 and self.time_index.last_timestamp < self.max_timestamp:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         return True
 

@@ -1,7 +1,7 @@
 """The data directory's offset checkpoints, as Kafka writes them (formats in
 :mod:`kafka_wire.logformat.checkpoints`): ``replication-offset-checkpoint`` (each partition's
-high watermark), ``recovery-point-offset-checkpoint`` (the log end offset when written: the
-driver syncs appends by the flush settings) and ``log-start-offset-checkpoint``. Written every
+high watermark), ``recovery-point-offset-checkpoint`` (how far each log is fsynced: its segments
+are flushed at roll and as the flush settings ask) and ``log-start-offset-checkpoint``. Written every
 ``replica.high.watermark.checkpoint.interval.ms`` through storage effects (atomic replace), read
 at start so a restarted replica resumes from its high watermark.
 """
@@ -63,7 +63,7 @@ def write_checkpoints(replicas: Iterable[PartitionReplica], effects: EffectSink)
     for replica in replicas:
         key = (replica.topic, replica.partition)
         hws[key] = replica.high_watermark
-        recovery[key] = replica.log_end_offset
+        recovery[key] = replica.log.recovery_point
         starts[key] = replica.log_start_offset
     for name, entries in (
         (REPLICATION_OFFSET_CHECKPOINT, hws),

@@ -37,6 +37,7 @@ from kafka_wire.broker.replication.checkpoints import (
     OffsetCheckpoints,
     write_checkpoints,
 )
+from kafka_wire.broker.replication.clean_shutdown import CleanShutdown
 from kafka_wire.broker.replication.fetcher import FetcherConfig, ReplicaFetcher
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.work import PARTITION_WORK_BYTES
@@ -76,6 +77,8 @@ class ReplicaManager:
         )
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.checkpoints = OffsetCheckpoints.load(state.storage)
+        self.clean_shutdown = CleanShutdown.load(state.storage)
+        effects.extend(self.clean_shutdown.start_effects())
         self._next_isr_check_ms = now_ms + self._isr_check_interval
         self._next_checkpoint_ms = now_ms + self.config.replica_high_watermark_checkpoint_interval_ms
         #: Partitions to open and directories to delete, in the order the metadata asked.
@@ -183,7 +186,10 @@ class ReplicaManager:
                 )
                 topic = TopicInfo(registration.topic, registration.topic_id, count)
                 self.state.metadata.topics[topic.name] = topic
-            replica = self.state.open_partition(topic, registration.partition, now_ms, self.effects)
+            start = self.clean_shutdown.opening(key, self.checkpoints.recovery_points)
+            replica = self.state.open_partition(
+                topic, registration.partition, now_ms, self.effects, start=start
+            )
             self._adopt(replica)
         return replica
 
@@ -254,12 +260,26 @@ class ReplicaManager:
             self.write_checkpoints()
 
     def write_checkpoints(self) -> None:
+        """The three offset checkpoints, after what the logs queued (the fsyncs a recovery point
+        counts on come first)."""
         for replica in self.state.partitions.values():
             if replica.registration is not None:  # retention may have moved the log start
                 replica.epoch_cache.truncate_from_start(replica.log_start_offset)
                 self.state.touch(replica)
+        self.state.collect_effects(self.effects)
         write_checkpoints(
             [r for r in self.state.partitions.values() if r.registration is not None], self.effects
+        )
+
+    def close(self, broker_epoch: int) -> None:
+        """A clean stop (Kafka's ``LogManager.shutdown``): every log flushed and closed, the
+        checkpoints written, then the clean-shutdown marker (see :mod:`.clean_shutdown`)."""
+        for replica in self.state.partitions.values():
+            self.effects.extend(replica.close())
+        self.write_checkpoints()
+        self.state.collect_effects(self.effects)
+        self.effects.extend(
+            self.clean_shutdown.stop_effects(self.state.storage, self.state.partitions.keys(), broker_epoch)
         )
 
     def next_deadline_ms(self) -> int | None:

@@ -186,6 +186,7 @@ class FakeReplication:
     applied: list[tuple[tuple[str, ...], list[tuple[str, int]]]] = field(default_factory=list)
     states: list[PartitionState] = field(default_factory=list)
     untaken: list[PartitionState] = field(default_factory=list)
+    closed_with: int | None = None
 
     def apply(
         self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
@@ -203,6 +204,9 @@ class FakeReplication:
 
     def tick(self, now_ms: int) -> None:
         pass
+
+    def close(self, broker_epoch: int) -> None:
+        self.closed_with = broker_epoch
 
 
 class Harness:
