@@ -12,6 +12,7 @@
   per-partition offset files.
 - :mod:`~kafka_wire.logformat.partition_metadata`: a partition directory's ``partition.metadata``.
 - :mod:`~kafka_wire.logformat.meta_properties`: a log directory's ``meta.properties``.
+- :mod:`~kafka_wire.logformat.clean_shutdown`: a log directory's ``.kafka_cleanshutdown``.
 - :mod:`~kafka_wire.logformat.properties`: Java's properties text format those two files (and
   ``server.properties``) use.
 
