@@ -53,14 +53,13 @@ from kafka_wire.broker.client_connections import ClientConnections
 from kafka_wire.broker.cluster_node import ClusterNode
 from kafka_wire.broker.config import BrokerConfig, standalone
 from kafka_wire.broker.coordinators import Coordinators
-from kafka_wire.broker.data_dir import DataDir
+from kafka_wire.broker.data_dir import DataDir, may_hold_legacy_data
 from kafka_wire.broker.driver_contract import DriverContract
 from kafka_wire.broker.driving import StorageFailure
 from kafka_wire.broker.effects import CloseConnection, Effect, EffectSink, StopBroker, WriteProgress
 from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.faults import FaultInjector
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
-from kafka_wire.broker.legacy_import import LegacyImport
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.node import Node
@@ -75,6 +74,7 @@ from kafka_wire.messages import ErrorCode
 
 if TYPE_CHECKING:  # the coordinator loads on first use (kafka_wire.broker.group_link)
     from kafka_wire.broker.group.service import GroupCoordinator
+    from kafka_wire.broker.legacy_import import LegacyImport
 
 __all__ = ["Broker", "ClusterNode"]
 
@@ -199,8 +199,12 @@ class Broker:
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step
         self._effects.extend(opened.effects)
-        legacy = None
-        if sole_voter:  # a cluster of its own: the node may hold an old single node's directory
+        legacy: LegacyImport | None = None
+        # A cluster of its own: the node may hold an old single node's directory (the import
+        # loads only then).
+        if sole_voter and may_hold_legacy_data(self._storage):
+            from kafka_wire.broker.legacy_import import LegacyImport
+
             legacy = LegacyImport.find(self._storage, cluster_id=metadata.cluster_id, rng=self._rng)
         if legacy is not None:
             for warning in legacy.warnings:

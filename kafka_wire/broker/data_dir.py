@@ -11,7 +11,7 @@ is the only voter of its quorum (a cluster of its own, such as ``kafka-wire serv
 The node learns its topics from the metadata log (``__cluster_metadata-0``), not from the
 directory: which partition directories it serves is known once the log is replayed. A directory
 of an older single node (``kafka-wire-metadata.json``) is imported into that log once
-(:mod:`kafka_wire.broker.legacy_import`).
+(:mod:`kafka_wire.broker.legacy_import`, loaded only when :func:`may_hold_legacy_data` says so).
 
 Problems the operator must solve raise :class:`DataDirError`, whose message names the file and
 what to do; everything else found is reported in ``warnings``.
@@ -28,6 +28,7 @@ from typing import Final
 from kafka_wire.broker.effects import StorageEffect
 from kafka_wire.broker.log.files import replace_atomically
 from kafka_wire.broker.metadata import ClusterMetadata, random_uuid
+from kafka_wire.broker.raft.config import METADATA_DIRECTORY, METADATA_TOPIC
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.logformat.meta_properties import (
@@ -45,6 +46,9 @@ from kafka_wire.logformat.properties import parse_properties
 
 _PARTITION_DIR: Final = re.compile(r"(.+)-(\d{1,9})")
 _MAX_SMALL_FILE: Final = 64 * 1024
+
+#: The metadata file of an older single node (:mod:`kafka_wire.broker.legacy_import`).
+LEGACY_METADATA_FILE: Final = "kafka-wire-metadata.json"
 
 
 class DataDirError(KafkaWireError):
@@ -143,6 +147,27 @@ def partition_dirs(storage: StorageReader) -> dict[str, list[tuple[int, uuid.UUI
     for partitions in found.values():
         partitions.sort(key=lambda p: p[0])
     return found
+
+
+def has_metadata_log(storage: StorageReader) -> bool:
+    """Whether ``__cluster_metadata-0`` holds records or a snapshot."""
+    for name in storage.list_dir(METADATA_DIRECTORY):
+        if name.endswith(".checkpoint") or (
+            name.endswith(".log") and (storage.size(f"{METADATA_DIRECTORY}/{name}") or 0) > 0
+        ):
+            return True
+    return False
+
+
+def may_hold_legacy_data(storage: StorageReader) -> bool:
+    """Whether :meth:`kafka_wire.broker.legacy_import.LegacyImport.find` can find anything: the
+    old node's metadata file is there, or partition directories are and no metadata log is (a
+    directory with neither, such as a new one, is answered without loading that module)."""
+    if storage.size(LEGACY_METADATA_FILE) is not None:
+        return True
+    if has_metadata_log(storage):
+        return False
+    return any(name != METADATA_TOPIC for name in partition_dirs(storage))
 
 
 def read_topic_id(storage: StorageReader, directory: str) -> uuid.UUID | None:

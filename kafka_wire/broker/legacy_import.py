@@ -36,12 +36,11 @@ from typing import Final
 
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.controller.configs_image import ConfigResourceType
-from kafka_wire.broker.data_dir import DataDirError, partition_dirs
+from kafka_wire.broker.data_dir import LEGACY_METADATA_FILE, DataDirError, has_metadata_log, partition_dirs
 from kafka_wire.broker.effects import Rename, StorageEffect
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC, INTERNAL_TOPICS, internal_topic_specs
 from kafka_wire.broker.log.config import REMOVED_CONFIGS
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
-from kafka_wire.broker.raft.config import METADATA_DIRECTORY
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.codec.structs import Message
 from kafka_wire.logformat.meta_properties import META_PROPERTIES
@@ -49,7 +48,7 @@ from kafka_wire.logformat.partition_metadata import PARTITION_METADATA, kafka_uu
 from kafka_wire.messages import ConfigRecord, PartitionRecord, ProducerIdsRecord, TopicRecord
 
 #: The old single node's metadata file, and the name it keeps once imported.
-METADATA_FILE: Final = "kafka-wire-metadata.json"
+METADATA_FILE: Final = LEGACY_METADATA_FILE
 IMPORTED_FILE: Final = f"{METADATA_FILE}.imported"
 
 
@@ -170,16 +169,6 @@ class LegacyImport:
                 self.warnings.append(
                     f"{directory} belongs to no topic the metadata names: moved aside to {target}"
                 )
-
-
-def has_metadata_log(storage: StorageReader) -> bool:
-    """Whether ``__cluster_metadata-0`` holds records or a snapshot."""
-    for name in storage.list_dir(METADATA_DIRECTORY):
-        if name.endswith(".checkpoint") or (
-            name.endswith(".log") and (storage.size(f"{METADATA_DIRECTORY}/{name}") or 0) > 0
-        ):
-            return True
-    return False
 
 
 def read_metadata_file(storage: StorageReader, cluster_id: str) -> tuple[dict[str, LegacyTopic], int]:

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
-from kafka_wire.broker.partition.replica import PartitionReplica
-from kafka_wire.broker.partition.transactions import marker_of
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.work import WorkBudget
 from kafka_wire.errors import DecodeError
@@ -29,6 +27,7 @@ from kafka_wire.records.constants import COMPRESSION_NAMES
 
 if TYPE_CHECKING:
     from kafka_wire.broker.group import Persist
+    from kafka_wire.broker.partition.replica import PartitionReplica
 
 #: Skipped records logged one by one per partition; past that, one line gives the count.
 MAX_SKIPPED_LOGGED: Final = 10
@@ -97,6 +96,8 @@ class PartitionLoad:
                 self._skip(header.base_offset, f"unreadable batch: {exc}")
                 continue
             if header.is_control:
+                from kafka_wire.broker.partition.transactions import marker_of  # loaded with the replica
+
                 for control in batches:
                     marker = marker_of(control) if isinstance(control, RecordBatch) else None
                     if marker is not None and control.producer_id >= 0:

@@ -12,7 +12,7 @@ import random
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView
@@ -28,7 +28,6 @@ from kafka_wire.broker.metadata import (
     TopicInfo,
     partition_metadata_effects,
 )
-from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.txn.verifier import TxnVerifier
@@ -37,6 +36,9 @@ from kafka_wire.codec.structs import Message
 from kafka_wire.logformat.names import partition_dir
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import Splice
+
+if TYPE_CHECKING:  # replicas load with the first partition opened (open_partition)
+    from kafka_wire.broker.partition.replica import PartitionReplica
 
 
 class Waiting(Protocol):
@@ -172,6 +174,8 @@ class BrokerState:
             progress=effects.progress,
             start=start,
         )
+        from kafka_wire.broker.partition.replica import PartitionReplica
+
         replica = PartitionReplica(
             topic=topic.name,
             partition=index,

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.coordinator_keys import partition_for_group
 from kafka_wire.broker.effects import EffectSink
-from kafka_wire.broker.group.records import partition_for_group
 from kafka_wire.broker.group_link import GroupAnswer
 from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.metadata import OFFSETS_TOPIC

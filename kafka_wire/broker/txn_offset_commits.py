@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafka_wire import messages
+from kafka_wire.broker.coordinator_keys import partition_for_group
 from kafka_wire.broker.group.effects import client_error
-from kafka_wire.broker.group.records import partition_for_group
 from kafka_wire.broker.group.txn_errors import txn_offset_commit_error
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.state import BrokerState

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 from kafka_wire.lazy_exports import exports
 
 if TYPE_CHECKING:
+    from kafka_wire.broker.coordinator_keys import partition_for_group
     from kafka_wire.broker.group.api_keys import GROUP_API_KEYS
     from kafka_wire.broker.group.config import GroupConfig, GroupConfigError
     from kafka_wire.broker.group.effects import (
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
         client_error,
     )
     from kafka_wire.broker.group.model import CounterMemberIds, GroupSnapshot, MemberIdFactory
-    from kafka_wire.broker.group.records import partition_for_group
     from kafka_wire.broker.group.service import GroupCoordinator
     from kafka_wire.broker.group.states import GROUP_TRANSITIONS, GroupInput, GroupState
 
@@ -99,6 +99,6 @@ __getattr__ = exports(
         "Persist": "kafka_wire.broker.group.effects",
         "Respond": "kafka_wire.broker.group.effects",
         "client_error": "kafka_wire.broker.group.effects",
-        "partition_for_group": "kafka_wire.broker.group.records",
+        "partition_for_group": "kafka_wire.broker.coordinator_keys",
     },
 )

@@ -40,7 +40,7 @@ class Persist:
     outcome with ``coordinator.persisted(append_id, error_code, now_ms)``.
 
     All records of one ``Persist`` belong to ``group_id``; ``partition`` is its
-    ``__consumer_offsets`` partition (:func:`~kafka_wire.broker.group.records.partition_for_group`
+    ``__consumer_offsets`` partition (:func:`~kafka_wire.broker.coordinator_keys.partition_for_group`
     with the topic's partition count).
     """
 

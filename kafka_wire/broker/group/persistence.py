@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kafka_wire.broker.coordinator_keys import partition_for_group
 from kafka_wire.broker.group.consumer_model import ConsumerGroup
 from kafka_wire.broker.group.effects import KeyValue, Persist
 from kafka_wire.broker.group.model import Group, Member, Waiter, metadata_value, subscribed_topics
@@ -27,7 +28,6 @@ from kafka_wire.broker.group.records import (
     decode_offset_commit_value,
     group_metadata_record,
     offset_commit_record,
-    partition_for_group,
 )
 from kafka_wire.broker.group.runtime import GroupRuntime
 from kafka_wire.broker.group.states import GroupState

@@ -26,7 +26,8 @@ lengths and counts are unsigned varints of n + 1, and each struct ends with tagg
   timeout int32, subscription bytes, assignment bytes. Written as v3, as Kafka does.
 
 Decoders read every version and raise :class:`~kafka_wire.errors.DecodeError` subclasses on bad
-input (truncation, negative lengths, bad UTF-8, trailing garbage in a key).
+input (truncation, negative lengths, bad UTF-8, trailing garbage in a key). A group's partition
+is :func:`kafka_wire.broker.coordinator_keys.partition_for_group`'s.
 """
 
 from __future__ import annotations
@@ -105,24 +106,6 @@ class GroupMetadataValue:
     leader: str | None
     current_state_timestamp_ms: int = -1
     members: tuple[MemberMetadata, ...] = ()
-
-
-# -- partitioning -------------------------------------------------------------------------------
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units, wrapping at 32 bits, signed)."""
-    h = 0
-    units = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for_group(group_id: str, num_partitions: int) -> int:
-    """The ``__consumer_offsets`` partition of a group, as Kafka computes it (``abs(hash) % n``)."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(2**31) else abs(h)) % num_partitions
 
 
 # -- writing ------------------------------------------------------------------------------------

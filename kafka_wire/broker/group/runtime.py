@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from kafka_wire.broker.buggify import OFF, Hooks
+from kafka_wire.broker.coordinator_keys import partition_for_group
 from kafka_wire.broker.group.config import GroupConfig
 from kafka_wire.broker.group.effects import GroupEffect, Respond
 from kafka_wire.broker.group.model import (
@@ -23,7 +24,6 @@ from kafka_wire.broker.group.model import (
     TopicNameOf,
     Waiter,
 )
-from kafka_wire.broker.group.records import partition_for_group
 from kafka_wire.broker.group.states import GroupInput, transition
 from kafka_wire.broker.timers import TimerKey, TimerQueue
 from kafka_wire.codec.structs import Message

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Literal
 
 from kafka_wire.broker.log.checkpoints import write_offset
 from kafka_wire.broker.log.cleaner_txn import AbortedRanges, ProducerLookup, TxnCleaning, no_producers
@@ -69,13 +69,6 @@ from kafka_wire.records.record import Record
 
 if TYPE_CHECKING:
     from kafka_wire.broker.log.log import PartitionLog
-
-DEFAULT_CLEANER_MAP_ENTRIES: Final = 100_000
-"""Keys one pass maps (Kafka: ``log.cleaner.dedupe.buffer.size`` 128 MiB / 24 bytes per entry;
-a Python dict entry with a 16-byte key costs ~100 bytes, so this is ~10 MiB)."""
-DEFAULT_CLEANER_BYTES_PER_CALL: Final = 4 * 1024 * 1024
-"""Segment bytes one ``maintain`` call reads while compacting (Kafka's cleaner I/O buffer is
-``log.cleaner.io.buffer.size`` 512 KiB, throttled by ``log.cleaner.io.max.bytes.per.second``)."""
 
 
 def key_digest(key: bytes) -> bytes:

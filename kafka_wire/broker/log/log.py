@@ -14,19 +14,10 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafka_wire.broker.effects import FileRegion, StorageEffect, WriteProgress
 from kafka_wire.broker.log.checkpoints import read_offset, write_offset
-from kafka_wire.broker.log.cleaner import (
-    DEFAULT_CLEANER_BYTES_PER_CALL,
-    DEFAULT_CLEANER_MAP_ENTRIES,
-    CleanerJob,
-    abandon,
-    clean_log,
-    cleaner_deadline,
-)
-from kafka_wire.broker.log.cleaner_txn import ProducerLookup, no_producers
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
 from kafka_wire.broker.log.files import EffectQueue
 from kafka_wire.broker.log.loader import LogLoader, RecoveryStart
@@ -39,8 +30,19 @@ from kafka_wire.logformat.names import DELETED_SUFFIX
 from kafka_wire.messages import ErrorCode
 from kafka_wire.records.constants import TimestampType
 
+if TYPE_CHECKING:  # compaction (cleaner.py) loads when a compacted log first needs it
+    from kafka_wire.broker.log.cleaner import CleanerJob
+    from kafka_wire.broker.log.cleaner_txn import ProducerLookup
+
 BLOCKED_RETRY_MS: Final = 1000
 """When due work cannot run yet (the high watermark lags), ask to be called again this much later."""
+
+DEFAULT_CLEANER_MAP_ENTRIES: Final = 100_000
+"""Keys one compaction pass maps (Kafka: ``log.cleaner.dedupe.buffer.size`` 128 MiB / 24 bytes per
+entry; a Python dict entry with a 16-byte key costs ~100 bytes, so this is ~10 MiB)."""
+DEFAULT_CLEANER_BYTES_PER_CALL: Final = 4 * 1024 * 1024
+"""Segment bytes one ``maintain`` call reads while compacting (Kafka's cleaner I/O buffer is
+``log.cleaner.io.buffer.size`` 512 KiB, throttled by ``log.cleaner.io.max.bytes.per.second``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,7 +413,7 @@ class PartitionLog:
         if offset <= self._segments[0].base_offset or offset < self.log_start_offset:
             self._truncate_fully_and_start_at(offset, now_ms, deferred=True)
             return
-        abandon(self)
+        self._abandon_compaction()
         doomed = [s for s in self._segments if s.base_offset > offset]
         if doomed:
             self._remove_segments(doomed, now_ms, deferred=True)
@@ -441,8 +443,15 @@ class PartitionLog:
         """Take segments out of the log; their files are renamed ``.deleted`` and removed after
         ``file.delete.delay.ms`` (at once when not ``deferred``, as at start-up). A running
         compaction pass is abandoned."""
-        abandon(self)
+        self._abandon_compaction()
         self.retire_segments(doomed, now_ms, deferred=deferred)
+
+    def _abandon_compaction(self) -> None:
+        """Drop the running compaction pass, if any (``cleaner.abandon``)."""
+        if self.cleaner_job is not None:
+            from kafka_wire.broker.log.cleaner import abandon
+
+            abandon(self)
 
     @property
     def queue(self) -> EffectQueue:
@@ -480,14 +489,14 @@ class PartitionLog:
         *,
         high_watermark: int | None = None,
         stable_offset: int | None = None,
-        producers: ProducerLookup = no_producers,
+        producers: ProducerLookup | None = None,
     ) -> None:
         """Due work: delayed file deletions, flush.ms, segment.ms rolls, retention, compaction.
 
         ``high_watermark`` bounds what retention may delete (default: the log end offset);
         compaction stops at ``stable_offset`` too (the last stable offset: no open transaction
-        is compacted), and keeps the markers ``producers`` (the partition's producer state) still
-        needs (``cleaner_txn``).
+        is compacted), and keeps the markers ``producers`` (the partition's producer state; None:
+        no producer) still needs (``cleaner_txn``).
         """
         self._now_ms = now_ms
         self._maintained_at = now_ms
@@ -502,7 +511,13 @@ class PartitionLog:
         if config.delete:
             apply_retention(self, now_ms, hw)
         if config.compact:
-            clean_log(self, now_ms, hw if stable_offset is None else min(hw, stable_offset), producers)
+            from kafka_wire.broker.log.cleaner import clean_log
+
+            upper = hw if stable_offset is None else min(hw, stable_offset)
+            if producers is None:
+                clean_log(self, now_ms, upper)
+            else:
+                clean_log(self, now_ms, upper, producers)
 
     def _roll_due(self, now_ms: int) -> bool:
         active = self._active
@@ -547,6 +562,8 @@ class PartitionLog:
         if config.delete:
             deadlines += retention_deadlines(self, now)
         if config.compact:
+            from kafka_wire.broker.log.cleaner import cleaner_deadline
+
             found = cleaner_deadline(self, now)
             if found is not None:
                 deadlines.append(found)

@@ -17,14 +17,16 @@ watermark (Kafka's ``Partition.handleAlterPartitionError``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, Outbound
-from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.partition.replica import PartitionReplica
 
 DEFAULT_RETRY_BACKOFF_MS: Final = 100
 #: How many retry backoffs the BUGGIFY point ``replica.delay_alter_partition`` holds a proposal.

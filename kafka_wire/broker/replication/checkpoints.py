@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.log.files import replace_atomically
-from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.logformat.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -24,6 +23,9 @@ from kafka_wire.logformat.checkpoints import (
     format_partition_checkpoint,
     parse_partition_checkpoint,
 )
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.partition.replica import PartitionReplica
 
 DEFAULT_CHECKPOINT_INTERVAL_MS: Final = 5000
 MAX_CHECKPOINT_BYTES: Final = 64 << 20

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Final
 from kafka_wire import messages
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
-from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 
 if TYPE_CHECKING:
+    from kafka_wire.broker.partition.replica import PartitionReplica
     from kafka_wire.messages import (
         FetchRequestTopic,
         FetchResponsePartitionData,

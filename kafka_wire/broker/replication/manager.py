@@ -22,15 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.metadata import TopicInfo
-from kafka_wire.broker.partition.epoch_cache import EpochCache
 from kafka_wire.broker.partition.followers import DEFAULT_REPLICA_LAG_TIME_MAX_MS
-from kafka_wire.broker.partition.replica import PartitionReplica
-from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
 from kafka_wire.broker.replication.alter_partition import DEFAULT_RETRY_BACKOFF_MS, AlterPartitionSender
 from kafka_wire.broker.replication.checkpoints import (
     DEFAULT_CHECKPOINT_INTERVAL_MS,
@@ -41,6 +38,9 @@ from kafka_wire.broker.replication.clean_shutdown import CleanShutdown
 from kafka_wire.broker.replication.fetcher import FetcherConfig, ReplicaFetcher
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.work import PARTITION_WORK_BYTES
+
+if TYPE_CHECKING:  # replicas load with the first partition opened (BrokerState.open_partition)
+    from kafka_wire.broker.partition.replica import PartitionReplica
 
 #: Queued work: a replica to open (its latest registration), or a removed one's directory to delete.
 _Key = tuple[Literal["open", "delete"], str, int]
@@ -196,6 +196,9 @@ class ReplicaManager:
     def _adopt(self, replica: PartitionReplica) -> None:
         """A replica just opened joins the cluster: its persisted epoch cache, its checkpointed
         high watermark, offline until the registration says otherwise."""
+        from kafka_wire.broker.partition.epoch_cache import EpochCache
+        from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
+
         key = (replica.topic, replica.partition)
         log = replica.log
         replica.cluster = self.cluster

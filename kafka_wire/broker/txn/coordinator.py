@@ -42,7 +42,6 @@ from kafka_wire.broker.txn.metadata import (
     TxnTransit,
     TxnVersion,
 )
-from kafka_wire.broker.txn.records import UnknownTxnKey, read_key, read_value
 from kafka_wire.broker.txn.runtime import TXN_TIMERS, TxnRuntime
 from kafka_wire.broker.txn.states import TxnState
 from kafka_wire.codec.structs import Message
@@ -104,6 +103,8 @@ class TxnCoordinator:
 
     def replay(self, partition: int, key: bytes, value: bytes | None) -> None:
         """One record of a loading partition; ``DecodeError`` (nothing applied) when unreadable."""
+        from kafka_wire.broker.txn.records import UnknownTxnKey, read_key, read_value  # with the first load
+
         transactional_id = read_key(key)
         if isinstance(transactional_id, UnknownTxnKey):
             return

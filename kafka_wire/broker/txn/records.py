@@ -1,4 +1,4 @@
-"""``__transaction_state`` records in Kafka's layout, and where a transactional id lives.
+"""``__transaction_state`` records in Kafka's layout.
 
 A record's key is an int16 record type (0, ``TRANSACTION_LOG``) and a ``TransactionLogKey`` v0
 (the transactional id); its value an int16 version and a ``TransactionLogValue`` at that version
@@ -9,7 +9,8 @@ removes an expired transactional id. The messages are generated from the schemas
 transaction has ``last_producer_epoch`` -1, and the partitions of an Empty one are not written.
 
 A transactional id belongs to partition ``abs(hash) % n`` of ``__transaction_state`` (Java's
-``String.hashCode``, as for groups), ``n`` the topic's partition count.
+``String.hashCode``, as for groups), ``n`` the topic's partition count:
+:func:`kafka_wire.broker.coordinator_keys.partition_for_transactional_id`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Final
 
-from kafka_wire.broker.group.records import partition_for_group
 from kafka_wire.broker.txn.metadata import NO_PRODUCER_EPOCH, TxnMetadata, TxnTransit, TxnVersion
 from kafka_wire.broker.txn.states import TxnState
 from kafka_wire.errors import InvalidValueError, TruncatedError
@@ -32,11 +32,6 @@ from kafka_wire.messages import (
 #: ``CoordinatorRecordType.TRANSACTION_LOG``: the key's record type.
 TRANSACTION_LOG_KEY_TYPE: Final = 0
 _I16: Final = struct.Struct(">h")
-
-
-def partition_for_transactional_id(transactional_id: str, num_partitions: int) -> int:
-    """The ``__transaction_state`` partition of a transactional id (Kafka's ``partitionFor``)."""
-    return partition_for_group(transactional_id, num_partitions)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker.coordinator_keys import partition_for_transactional_id
 from kafka_wire.broker.timers import TimerKey, TimerQueue
 from kafka_wire.broker.txn.config import TxnConfig
 from kafka_wire.broker.txn.effects import Respond, TxnEffect, TxnPersist, client_error
 from kafka_wire.broker.txn.metadata import TxnMetadata, TxnTransit, TxnVersion
-from kafka_wire.broker.txn.records import key_bytes, partition_for_transactional_id, value_bytes
 from kafka_wire.broker.txn.states import TxnState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
@@ -150,6 +150,8 @@ class TxnRuntime:
         self._next_append_id += 1
         append_id = self._next_append_id
         self._writes[append_id] = _Write(transactional_id, coordinator_epoch, transit, done, keep_pending_on)
+        from kafka_wire.broker.txn.records import key_bytes, value_bytes  # loaded with the first write
+
         value = None if transit.state is TxnState.DEAD else value_bytes(transit, self.finalized_version())
         self.out.append(
             TxnPersist(

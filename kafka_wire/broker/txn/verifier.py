@@ -27,9 +27,9 @@ from typing import Final
 
 from kafka_wire import messages
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
+from kafka_wire.broker.coordinator_keys import partition_for_transactional_id
 from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.txn.metadata import TopicPartition
-from kafka_wire.broker.txn.records import partition_for_transactional_id
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 

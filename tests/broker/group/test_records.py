@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafka_wire.broker.coordinator_keys import java_string_hash, partition_for_group
 from kafka_wire.broker.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -19,8 +20,6 @@ from kafka_wire.broker.group.records import (
     encode_group_metadata_value,
     encode_key,
     encode_offset_commit_value,
-    java_string_hash,
-    partition_for_group,
 )
 from kafka_wire.errors import DecodeError, InvalidValueError, TruncatedError, UnsupportedVersionError
 
