@@ -512,12 +512,10 @@ class PartitionLog:
             apply_retention(self, now_ms, hw)
         if config.compact:
             from kafka_wire.broker.log.cleaner import clean_log
+            from kafka_wire.broker.log.cleaner_txn import no_producers
 
             upper = hw if stable_offset is None else min(hw, stable_offset)
-            if producers is None:
-                clean_log(self, now_ms, upper)
-            else:
-                clean_log(self, now_ms, upper, producers)
+            clean_log(self, now_ms, upper, no_producers if producers is None else producers)
 
     def _roll_due(self, now_ms: int) -> bool:
         active = self._active
