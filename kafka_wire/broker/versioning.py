@@ -63,7 +63,12 @@ def fit(message: S, version: int) -> S:
                 setattr(message, name, default())
         elif action & _STRUCT:
             fit(value, version)
-        elif action & _ARRAY:
-            for item in value:
-                fit(item, version)
+        elif action & _ARRAY and value:
+            item_cls = type(value[0])
+            item_plan = _PLANS.get((item_cls, version))
+            if item_plan is None:
+                item_plan = _plan(item_cls, version)
+            if item_plan:  # an array of structs that need nothing at this version is left alone
+                for item in value:
+                    fit(item, version)
     return message

@@ -31,7 +31,6 @@ from kafka_wire.broker.apis.cluster_facts import (
     client_listener,
     is_offline,
     live_brokers,
-    offline_replicas,
     reachable,
 )
 from kafka_wire.broker.cluster_view import ClusterView
@@ -67,8 +66,8 @@ def brokers(ctx: Context) -> list[MetadataResponseBroker]:
 
 
 def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) -> MetadataResponseTopic:
-    view = ctx.state.cluster
-    partitions = [_registered_partition(ctx, view, topic.name, index) for index in range(topic.partitions)]
+    reach = _Reach(ctx.state.cluster, client_listener(ctx, ctx.state.cluster))
+    partitions = [_registered_partition(ctx, reach, topic.name, index) for index in range(topic.partitions)]
     return MetadataResponseTopic(
         name=topic.name,
         topic_id=topic.topic_id,
@@ -78,22 +77,44 @@ def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) 
     )
 
 
-def _registered_partition(
-    ctx: Context, view: ClusterView, topic: str, index: int
-) -> MetadataResponsePartition:
+class _Reach:
+    """What a client on ``listener`` can reach, per broker, looked up once per answer (a topic of
+    10,000 partitions names the same few brokers 30,000 times)."""
+
+    def __init__(self, view: ClusterView, listener: str) -> None:
+        self.view = view
+        self.listener = listener
+        self._offline: dict[int, bool] = {}
+        self._leaders: dict[int, bool] = {}
+
+    def offline(self, node_id: int) -> bool:
+        found = self._offline.get(node_id)
+        if found is None:
+            found = self._offline[node_id] = is_offline(self.view.broker(node_id), self.listener)
+        return found
+
+    def leads(self, node_id: int) -> bool:
+        """Whether ``node_id`` is a registered broker with an endpoint on the listener."""
+        found = self._leaders.get(node_id)
+        if found is None:
+            found = self._leaders[node_id] = reachable(self.view, node_id, self.listener) is not None
+        return found
+
+
+def _registered_partition(ctx: Context, reach: _Reach, topic: str, index: int) -> MetadataResponsePartition:
     """One partition as the metadata image registers it (Kafka's ``getPartitionMetadata``)."""
+    view = reach.view
     registration = view.partition(topic, index)
     if registration is None:  # not in the image yet: being created
         return MetadataResponsePartition(
             error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index, leader_id=-1
         )
-    listener = client_listener(ctx, view)
     replicas, isr = list(registration.replicas), list(registration.isr)
     if ctx.api_version == 0:  # v0 lists only the replicas a client can reach
-        replicas = [r for r in replicas if not is_offline(view.broker(r), listener)]
-        isr = [r for r in isr if not is_offline(view.broker(r), listener)]
+        replicas = [r for r in replicas if not reach.offline(r)]
+        isr = [r for r in isr if not reach.offline(r)]
     leader = registration.leader
-    if reachable(view, leader, listener) is None:
+    if not reach.leads(leader):
         registered = leader >= 0 and view.broker(leader) is not None
         error = (
             ErrorCode.LISTENER_NOT_FOUND
@@ -112,7 +133,7 @@ def _registered_partition(
         leader_epoch=registration.leader_epoch,
         replica_nodes=replicas,
         isr_nodes=isr,
-        offline_replicas=offline_replicas(view, registration.replicas, listener),
+        offline_replicas=[r for r in registration.replicas if reach.offline(r)],
     )
 
 
