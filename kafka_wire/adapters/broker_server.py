@@ -48,7 +48,6 @@ except ImportError:  # not POSIX: no file limit to manage
     resource = None  # type: ignore[assignment]  # the module or nothing
 
 from kafka_wire.adapters.file_storage import FileStorage
-from kafka_wire.adapters.gc_policy import CollectorPolicy
 from kafka_wire.adapters.storage_worker import Outcome, StorageWorker
 from kafka_wire.broker.broker import Broker, ClusterNode
 from kafka_wire.broker.cluster_view import Endpoint
@@ -184,7 +183,6 @@ class BrokerServer:
         #: Set when the engine stops on its own (its log directory failed), with the reason.
         self.stop_requested = asyncio.Event()
         self.failure: str | None = None
-        self._collector = CollectorPolicy()
 
     async def _start_engine(self) -> None:
         """Start the storage worker and the engine, and wait for recovery's writes."""
@@ -192,7 +190,6 @@ class BrokerServer:
         self.worker.start(asyncio.get_running_loop())
         self._apply(self.broker.start(wall_clock_ms()))
         await self._storage_idle.wait()
-        self._collector.start()
 
     async def start(self, host: str, port: int) -> int:
         """Recover the data directory, start listening; returns the bound port (0 when the
@@ -512,7 +509,6 @@ class BrokerServer:
                 self.failure = effect.reason
                 self.stop_requested.set()
         self._wake.set()
-        self._collector.after_call()
 
     def quiet_for(self) -> float:
         """Seconds since the engine was last given something, 0 while it has work in progress (a
