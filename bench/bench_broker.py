@@ -21,8 +21,11 @@ temp dir. Kafka 4.4 is the jars of ``make peers``, one KRaft combined node confi
 ``server.properties`` with the JVM heap of its start script (``-Xmx1G -Xms1G``;
 ``tests/e2e/apache_kafka.py``).
 Bytecode is compiled first (as ``make run`` does); the header line gives the load average.
+With ``--old COMMIT``, ``kafka-wire`` at that commit runs too (``kafka-wire-old``: its package
+extracted with ``git archive`` and put first on ``PYTHONPATH``, as ``bench/bench_stall.py`` does), and
+both kafka-wire builds run the pure flavour (their compiled sources differ).
 Run: ``.venv/bin/python bench/bench_broker.py [--records N] [--value-bytes B] [--starts K] [--rounds R]
-[--brokers kafka-wire,kafka-4.4,tansu]``.
+[--brokers kafka-wire,kafka-4.4,tansu] [--old COMMIT]``.
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ sys.path.insert(0, str(ROOT))  # for tests.e2e.brokers (the broker processes of 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402  # not in its stubs' exports
 
+from bench.bench_stall import Build, old_package  # noqa: E402
 from tests.e2e.apache_kafka import KafkaNode, answers_api_versions, apache_kafka  # noqa: E402
 from tests.e2e.brokers import BrokerProcess, kafka_wire, tansu  # noqa: E402
-from tests.interop.harness import free_port, stop_process_group  # noqa: E402
+from tests.interop.harness import Address, free_port, stop_process_group  # noqa: E402
 
 TOPIC = "bench"
 
@@ -200,6 +204,19 @@ def run(name: str, make: MakeBroker, workdir: Path, args: argparse.Namespace) ->
     )
 
 
+def pure_build(package: Path | None) -> MakeBroker:
+    """``kafka-wire serve`` from ``package`` (None: this checkout), pure flavour."""
+
+    def make(workdir: Path) -> BrokerProcess:
+        host = "127.0.0.1"
+        build = Build("kafka_wire", Address(host, free_port(host)), workdir / "data", workdir / "serve.log",
+                      persistent=True)  # fmt: skip
+        build.package = package
+        return build
+
+    return make
+
+
 def value_of(size: int) -> bytes:
     return (b"0123456789abcdef" * (size // 16 + 1))[:size]
 
@@ -213,6 +230,9 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--brokers", default=",".join(BROKERS), help="which of them, comma-separated")
+    parser.add_argument(
+        "--old", default="", help="also kafka-wire at this commit; both kafka-wire builds pure"
+    )
     args = parser.parse_args()
 
     brokers = [(name, BROKERS[name]) for name in args.brokers.split(",")]
@@ -224,6 +244,11 @@ def main() -> None:
 
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-broker-") as tmp:
+        if args.old:
+            package = old_package(args.old, Path(tmp), compiled=False)
+            brokers = [
+                (name, pure_build(None) if name == "kafka-wire" else make) for name, make in brokers
+            ] + [("kafka-wire-old", pure_build(package))]
         for name, make in brokers:
             results.append(run(name, make, Path(tmp) / name, args))
 
