@@ -45,10 +45,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.e2e.brokers (the broker processes of the e2e suite)
 
+from bench_stall import Build, old_package  # noqa: E402  # bench/ is sys.path[0] when run as a script
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402  # not in its stubs' exports
 
-from bench.bench_stall import Build, old_package  # noqa: E402
 from tests.e2e.apache_kafka import KafkaNode, answers_api_versions, apache_kafka  # noqa: E402
 from tests.e2e.brokers import BrokerProcess, kafka_wire, tansu  # noqa: E402
 from tests.interop.harness import Address, free_port, stop_process_group  # noqa: E402
