@@ -125,6 +125,7 @@ class BrokerLifecycle:
         log_dir_id: uuid.UUID | None = None,
         features: Sequence[tuple[str, int, int]] = SUPPORTED_FEATURES,
         logger: logging.Logger | None = None,
+        previous_broker_epoch: int = -1,
     ) -> None:
         self._config = config
         self._cluster_id = cluster_id
@@ -140,6 +141,9 @@ class BrokerLifecycle:
         self._state = LifecycleState.NOT_RUNNING
         #: The epoch the controller gave at registration (-1: none yet).
         self.broker_epoch = -1
+        #: The epoch the data directory's clean-shutdown marker recorded (-1: the last stop was
+        #: not clean), sent with every registration (KIP-966).
+        self.previous_broker_epoch = previous_broker_epoch
         self.fenced = True
         #: The broker asks to stay fenced until the node says it caught up with the metadata.
         self._caught_up = False
@@ -266,7 +270,7 @@ class BrokerLifecycle:
             ],
             rack=self._config.rack,
             log_dirs=[] if self._log_dir_id is None else [self._log_dir_id],
-            previous_broker_epoch=self.broker_epoch,
+            previous_broker_epoch=self.previous_broker_epoch,
         )
 
     def _heartbeat(self) -> BrokerHeartbeatRequest:

@@ -267,6 +267,11 @@ class Node:
                 send=self._send,
                 log_dir_id=state.directory_id,
                 logger=self._log,
+                previous_broker_epoch=(
+                    parts.replication.previous_broker_epoch
+                    if parts.replication is not None
+                    else NO_BROKER_EPOCH
+                ),
             )
             lifecycle = self.lifecycle
             state.producer_ids = ProducerIdBlocks(self.view, lambda: lifecycle.broker_epoch)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from kafka_wire.broker.node import Node
 from kafka_wire.broker.replication.clean_shutdown import CleanShutdown
 from kafka_wire.logformat.checkpoints import RECOVERY_POINT_CHECKPOINT, parse_partition_checkpoint
 from kafka_wire.logformat.clean_shutdown import (
@@ -51,6 +52,9 @@ def test_a_clean_stop_leaves_the_marker_and_the_start_deletes_it() -> None:
     restarted = Engine(storage=storage)
     assert storage.size(CLEAN_SHUTDOWN_FILE) is None  # a crash from here on is unclean again
     assert len(records_of(fetch(Client(restarted, 1), "t", 0))) == 5
+    node = restarted.broker.node
+    assert isinstance(node, Node) and node.lifecycle is not None
+    assert node.lifecycle.previous_broker_epoch == marker["brokerEpoch"]  # sent at registration
 
 
 def test_after_a_clean_stop_the_logs_are_not_recovered() -> None:

@@ -182,10 +182,13 @@ class ClusterControl:
             )
         else:
             # A new incarnation: Kafka's broker epoch is the offset of the first record written for
-            # it. With ELR, the old incarnation may have lost data (an unclean shutdown): it leaves
-            # every ISR and ELR first, and its leaderships move.
+            # it. With ELR, unless it names the old incarnation's epoch as the one its last clean
+            # stop recorded (KIP-966: the data directory's clean-shutdown marker), the old one may
+            # have lost data (an unclean shutdown): it leaves every ISR and ELR first, and its
+            # leaderships move.
             epoch, fenced, shutdown = self._offsets.next_write_offset, True, False
-            if self.config.elr_enabled:
+            clean = existing is not None and req.previous_broker_epoch == existing.info.epoch
+            if self.config.elr_enabled and not clean:
                 self.moves.broker_shut_down_uncleanly(req.broker_id, records)
             elif existing is not None and not existing.info.fenced:
                 # Its session ended but it was not fenced yet: the new incarnation starts fenced, so

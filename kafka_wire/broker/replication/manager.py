@@ -274,6 +274,10 @@ class ReplicaManager:
             [r for r in self.state.partitions.values() if r.registration is not None], self.effects
         )
 
+    @property
+    def previous_broker_epoch(self) -> int:
+        return self.clean_shutdown.broker_epoch
+
     def close(self, broker_epoch: int) -> None:
         """A clean stop (Kafka's ``LogManager.shutdown``): every log flushed and closed, the
         checkpoints written, then the clean-shutdown marker (see :mod:`.clean_shutdown`)."""

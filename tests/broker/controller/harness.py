@@ -94,7 +94,11 @@ class Harness:
 
     # -- brokers ---------------------------------------------------------------------------------
 
-    def register(self, broker: int, incarnation: uuid.UUID | None = None) -> BrokerRegistrationResponse:
+    def register(
+        self, broker: int, incarnation: uuid.UUID | None = None, *, clean: bool = True
+    ) -> BrokerRegistrationResponse:
+        """Register ``broker``; a new incarnation names its last epoch as the one its clean stop
+        recorded unless ``clean`` is False (KIP-966)."""
         incarnation = incarnation or uuid.UUID(int=broker * 1000 + len(self.incarnations) + 1)
         self.incarnations[broker] = incarnation
         response = self.call(
@@ -113,7 +117,7 @@ class Harness:
                     )
                 ],
                 log_dirs=[uuid.UUID(int=broker + 77)],
-                previous_broker_epoch=self.epochs.get(broker, -1),
+                previous_broker_epoch=self.epochs.get(broker, -1) if clean else -1,
             ),
         )
         assert isinstance(response, BrokerRegistrationResponse)

@@ -795,6 +795,25 @@ def test_cluster_wide_min_isr_drives_elr() -> None:
     assert partition(h).elr == (p.replicas[2],)  # below min ISR 3: the leaver stays eligible
 
 
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_restart_after_a_clean_stop_keeps_the_brokers_elr_membership(clean: bool) -> None:
+    """KIP-966: a new incarnation that names its old epoch (what the clean-shutdown marker
+    recorded) cannot have lost data and stays eligible; one that does not leaves the ELR."""
+    h = cluster(1, 2, 3, elr_enabled=True, min_insync_replicas=3)
+    h.create_topic("t")
+    p = partition(h)
+    leaver = p.replicas[2]
+    only(alter_isr(h, p, [p.leader, p.replicas[1]]))
+    assert partition(h).elr == (leaver,)
+    h.tick(10_000)  # every session ends; the others come back
+    for b in (1, 2, 3):
+        if b != leaver:
+            h.heartbeat(b)
+    assert leaver in partition(h).elr
+    assert h.register(leaver, clean=clean).error_code == 0
+    assert (leaver in partition(h).elr) == clean
+
+
 def test_an_unfenced_broker_takes_leaderless_partitions_it_is_eligible_for() -> None:
     h = cluster(1, 2)
     h.create_topic("t", replication=2)

@@ -33,7 +33,7 @@ class FakeController:
         outbound.on_reply(body, now_ms)
 
 
-def lifecycle(fake: FakeController, **config: int | bool) -> BrokerLifecycle:
+def lifecycle(fake: FakeController, previous_broker_epoch: int = -1, **config: int | bool) -> BrokerLifecycle:
     return BrokerLifecycle(
         BrokerConfig(node_id=4, rack="r1", broker_heartbeat_interval_ms=2000, **config),  # type: ignore[arg-type]
         cluster_id="c-1",
@@ -43,6 +43,7 @@ def lifecycle(fake: FakeController, **config: int | bool) -> BrokerLifecycle:
         controller_id=lambda: fake.controller_id,
         metadata_offset=lambda: fake.offset,
         send=fake.send,
+        previous_broker_epoch=previous_broker_epoch,
     )
 
 
@@ -105,14 +106,19 @@ def test_failed_registration_is_retried_with_doubling_backoff() -> None:
 
 def test_a_lost_registration_registers_again() -> None:
     fake = FakeController()
-    life = lifecycle(fake)
+    life = lifecycle(fake, previous_broker_epoch=9)  # what the clean-shutdown marker held
     registered(fake, life)
+    first = fake.sent[0].body
+    assert isinstance(first, BrokerRegistrationRequest) and first.previous_broker_epoch == 9
     life.tick(1)
     fake.answer(BrokerHeartbeatResponse(error_code=ErrorCode.STALE_BROKER_EPOCH), 2)
     assert life.state is LifecycleState.STARTING
     life.tick(2)
     again = fake.sent[-1].body
-    assert isinstance(again, BrokerRegistrationRequest) and again.previous_broker_epoch == 17
+    assert isinstance(again, BrokerRegistrationRequest)
+    # The same incarnation again, with the same previous epoch (Kafka's lifecycle manager sends
+    # the marker's for as long as the process lives).
+    assert (again.incarnation_id, again.previous_broker_epoch) == (first.incarnation_id, 9)
 
 
 def test_controlled_shutdown_waits_for_should_shut_down() -> None:
