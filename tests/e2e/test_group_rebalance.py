@@ -131,6 +131,18 @@ def describe(runs: list[DriverRun]) -> str:
     return "\n\n".join(f"member {i}: " + r.describe()[:4000] for i, r in enumerate(runs))
 
 
+def assignment_history(runs: list[DriverRun]) -> list[str]:
+    """Each member's assignments and failed commits over time, one line each (the end of a failure
+    message: what a violation's reader needs first)."""
+    lines = []
+    for member, run in enumerate(runs):
+        for e in run.events:
+            if e.get("event") in ("assigned", "commit_failed", "error"):
+                detail = e.get("partitions", e.get("message", ""))
+                lines.append(f"member {member} {e['event']} at {e.get('t', 0.0):.3f}: {detail}")
+    return lines
+
+
 def commit_violations(runs: list[DriverRun]) -> list[str]:
     """Records processed (by anyone) after a commit that covered them; see the module docstring."""
     commits: list[tuple[float, int, int, int]] = []  # (t, member, partition, next_offset)
@@ -245,7 +257,7 @@ def members_leave_and_rebalance(
     assert not wrong, f"values differ from those produced: {dict(list(wrong.items())[:10])}"
 
     violations = commit_violations(runs)
-    assert not violations, "\n".join(violations[:20])
+    assert not violations, "\n".join(violations[:5] + assignment_history(runs))
 
     # Per partition: commits only move forward and end at the partition's end offset.
     by_partition: dict[int, list[tuple[float, int]]] = defaultdict(list)
