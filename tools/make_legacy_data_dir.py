@@ -32,7 +32,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 TOPICS = {
-    "orders": (3, {"retention.ms": "86400000", "max.message.bytes": "500000"}),
+    "orders": (3, {"retention.ms": "3153600000000", "max.message.bytes": "500000"}),
     "events": (1, {"cleanup.policy": "compact"}),
 }
 

@@ -77,7 +77,7 @@ def test_an_old_single_nodes_directory_is_imported_once() -> None:
         assert topic is not None and topic.partitions == partitions and topic.topic_id == old_ids[name]
     assert state.topic_named("orders").configs == {  # type: ignore[union-attr]
         "max.message.bytes": "500000",
-        "retention.ms": "86400000",
+        "retention.ms": "3153600000000",
     }
     client = Client(engine, 1)
     assert [v for _, v in records_of(fetch(client, "events", 0))] == [

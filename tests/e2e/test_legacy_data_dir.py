@@ -99,7 +99,7 @@ def test_a_previous_releases_data_directory_is_imported_and_served(tmp_path: Pat
             "events": {"id": _kafka_id(ids["events"]), "partitions": 1},
             "__consumer_offsets": {"id": _kafka_id(ids["__consumer_offsets"]), "partitions": 5},
         }
-        assert found["configs"] == {"retention.ms": "86400000", "max.message.bytes": "500000"}
+        assert found["configs"] == {"retention.ms": "3153600000000", "max.message.bytes": "500000"}
         assert found["committed"] == {"0": 11, "1": 2, "2": 7}
         assert found["values"] == sorted(
             [f"orders-{i}" for i in range(20)] + [f"events-{i}" for i in range(5)]
