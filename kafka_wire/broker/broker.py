@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Final
 from kafka_wire.broker.apis import GROUP_APIS
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.channels import Answer
+from kafka_wire.broker.clean_shutdown import CleanShutdown
 from kafka_wire.broker.client_connections import ClientConnections
 from kafka_wire.broker.cluster_node import ClusterNode
 from kafka_wire.broker.config import BrokerConfig, standalone
@@ -183,6 +184,7 @@ class Broker:
         for warning in opened.warnings:
             self._log.warning("%s", warning)
         metadata = opened.metadata
+        clean_shutdown = CleanShutdown.load(self._storage)
         state = BrokerState(
             config=config,
             storage=self._storage,
@@ -195,10 +197,12 @@ class Broker:
             cluster=self._cluster.view,
             directory_id=opened.directory_id,
             hooks=self._hooks,
+            clean_shutdown=clean_shutdown,
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step
         self._effects.extend(opened.effects)
+        self._effects.extend(clean_shutdown.start_effects())
         legacy: LegacyImport | None = None
         # A cluster of its own: the node may hold an old single node's directory (the import
         # loads only then).
@@ -238,12 +242,11 @@ class Broker:
             return []
         self._driver.shutdown()
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._clients]
-        self._cluster.shutdown()
+        self._cluster.shutdown(clean=True)
         out += self._cluster.take_network_effects()
         self._clients.clear()
         if self._group is not None:
             self._group.clear()
-        self._cluster.close_logs()
         return self._flush(out)
 
     # -- connections ----------------------------------------------------------------------------

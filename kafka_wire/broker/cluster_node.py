@@ -82,10 +82,7 @@ class ClusterNode(Protocol):
         """Controlled shutdown is done (or given up): ``shutdown`` may follow."""
         ...
 
-    def shutdown(self) -> None:
-        """Close every link; nothing more is sent."""
-        ...
-
-    def close_logs(self) -> None:
-        """A clean stop: every log flushed and closed, then the clean-shutdown marker written."""
+    def shutdown(self, *, clean: bool = False) -> None:
+        """Close every link; nothing more is sent. A ``clean`` stop also flushes and closes every
+        log, then writes the clean-shutdown marker."""
         ...

@@ -125,25 +125,17 @@ class DataDir:
             self.effects += replace_atomically(META_PROPERTIES, data)
 
 
-def partition_dir_names(storage: StorageReader) -> dict[str, tuple[str, int]]:
-    """The directories of the data directory named as a partition's (``<topic>-<partition>``):
-    per name, the topic and the partition."""
-    found: dict[str, tuple[str, int]] = {}
-    for entry in storage.list_dir(""):
-        match = _PARTITION_DIR.fullmatch(entry)
-        if match is not None and storage.size(entry) is None:  # a file is not one
-            found[entry] = (match.group(1), int(match.group(2)))
-    return found
-
-
 def partition_dirs(storage: StorageReader) -> dict[str, list[tuple[int, uuid.UUID | None]]]:
     """Partition directories in the data directory: per topic name, (partition, topic id or None)."""
     found: dict[str, list[tuple[int, uuid.UUID | None]]] = {}
-    for entry, (topic, partition) in partition_dir_names(storage).items():
+    for entry in storage.list_dir(""):
+        match = _PARTITION_DIR.fullmatch(entry)
+        if match is None or storage.size(entry) is not None:
+            continue  # not a partition directory name, or a file
         names = storage.list_dir(entry)
         if PARTITION_METADATA not in names and not any(n.endswith(".log") for n in names):
             continue  # not a partition directory
-        found.setdefault(topic, []).append((partition, read_topic_id(storage, entry)))
+        found.setdefault(match.group(1), []).append((int(match.group(2)), read_topic_id(storage, entry)))
     for partitions in found.values():
         partitions.sort(key=lambda p: p[0])
     return found

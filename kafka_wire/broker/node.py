@@ -73,7 +73,6 @@ from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, unlimited
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.logformat.clean_shutdown import NO_BROKER_EPOCH
 from kafka_wire.logformat.names import partition_dir
 from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.events import Request
@@ -252,7 +251,7 @@ class Node:
         self.view.attach(parts.image, parts.raft)
         parts.raft.start(now_ms)
         if self.settings.is_broker:
-            self.lifecycle = BrokerLifecycle(
+            self.lifecycle = lifecycle = BrokerLifecycle(
                 self.config,
                 cluster_id=state.metadata.cluster_id,
                 rng=self._rng,
@@ -267,17 +266,12 @@ class Node:
                 send=self._send,
                 log_dir_id=state.directory_id,
                 logger=self._log,
-                previous_broker_epoch=(
-                    parts.replication.previous_broker_epoch
-                    if parts.replication is not None
-                    else NO_BROKER_EPOCH
-                ),
+                previous_broker_epoch=state.clean_shutdown.broker_epoch,
             )
-            lifecycle = self.lifecycle
             state.producer_ids = ProducerIdBlocks(self.view, lambda: lifecycle.broker_epoch)
             if parts.controller is not None and self._sole_voter:
                 parts.controller.local_broker(lifecycle.incarnation_id)
-            self.lifecycle.start(now_ms)
+            lifecycle.start(now_ms)
         self._pump(now_ms)
 
     def api_versions(self, listener: str) -> Mapping[int, tuple[int, int]] | None:
@@ -387,14 +381,11 @@ class Node:
     def may_stop(self) -> bool:
         return self.lifecycle is None or self.lifecycle.may_stop
 
-    def shutdown(self) -> None:
+    def shutdown(self, *, clean: bool = False) -> None:
         self.links.close_all()
         self.local.close()
-
-    def close_logs(self) -> None:
-        if self.parts.replication is not None:
-            epoch = self.lifecycle.broker_epoch if self.lifecycle is not None else NO_BROKER_EPOCH
-            self.parts.replication.close(epoch)
+        if clean and self.parts.replication is not None and self.lifecycle is not None:
+            self.parts.replication.close(self.lifecycle.broker_epoch)
 
     # -- wiring --------------------------------------------------------------------------------
 

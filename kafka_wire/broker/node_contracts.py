@@ -169,11 +169,6 @@ class ReplicationPart(Protocol):
         """A clean stop: every log closed, then the clean-shutdown marker."""
         ...
 
-    @property
-    def previous_broker_epoch(self) -> int:
-        """The broker epoch the clean-shutdown marker held at start (-1: none)."""
-        ...
-
 
 @dataclass(slots=True)
 class NodeParts:

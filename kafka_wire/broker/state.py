@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from kafka_wire.broker.buggify import OFF, Hooks
+from kafka_wire.broker.clean_shutdown import CleanShutdown
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
@@ -107,6 +108,9 @@ class BrokerState:
     may_slice: Callable[[], bool] = lambda: True
     #: ``directory.id`` of the data directory's ``meta.properties`` (None: an older file without it).
     directory_id: uuid.UUID | None = None
+    #: What the data directory's clean-shutdown marker said at start, and the partitions opened
+    #: since (``kafka_wire.broker.clean_shutdown``).
+    clean_shutdown: CleanShutdown = field(default_factory=CleanShutdown)
     #: Producer id blocks from the controller (``kafka_wire.broker.producer_ids``); None on a
     #: node without the broker role.
     producer_ids: ProducerIdBlocks | None = None

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
+from kafka_wire.broker.clean_shutdown import CleanShutdown
 from kafka_wire.broker.node import Node
-from kafka_wire.broker.replication.clean_shutdown import CleanShutdown
 from kafka_wire.logformat.checkpoints import RECOVERY_POINT_CHECKPOINT, parse_partition_checkpoint
 from kafka_wire.logformat.clean_shutdown import (
     CLEAN_SHUTDOWN_FILE,

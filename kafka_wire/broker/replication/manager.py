@@ -34,7 +34,6 @@ from kafka_wire.broker.replication.checkpoints import (
     OffsetCheckpoints,
     write_checkpoints,
 )
-from kafka_wire.broker.replication.clean_shutdown import CleanShutdown
 from kafka_wire.broker.replication.fetcher import FetcherConfig, ReplicaFetcher
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.work import PARTITION_WORK_BYTES
@@ -77,8 +76,6 @@ class ReplicaManager:
         )
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.checkpoints = OffsetCheckpoints.load(state.storage)
-        self.clean_shutdown = CleanShutdown.load(state.storage)
-        effects.extend(self.clean_shutdown.start_effects())
         self._next_isr_check_ms = now_ms + self._isr_check_interval
         self._next_checkpoint_ms = now_ms + self.config.replica_high_watermark_checkpoint_interval_ms
         #: Partitions to open and directories to delete, in the order the metadata asked.
@@ -186,7 +183,7 @@ class ReplicaManager:
                 )
                 topic = TopicInfo(registration.topic, registration.topic_id, count)
                 self.state.metadata.topics[topic.name] = topic
-            start = self.clean_shutdown.opening(key, self.checkpoints.recovery_points)
+            start = self.state.clean_shutdown.opening(key, self.checkpoints.recovery_points)
             replica = self.state.open_partition(
                 topic, registration.partition, now_ms, self.effects, start=start
             )
@@ -274,19 +271,17 @@ class ReplicaManager:
             [r for r in self.state.partitions.values() if r.registration is not None], self.effects
         )
 
-    @property
-    def previous_broker_epoch(self) -> int:
-        return self.clean_shutdown.broker_epoch
-
     def close(self, broker_epoch: int) -> None:
         """A clean stop (Kafka's ``LogManager.shutdown``): every log flushed and closed, the
-        checkpoints written, then the clean-shutdown marker (see :mod:`.clean_shutdown`)."""
+        checkpoints written, then the clean-shutdown marker (see :mod:`kafka_wire.broker.clean_shutdown`)."""
         for replica in self.state.partitions.values():
             self.effects.extend(replica.close())
         self.write_checkpoints()
         self.state.collect_effects(self.effects)
         self.effects.extend(
-            self.clean_shutdown.stop_effects(self.state.storage, self.state.partitions.keys(), broker_epoch)
+            self.state.clean_shutdown.stop_effects(
+                self.state.storage, self.state.partitions.keys(), broker_epoch
+            )
         )
 
     def next_deadline_ms(self) -> int | None:

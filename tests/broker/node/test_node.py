@@ -208,10 +208,6 @@ class FakeReplication:
     def close(self, broker_epoch: int) -> None:
         self.closed_with = broker_epoch
 
-    @property
-    def previous_broker_epoch(self) -> int:
-        return -1
-
 
 class Harness:
     def __init__(self) -> None:

@@ -1,8 +1,10 @@
 """The clean-shutdown marker of the data directory (``.kafka_cleanshutdown``, as Kafka's
 ``LogManager`` keeps it): which logs a start must recover.
 
-At start the marker is read and deleted at once (before anything is written, so a crash from
-then on is an unclean stop again). Partitions open as the metadata log names them, not all at
+At start (``Broker.start``, beside the data directory's other files) the marker is read and
+deleted at once (before anything is written, so a crash from then on is an unclean stop again);
+the broker state holds what it said, which the replica manager opens partitions by and the
+node's registrations send (KIP-966). Partitions open as the metadata log names them, not all at
 start: while the marker was there, the *first* open of each partition skips recovery; every other
 open recovers what lies at or above the partition's recovery point (see
 :class:`~kafka_wire.broker.log.loader.RecoveryStart`). At a clean stop, after every open log was
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from kafka_wire.broker.data_dir import partition_dir_names
 from kafka_wire.broker.effects import Delete, StorageEffect
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
 from kafka_wire.broker.log.files import replace_atomically
@@ -28,6 +29,7 @@ from kafka_wire.logformat.clean_shutdown import (
     format_clean_shutdown,
     parse_clean_shutdown,
 )
+from kafka_wire.logformat.names import parse_partition_dir
 
 Key = tuple[str, int]
 
@@ -35,7 +37,7 @@ Key = tuple[str, int]
 class CleanShutdown:
     """What the marker said at start, and the partitions opened since."""
 
-    def __init__(self, *, found: bool, broker_epoch: int = NO_BROKER_EPOCH) -> None:
+    def __init__(self, *, found: bool = False, broker_epoch: int = NO_BROKER_EPOCH) -> None:
         #: The marker was there at start: the last stop was clean.
         self.found = found
         #: The broker epoch it held (KIP-966), :data:`NO_BROKER_EPOCH` when none.
@@ -46,7 +48,7 @@ class CleanShutdown:
     def load(cls, storage: StorageReader) -> CleanShutdown:
         size = storage.size(CLEAN_SHUTDOWN_FILE)
         if size is None:
-            return cls(found=False)
+            return cls()
         data = storage.read(CLEAN_SHUTDOWN_FILE, 0, min(size, MAX_CLEAN_SHUTDOWN_BYTES + 1))
         return cls(found=True, broker_epoch=parse_clean_shutdown(data))
 
@@ -68,7 +70,10 @@ class CleanShutdown:
     ) -> list[StorageEffect]:
         """The marker's writing at a clean stop (after the logs' last writes), when it is true of
         every partition directory on disk."""
-        for key in partition_dir_names(storage).values():
+        for name in storage.list_dir(""):
+            key = parse_partition_dir(name)
+            if key is None or storage.size(name) is not None:
+                continue  # not a partition directory: a file, or another name
             if key[0] == CLUSTER_METADATA_TOPIC or key in open_now:
                 continue  # the metadata log recovers its own; an open log was just closed
             if not self.found or key in self._opened:
