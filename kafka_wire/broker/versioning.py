@@ -47,13 +47,14 @@ def _plan(cls: type[Struct], version: int) -> tuple[_Step, ...]:
     return plan
 
 
+def _plan_of(cls: type[Struct], version: int) -> tuple[_Step, ...]:
+    plan = _PLANS.get((cls, version))
+    return _plan(cls, version) if plan is None else plan
+
+
 def fit(message: S, version: int) -> S:
     """Reset, in place, what ``message`` cannot carry at ``version``; returns it."""
-    cls = type(message)
-    plan = _PLANS.get((cls, version))
-    if plan is None:
-        plan = _plan(cls, version)
-    for name, action, default in plan:
+    for name, action, default in _plan_of(type(message), version):
         if action == _RESET:
             setattr(message, name, default())
             continue
@@ -63,12 +64,8 @@ def fit(message: S, version: int) -> S:
                 setattr(message, name, default())
         elif action & _STRUCT:
             fit(value, version)
-        elif action & _ARRAY and value:
-            item_cls = type(value[0])
-            item_plan = _PLANS.get((item_cls, version))
-            if item_plan is None:
-                item_plan = _plan(item_cls, version)
-            if item_plan:  # an array of structs that need nothing at this version is left alone
-                for item in value:
-                    fit(item, version)
+        elif action & _ARRAY and value and _plan_of(type(value[0]), version):
+            # (an array of structs that need nothing at this version is left alone)
+            for item in value:
+                fit(item, version)
     return message
