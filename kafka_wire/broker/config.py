@@ -237,6 +237,13 @@ class BrokerConfig:
     #: SASL users, by mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``) then user to
     #: password; empty means plaintext without authentication.
     sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: ``authorizer.class.name``: Kafka's ``org.apache.kafka.metadata.authorizer.StandardAuthorizer``
+    #: turns ACL authorization on (``kafka_wire.broker.security``); empty: every request allowed.
+    authorizer_class_name: str = ""
+    #: ``super.users``: principals (``User:admin;User:ops``) allowed everything.
+    super_users: str = ""
+    #: ``allow.everyone.if.no.acl.found``: a resource without any ACL is open to everyone.
+    allow_everyone_if_no_acl_found: bool = False
     # -- replication (read in cluster mode; a single node has no replicas to manage) --
     #: ``replica.lag.time.max.ms``: a follower that has not caught up for this long leaves the ISR.
     replica_lag_time_max_ms: int = 30_000
@@ -273,6 +280,8 @@ class BrokerConfig:
     cluster: ClusterSettings | None = None
 
     def __post_init__(self) -> None:
+        if self.authorizer_class_name not in ("", STANDARD_AUTHORIZER):
+            raise BrokerConfigError("authorizer.class.name", f"only {STANDARD_AUTHORIZER} is served")
         assignors = [a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()]
         if not assignors or any(a not in CONSUMER_ASSIGNORS for a in assignors):
             raise BrokerConfigError(
@@ -424,6 +433,15 @@ class BrokerConfig:
             raise BrokerConfigError(exc.key, exc.reason) from None
 
     @property
+    def authorizer_enabled(self) -> bool:
+        return self.authorizer_class_name == STANDARD_AUTHORIZER
+
+    @property
+    def super_user_set(self) -> frozenset[str]:
+        """``super.users`` as a set of principals."""
+        return frozenset(u.strip() for u in self.super_users.split(";") if u.strip())
+
+    @property
     def min_insync_replicas(self) -> int:
         """``min.insync.replicas`` at broker level (a topic default, Kafka: 1)."""
         return int(self.topic_defaults.get("min.insync.replicas", "1"))
@@ -469,6 +487,8 @@ class BrokerConfig:
         return replace(base, **changes)  # type: ignore[arg-type]  # values parsed per field kind
 
 
+#: The authorizer class kafka_wire implements (Kafka's KRaft ``StandardAuthorizer``).
+STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: ``sasl.users.<MECHANISM>.<user>=<password>``: kafka_wire's own way to configure SASL users.
 SASL_USERS_PREFIX: Final = "sasl.users."

@@ -134,6 +134,26 @@ def _describe_quorum(request: Message, code: int, message: str | None) -> Messag
     return messages.DescribeQuorumResponse(error_code=code, error_message=message)
 
 
+def _create_acls(request: Message, code: int, message: str | None) -> Message:
+    assert isinstance(request, messages.CreateAclsRequest)
+    return messages.CreateAclsResponse(
+        results=[
+            messages.CreateAclsResponseAclCreationResult(error_code=code, error_message=message)
+            for _ in request.creations
+        ]
+    )
+
+
+def _delete_acls(request: Message, code: int, message: str | None) -> Message:
+    assert isinstance(request, messages.DeleteAclsRequest)
+    return messages.DeleteAclsResponse(
+        filter_results=[
+            messages.DeleteAclsResponseFilterResult(error_code=code, error_message=message)
+            for _ in request.filters
+        ]
+    )
+
+
 #: Error answers by API key: ``(request, error code, message) -> response``.
 ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] = {
     ApiKey.CREATE_TOPICS: _create_topics,
@@ -145,6 +165,8 @@ ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] =
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _list_reassignments,
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    ApiKey.CREATE_ACLS: _create_acls,
+    ApiKey.DELETE_ACLS: _delete_acls,
 }
 
 

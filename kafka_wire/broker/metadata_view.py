@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, PartitionState
 from kafka_wire.broker.config import ClusterSettings
 from kafka_wire.broker.node_contracts import ImagePart, RaftPart
+from kafka_wire.broker.security.authorizer import AclSource
 from kafka_wire.errors import LocalProtocolError
 
 
@@ -71,6 +72,11 @@ class MetadataView:
         if self._image is None:
             return -1, {}
         return self._image.offset, self._image.features
+
+    def acls(self) -> AclSource | None:
+        """The image's ACLs (None before the parts are built, or for an image without them)."""
+        source: AclSource | None = getattr(self._image, "acls_image", None)
+        return source
 
     def endpoint_of(self, node_id: int, listener: str) -> Endpoint | None:
         """Where to reach ``node_id`` on ``listener``: a controller listener from the voters, else

@@ -69,6 +69,7 @@ from kafka_wire.broker.node_parts import build_parts
 from kafka_wire.broker.peers import PeerLinks
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.raft.config import METADATA_TOPIC
+from kafka_wire.broker.security.checks import build_authorizer
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, unlimited
 from kafka_wire.codec.structs import Message
@@ -249,6 +250,8 @@ class Node:
         )
         self._parts = parts
         self.view.attach(parts.image, parts.raft)
+        if self.config.authorizer_enabled:
+            state.authorizer = build_authorizer(self.config, self.view.acls)
         parts.raft.start(now_ms)
         if self.settings.is_broker:
             self.lifecycle = lifecycle = BrokerLifecycle(

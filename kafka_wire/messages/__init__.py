@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from kafka_wire.messages.aborted_txn import (
         AbortedTxn,
     )
+    from kafka_wire.messages.access_control_entry_record import (
+        AccessControlEntryRecord,
+    )
     from kafka_wire.messages.add_offsets_to_txn import (
         AddOffsetsToTxnRequest,
         AddOffsetsToTxnResponse,
@@ -609,6 +612,9 @@ if TYPE_CHECKING:
         RegisterBrokerRecordBrokerEndpoint,
         RegisterBrokerRecordBrokerFeature,
     )
+    from kafka_wire.messages.remove_access_control_entry_record import (
+        RemoveAccessControlEntryRecord,
+    )
     from kafka_wire.messages.remove_raft_voter import (
         RemoveRaftVoterRequest,
         RemoveRaftVoterResponse,
@@ -828,6 +834,7 @@ if TYPE_CHECKING:
 #: The generated module that holds each class.
 _MODULE_OF: dict[str, str] = {
     'AbortedTxn': 'aborted_txn',
+    'AccessControlEntryRecord': 'access_control_entry_record',
     'AddOffsetsToTxnRequest': 'add_offsets_to_txn',
     'AddOffsetsToTxnResponse': 'add_offsets_to_txn',
     'AddPartitionsToTxnRequest': 'add_partitions_to_txn',
@@ -1229,6 +1236,7 @@ _MODULE_OF: dict[str, str] = {
     'RegisterBrokerRecord': 'register_broker_record',
     'RegisterBrokerRecordBrokerEndpoint': 'register_broker_record',
     'RegisterBrokerRecordBrokerFeature': 'register_broker_record',
+    'RemoveAccessControlEntryRecord': 'remove_access_control_entry_record',
     'RemoveRaftVoterRequest': 'remove_raft_voter',
     'RemoveRaftVoterResponse': 'remove_raft_voter',
     'RemoveTopicRecord': 'remove_topic_record',
@@ -1376,7 +1384,7 @@ _MODULE_OF: dict[str, str] = {
     'WriteTxnMarkersResponseWritableTxnMarkerResult': 'write_txn_markers',
     'WriteTxnMarkersResponseWritableTxnMarkerTopicResult': 'write_txn_markers',
 }
-_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveTopicRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
+_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'AccessControlEntryRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveAccessControlEntryRecord', 'RemoveTopicRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
 
 
 def __getattr__(name: str) -> Any:
@@ -1556,6 +1564,7 @@ __all__ = [
     'RESPONSES',
     'VALID_VERSIONS',
     'AbortedTxn',
+    'AccessControlEntryRecord',
     'AddOffsetsToTxnRequest',
     'AddOffsetsToTxnResponse',
     'AddPartitionsToTxnRequest',
@@ -1960,6 +1969,7 @@ __all__ = [
     'RegisterBrokerRecord',
     'RegisterBrokerRecordBrokerEndpoint',
     'RegisterBrokerRecordBrokerFeature',
+    'RemoveAccessControlEntryRecord',
     'RemoveRaftVoterRequest',
     'RemoveRaftVoterResponse',
     'RemoveTopicRecord',

@@ -54,6 +54,9 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: "describe_topic_partitions",
     ApiKey.OFFSET_FOR_LEADER_EPOCH: "offset_for_leader_epoch",
     ApiKey.WRITE_TXN_MARKERS: "write_txn_markers",
+    ApiKey.CREATE_ACLS: "create_acls",
+    ApiKey.DESCRIBE_ACLS: "describe_acls",
+    ApiKey.DELETE_ACLS: "delete_acls",
     **dict.fromkeys(FORWARDED, "forward"),
 }
 
@@ -102,7 +105,14 @@ TXN_APIS: Final = frozenset(
 
 #: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully
 #: (WriteTxnMarkers v0: KIP-896, as Kafka 4.4's ApiVersions shows).
-_MIN_VERSION: Final[dict[int, int]] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4, ApiKey.WRITE_TXN_MARKERS: 1}
+_MIN_VERSION: Final[dict[int, int]] = {
+    ApiKey.PRODUCE: 3,
+    ApiKey.FETCH: 4,
+    ApiKey.WRITE_TXN_MARKERS: 1,
+    ApiKey.CREATE_ACLS: 1,
+    ApiKey.DESCRIBE_ACLS: 1,
+    ApiKey.DELETE_ACLS: 1,
+}
 #: Highest versions served where the codec knows versions Kafka 4.4 does not serve: InitProducerId
 #: v6 is KIP-939's two-phase commit, unreleased in 4.4 (and not served here).
 _MAX_VERSION: Final[dict[int, int]] = {ApiKey.INIT_PRODUCER_ID: 5}

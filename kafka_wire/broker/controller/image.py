@@ -3,8 +3,9 @@
 :class:`MetadataImage` applies metadata records in log order, each to the section that owns its
 type (:data:`SECTION_OF`): the registered brokers (:class:`.cluster_image.ClusterImage`), topics
 and partitions (:class:`.topics_image.TopicsImage`), dynamic configs
-(:class:`.configs_image.ConfigsImage`), finalized features (:class:`.features_image.FeaturesImage`)
-and the next producer id block (:class:`.producer_ids_image.ProducerIdsImage`). Every node keeps
+(:class:`.configs_image.ConfigsImage`), finalized features (:class:`.features_image.FeaturesImage`),
+the next producer id block (:class:`.producer_ids_image.ProducerIdsImage`) and the ACLs
+(:class:`.acls_image.AclsImage`). Every node keeps
 one (the controller's committed image is its node's). It answers the
 :class:`~kafka_wire.broker.cluster_view.ClusterView` queries (``broker``, ``brokers``,
 ``partition``, ``partitions_of``), and each applied batch yields a
@@ -21,6 +22,7 @@ from typing import Final, Protocol
 
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import BrokerInfo, PartitionState
+from kafka_wire.broker.controller.acls_image import ACL_RECORDS, AclsImage
 from kafka_wire.broker.controller.cluster_image import CLUSTER_RECORDS, BrokerRegistration, ClusterImage
 from kafka_wire.broker.controller.configs_image import CONFIG_RECORDS, ConfigsImage
 from kafka_wire.broker.controller.delta import ConfigKey, DeltaBuilder, MetadataDelta
@@ -38,6 +40,7 @@ SECTION_OF: Final[dict[type[Message], str]] = {
     **dict.fromkeys(CONFIG_RECORDS, "configs"),
     **dict.fromkeys(FEATURE_RECORDS, "features"),
     **dict.fromkeys(PRODUCER_ID_RECORDS, "producer_ids"),
+    **dict.fromkeys(ACL_RECORDS, "acls"),
 }
 
 
@@ -68,6 +71,7 @@ def route(
     configs: ConfigsSection,
     features: Section,
     producer_ids: Section,
+    acls: Section,
 ) -> None:
     """Apply ``record`` to the section owning its type (a removed topic's configs go too)."""
     section = SECTION_OF.get(type(record))
@@ -83,6 +87,8 @@ def route(
         features.replay(record, delta)
     elif section == "producer_ids":
         producer_ids.replay(record, delta)
+    elif section == "acls":
+        acls.replay(record, delta)
 
 
 class MetadataImage:
@@ -99,6 +105,7 @@ class MetadataImage:
         self.configs_image = ConfigsImage()
         self.features_image = FeaturesImage()
         self.producer_ids = ProducerIdsImage()
+        self.acls_image = AclsImage()
         #: The offset of the last record applied (-1: none).
         self.offset: int = -1
         #: Open metadata transaction (BeginTransactionRecord seen, EndTransactionRecord not yet).
@@ -191,6 +198,7 @@ class MetadataImage:
             configs=self.configs_image,
             features=self.features_image,
             producer_ids=self.producer_ids,
+            acls=self.acls_image,
         )
         if isinstance(record, BeginTransactionRecord):
             self.in_transaction = True
@@ -207,6 +215,7 @@ class MetadataImage:
             + self.topics_image.snapshot_records()
             + self.configs_image.snapshot_records()
             + self.producer_ids.snapshot_records()
+            + self.acls_image.snapshot_records()
         )
 
     def load_snapshot(self, offset: int, records: Sequence[Message]) -> MetadataDelta:

@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import read_uvarint, write_uvarint
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError, InvalidValueError, TruncatedError
 from kafka_wire.messages import (
+    AccessControlEntryRecord,
     BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
@@ -27,6 +28,7 @@ from kafka_wire.messages import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
@@ -55,6 +57,8 @@ RECORD_TYPES: Final[dict[int, type[Message]]] = {
         NoOpRecord,
         BeginTransactionRecord,
         EndTransactionRecord,
+        AccessControlEntryRecord,
+        RemoveAccessControlEntryRecord,
     )
 }
 

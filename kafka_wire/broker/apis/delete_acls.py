@@ -1,0 +1,29 @@
+"""DeleteAcls.
+
+Behaviour: without an authorizer (``authorizer.class.name`` unset) every filter fails with
+SECURITY_DISABLED, as Kafka answers. A connection that may not ALTER the cluster gets
+CLUSTER_AUTHORIZATION_FAILED for every filter (Kafka's controller checks the forwarded
+request's principal; this broker checks it before forwarding). The rest goes to the active
+controller (``forward``), whose ACL part (``controller/acl_control.py``) removes the bindings each filter matches (a
+``RemoveAccessControlEntryRecord`` each), answering once they are committed.
+Version notes: v1+ carries the pattern type (v0 is LITERAL only, and not served: Kafka 4 dropped it).
+"""
+
+from __future__ import annotations
+
+from kafka_wire.broker.apis.forward import Forwarded, forward
+from kafka_wire.broker.error_answers import ERROR_ANSWERS
+from kafka_wire.broker.security.acls import SECURITY_DISABLED_MESSAGE, AclOperation
+from kafka_wire.broker.security.checks import cluster_allowed
+from kafka_wire.broker.state import Context
+from kafka_wire.codec.structs import Message
+from kafka_wire.messages import ApiKey, DeleteAclsRequest, ErrorCode
+
+
+def handle(ctx: Context, request: DeleteAclsRequest) -> Message | Forwarded:
+    answer = ERROR_ANSWERS[ApiKey.DELETE_ACLS]
+    if ctx.state.authorizer is None:
+        return answer(request, ErrorCode.SECURITY_DISABLED, SECURITY_DISABLED_MESSAGE)
+    if not cluster_allowed(ctx, AclOperation.ALTER):
+        return answer(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+    return forward(ctx, ctx.state.cluster, request)

@@ -1,0 +1,132 @@
+"""CreateAcls, DescribeAcls and DeleteAcls on a single node: ACLs are metadata records, checked
+by the controller's ACL part, survive a restart, and need ALTER / DESCRIBE on the cluster."""
+
+from __future__ import annotations
+
+from kafka_wire.broker.security.acls import AclOperation as Op
+from kafka_wire.broker.security.acls import PatternType as Pt
+from kafka_wire.broker.security.acls import ResourceType as Rt
+from kafka_wire.messages import (
+    DeleteAclsRequest,
+    DeleteAclsRequestFilter,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    ErrorCode,
+)
+from tests.broker.engine import Client, Engine
+from tests.broker.security.engine_users import USERS, acl, create_acls, login, secured_engine
+
+
+def describe(client: Client, **fields: object) -> DescribeAclsResponse:
+    base: dict[str, object] = {
+        "resource_type_filter": Rt.ANY,
+        "resource_name_filter": None,
+        "pattern_type_filter": Pt.ANY,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": Op.ANY,
+        "permission_type": 1,
+    }
+    base.update(fields)
+    reply = client.request(DescribeAclsRequest(**base))  # type: ignore[arg-type]  # keyword fields
+    assert isinstance(reply.body, DescribeAclsResponse)
+    return reply.body
+
+
+def listed(response: DescribeAclsResponse) -> list[tuple[int, str, int, str, int, int]]:
+    return [
+        (r.resource_type, r.resource_name, r.pattern_type, a.principal, a.operation, a.permission_type)
+        for r in response.resources
+        for a in r.acls
+    ]
+
+
+def test_without_an_authorizer_the_acl_apis_answer_security_disabled() -> None:
+    engine = secured_engine(authorizer=False)
+    admin = login(engine, 1, "admin")
+    assert create_acls(admin, acl(Rt.TOPIC, "t", "User:alice", Op.READ)).results[0].error_code == (
+        ErrorCode.SECURITY_DISABLED
+    )
+    assert describe(admin).error_code == ErrorCode.SECURITY_DISABLED
+
+
+def test_created_acls_are_described_filtered_and_deleted() -> None:
+    engine = secured_engine()
+    admin = login(engine, 1, "admin")
+    answer = create_acls(
+        admin,
+        acl(Rt.TOPIC, "orders", "User:alice", Op.READ),
+        acl(Rt.TOPIC, "ord", "User:alice", Op.WRITE, pattern=Pt.PREFIXED),
+        acl(Rt.GROUP, "g", "User:bob", Op.READ, permission=2),
+        acl(Rt.TOPIC, "orders", "User:alice", Op.READ),  # a duplicate: written once
+        acl(Rt.ANY, "x", "User:alice", Op.READ),
+        acl(Rt.TOPIC, "x", "User:alice", Op.READ, pattern=Pt.MATCH),
+        acl(Rt.TOPIC, "x", "alice", Op.READ),
+        acl(Rt.TOPIC, "x", "User:alice", Op.ANY),
+    )
+    assert [r.error_code for r in answer.results] == [0, 0, 0, 0] + [ErrorCode.INVALID_REQUEST] * 4
+    assert len(listed(describe(admin))) == 3
+    # MATCH: the literal name and every prefix of it
+    assert listed(
+        describe(
+            admin, resource_type_filter=Rt.TOPIC, resource_name_filter="orders", pattern_type_filter=Pt.MATCH
+        )
+    ) == [
+        (Rt.TOPIC, "ord", Pt.PREFIXED, "User:alice", Op.WRITE, 3),
+        (Rt.TOPIC, "orders", Pt.LITERAL, "User:alice", Op.READ, 3),
+    ]
+    assert listed(describe(admin, resource_name_filter="orders", pattern_type_filter=Pt.ANY)) == [
+        (Rt.TOPIC, "orders", Pt.LITERAL, "User:alice", Op.READ, 3)
+    ]
+    assert listed(describe(admin, principal_filter="User:bob")) == [
+        (Rt.GROUP, "g", Pt.LITERAL, "User:bob", Op.READ, 2)
+    ]
+    assert describe(admin, pattern_type_filter=0).error_code == ErrorCode.INVALID_REQUEST
+    reply = admin.request(
+        DeleteAclsRequest(
+            filters=[
+                DeleteAclsRequestFilter(
+                    resource_type_filter=Rt.TOPIC,
+                    resource_name_filter=None,
+                    pattern_type_filter=Pt.ANY,
+                    principal_filter=None,
+                    host_filter=None,
+                    operation=Op.ANY,
+                    permission_type=1,
+                ),
+                DeleteAclsRequestFilter(
+                    resource_type_filter=0, pattern_type_filter=Pt.ANY, operation=Op.ANY, permission_type=1
+                ),
+            ]
+        )
+    )
+    assert isinstance(reply.body, DeleteAclsResponse)
+    first, second = reply.body.filter_results
+    assert len(first.matching_acls) == 2 and first.error_code == 0
+    assert second.error_code == ErrorCode.INVALID_REQUEST
+    assert listed(describe(admin)) == [(Rt.GROUP, "g", Pt.LITERAL, "User:bob", Op.READ, 2)]
+
+
+def test_acl_apis_need_alter_and_describe_on_the_cluster() -> None:
+    engine = secured_engine()
+    alice = login(engine, 2, "alice")
+    assert create_acls(alice, acl(Rt.TOPIC, "t", "User:alice", Op.READ)).results[0].error_code == (
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    )
+    assert describe(alice).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    admin = login(engine, 1, "admin")
+    create_acls(admin, acl(Rt.CLUSTER, "kafka-cluster", "User:alice", Op.ALTER))
+    assert describe(alice).error_code == 0  # ALTER implies DESCRIBE
+    assert create_acls(alice, acl(Rt.TOPIC, "t", "User:alice", Op.READ)).results[0].error_code == 0
+
+
+def test_acls_survive_a_restart() -> None:
+    engine = secured_engine()
+    admin = login(engine, 1, "admin")
+    create_acls(admin, acl(Rt.TOPIC, "orders", "User:alice", Op.READ))
+    again = Engine(engine.config, storage=engine.storage)
+    assert listed(describe(login(again, 1, "admin"))) == [
+        (Rt.TOPIC, "orders", Pt.LITERAL, "User:alice", Op.READ, 3)
+    ]
+    assert set(USERS) >= {"alice"}
