@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.config import STANDARD_AUTHORIZER
 from kafka_wire.messages import (
@@ -17,15 +19,13 @@ USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 
 def secured_engine(*, authorizer: bool = True, **config: object) -> Engine:
-    return Engine(
-        BrokerConfig(  # type: ignore[arg-type]  # keyword fields of BrokerConfig
-            group_initial_rebalance_delay_ms=0,
-            sasl_users={"PLAIN": USERS},
-            authorizer_class_name=STANDARD_AUTHORIZER if authorizer else "",
-            super_users="User:admin",
-            **config,
-        )
+    base = BrokerConfig(
+        group_initial_rebalance_delay_ms=0,
+        sasl_users={"PLAIN": USERS},
+        authorizer_class_name=STANDARD_AUTHORIZER if authorizer else "",
+        super_users="User:admin",
     )
+    return Engine(replace(base, **config))  # type: ignore[arg-type]  # keyword fields of BrokerConfig
 
 
 def login(engine: Engine, conn_id: int, user: str) -> Client:
