@@ -290,7 +290,7 @@ class ClientConnections:
             return
         if is_coordinator_request(request):
             assert self._group is not None
-            self.group_answers(self._group.handle(conn_id, request, conn.host, now_ms))
+            self.group_answers(self._group.handle(conn_id, request, conn.host, now_ms, conn.principal))
             return
         if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
             self._respond(conn_id, request, sasl_refusal(key))

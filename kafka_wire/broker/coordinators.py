@@ -18,6 +18,7 @@ for the request under the :data:`LOOPBACK_CONN` pseudo connection), another API 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Final
@@ -29,6 +30,7 @@ from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
 from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.local_link import LocalLink
+from kafka_wire.broker.security.coordinator_checks import gate
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.txn.coordinator import TXN_API_KEYS
@@ -99,13 +101,28 @@ class Coordinators:
         #: Answers for the broker's connections made while the loopback was served.
         self._stray: list[GroupAnswer] = []
         self._correlation = 0
+        #: What the ACL checks put back into an answer (``security/coordinator_checks.py``), by
+        #: connection and correlation id.
+        self._patches: dict[tuple[int, int], Callable[[Message], Message]] = {}
 
     @property
     def waiting(self) -> int:
         """Requests held unanswered (counted against ``queued.max.requests``)."""
         return self.group.waiting + self.txn.waiting
 
-    def handle(self, conn_id: int, request: Request, client_host: str, now_ms: int) -> list[GroupAnswer]:
+    def handle(
+        self, conn_id: int, request: Request, client_host: str, now_ms: int, principal: str = ""
+    ) -> list[GroupAnswer]:
+        checked = gate(
+            self._state, request.api_key, request.api_version, request.body, principal, client_host
+        )
+        if checked.answer is not None:
+            return [(conn_id, request, checked.answer)]
+        if checked.body is not request.body:
+            assert checked.body is not None
+            request = dataclasses.replace(request, body=checked.body)
+        if checked.patch is not None:
+            self._patches[conn_id, request.correlation_id] = checked.patch
         if request.api_key in GROUP_APIS:
             return self._route(self.group.handle(conn_id, request, client_host, now_ms))
         return self._route(self.txn.handle(conn_id, request, now_ms))
@@ -154,6 +171,8 @@ class Coordinators:
         return min(deadlines) if deadlines else None
 
     def forget(self, conn_id: int) -> None:
+        for key in [k for k in self._patches if k[0] == conn_id]:
+            del self._patches[key]
         self.group.forget(conn_id)
         self.txn.forget(conn_id)
 
@@ -192,5 +211,8 @@ class Coordinators:
             if answer[0] == LOOPBACK_CONN:
                 self._loopback_answers[answer[1].correlation_id] = answer[2]
             else:
-                out.append(answer)
+                patch = (
+                    self._patches.pop((answer[0], answer[1].correlation_id), None) if self._patches else None
+                )
+                out.append(answer if patch is None else (answer[0], answer[1], patch(answer[2])))
         return out

@@ -58,6 +58,10 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.DESCRIBE_ACLS: "describe_acls",
     ApiKey.DELETE_ACLS: "delete_acls",
     **dict.fromkeys(FORWARDED, "forward"),
+    # checked against the ACLs first (``guarded_forward``)
+    ApiKey.DELETE_TOPICS: "guarded_forward",
+    ApiKey.ALTER_CONFIGS: "guarded_forward",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "guarded_forward",
 }
 
 

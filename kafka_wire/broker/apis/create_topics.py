@@ -10,6 +10,9 @@ Kafka answers for ``__cluster_metadata``: the broker creates the ones it uses it
 policy; Kafka's controller would create them). The other topics are forwarded, and the answer
 lists every topic in the request's order. The partitions are opened by the replica manager as the
 metadata reaches it (in slices of the work budget, for a large topic).
+Authorization (with an authorizer): CREATE on the cluster, or else on each topic
+(TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", as Kafka's controller answers); the topic's
+DESCRIBE_CONFIGS is not checked for the configs v5+ returns.
 Version notes: v5+ returns the topic id, partition count, replication factor and effective configs.
 """
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 from kafka_wire.broker.apis.forward import Forwarded, forward
 from kafka_wire.broker.internal_topics import INTERNAL_TOPICS
+from kafka_wire.broker.security.acls import AclOperation
+from kafka_wire.broker.security.checks import cluster_allowed, denied_topics
 from kafka_wire.broker.state import Context
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -37,6 +42,16 @@ def handle(ctx: Context, request: CreateTopicsRequest) -> Message | Forwarded | 
         for t in request.topics
         if t.name in INTERNAL_TOPICS
     }
+    if ctx.state.authorizer is not None and not cluster_allowed(ctx, AclOperation.CREATE):
+        for name in denied_topics(ctx, AclOperation.CREATE, (t.name for t in request.topics)):
+            refused.setdefault(
+                name,
+                CreateTopicsResponseCreatableTopicResult(
+                    name=name,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    error_message="Authorization failed.",
+                ),
+            )
     if not refused:
         return forward(ctx, ctx.state.cluster, request)
     rest = [t for t in request.topics if t.name not in refused]

@@ -18,6 +18,8 @@ from typing import Final
 from kafka_wire.broker.apis.cluster_facts import advertised_controller, live_brokers
 from kafka_wire.broker.apis.metadata import ALL_CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED
 from kafka_wire.broker.cluster_view import Endpoint
+from kafka_wire.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kafka_wire.broker.security.checks import authorized_operations, cluster_allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DescribeClusterRequest,
@@ -45,7 +47,7 @@ def handle(ctx: Context, request: DescribeClusterRequest) -> DescribeClusterResp
             )
             for b in live_brokers(ctx, include_fenced=ctx.api_version >= 2 and request.include_fenced_brokers)
         ],
-        cluster_authorized_operations=_operations(request),
+        cluster_authorized_operations=_operations(ctx, request),
     )
 
 
@@ -90,11 +92,19 @@ def controllers_answer(
             DescribeClusterResponseBroker(broker_id=node_id, host=e.host, port=e.port)
             for node_id, e in sorted(voters, key=lambda v: v[0])
         ],
-        cluster_authorized_operations=_operations(request),
+        cluster_authorized_operations=(
+            ALL_CLUSTER_OPERATIONS
+            if request.include_cluster_authorized_operations
+            else OPERATIONS_NOT_REQUESTED
+        ),
     )
 
 
-def _operations(request: DescribeClusterRequest) -> int:
-    return (
-        ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED
-    )
+def _operations(ctx: Context, request: DescribeClusterRequest) -> int:
+    """The cluster's authorized operations when asked: the authorizer's for a connection that may
+    DESCRIBE the cluster, none otherwise (Kafka's)."""
+    if not request.include_cluster_authorized_operations:
+        return OPERATIONS_NOT_REQUESTED
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE):
+        return 0
+    return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)

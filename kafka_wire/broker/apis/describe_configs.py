@@ -7,6 +7,8 @@ cluster-default resource ("") lists none (this broker applies no dynamic broker 
 topic names get INVALID_TOPIC_EXCEPTION, unknown topics UNKNOWN_TOPIC_OR_PARTITION (without a
 message, as from Kafka), other brokers and broker loggers INVALID_REQUEST. A resource type Kafka does not define fails the whole request (INVALID_REQUEST
 for every resource), as Kafka's request parsing does.
+Authorization (with an authorizer): DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or,
+for a broker or broker logger, on the cluster (CLUSTER_AUTHORIZATION_FAILED), checked first.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 from typing import Final
 
 from kafka_wire.broker.metadata import topic_name_problem
+from kafka_wire.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kafka_wire.broker.security.checks import allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.broker.topic_configs import (
     RESOURCE_BROKER,
@@ -55,6 +59,20 @@ def handle(ctx: Context, request: DescribeConfigsRequest) -> DescribeConfigsResp
     return DescribeConfigsResponse(results=[_describe(ctx, request, r) for r in request.resources])
 
 
+def _refusal(ctx: Context, resource_type: int, name: str) -> ErrorCode | None:
+    """TOPIC_AUTHORIZATION_FAILED for a topic the connection may not DESCRIBE_CONFIGS,
+    CLUSTER_AUTHORIZATION_FAILED for a broker resource when it may not on the cluster."""
+    if ctx.state.authorizer is None:
+        return None
+    if resource_type == RESOURCE_TOPIC:
+        ok = allowed(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
+        return None if ok else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
+        ok = allowed(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
+        return None if ok else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return None
+
+
 def _describe(
     ctx: Context, request: DescribeConfigsRequest, resource: DescribeConfigsRequestResource
 ) -> DescribeConfigsResponseResult:
@@ -63,6 +81,10 @@ def _describe(
     result = DescribeConfigsResponseResult(
         resource_type=resource.resource_type, resource_name=resource.resource_name
     )
+    refusal = _refusal(ctx, resource.resource_type, resource.resource_name)
+    if refusal is not None:  # Kafka's KafkaApis checks DESCRIBE_CONFIGS first
+        result.error_code, result.error_message = refusal, refusal.description
+        return result
     if resource.resource_type == RESOURCE_TOPIC:
         topic = state.topic_named(resource.resource_name)
         problem = topic_name_problem(resource.resource_name)

@@ -23,6 +23,9 @@ diverged from the leader's. A replica id that is not one of the partition's repl
 UNKNOWN_LEADER_EPOCH when it named a leader epoch, else NOT_LEADER_OR_FOLLOWER (as Kafka).
 Held follower fetches answer as soon as the log end moves; client ones when the high watermark
 does.
+Authorization (with an authorizer): READ on each topic (TOPIC_AUTHORIZATION_FAILED for its
+partitions; by id, an unknown id stays UNKNOWN_TOPIC_ID), CLUSTER_ACTION on the cluster for a
+follower's fetch (else every partition TOPIC_AUTHORIZATION_FAILED), as Kafka checks.
 Version notes: sessions from v7, ``current_leader_epoch`` v9, ``last_fetched_epoch`` and
 ``diverging_epoch`` v12, topic ids v13, ``replica_state`` v15, the follower's
 ``high_watermark`` v18 (its held fetch answers as soon as the leader's high watermark is ahead).
@@ -40,6 +43,8 @@ from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.partition.replica import PartitionReplica
+from kafka_wire.broker.security.acls import AclOperation
+from kafka_wire.broker.security.checks import cluster_allowed, topic_allowed
 from kafka_wire.broker.state import BrokerState, Context, Spliced
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.messages import (
@@ -148,6 +153,7 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
                 sessions.remove(session.session_id)
                 session = None
     wait = FetchWait(
+        denied=_denied(ctx, wanted, by_id, follower=replica_id >= 0),
         state=state,
         request=request,
         api_version=ctx.api_version,
@@ -161,6 +167,24 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
     )
     response = wait.poll(ctx.now_ms)
     return wait if response is None else response
+
+
+def _denied(ctx: Context, wanted: list[_Wanted], by_id: bool, *, follower: bool) -> frozenset[str]:
+    """The keys of the topics the connection may not read: a follower's fetch needs
+    CLUSTER_ACTION on the cluster, a consumer's READ on each topic (as Kafka's ``KafkaApis``)."""
+    if ctx.state.authorizer is None:
+        return frozenset()
+    if follower:
+        if cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+            return frozenset()
+        return frozenset(item.key for item in wanted)
+    denied: set[str] = set()
+    for key, topic_id in dict.fromkeys((item.key, item.topic_id) for item in wanted):
+        topic = ctx.state.topic_with_id(topic_id) if by_id else None
+        name = topic.name if topic is not None else key
+        if (topic is not None or not by_id) and not topic_allowed(ctx, AclOperation.READ, name):
+            denied.add(key)
+    return frozenset(denied)
 
 
 def _read_from(topic: TopicInfo | None, replica: PartitionReplica | None) -> tuple[object, ...]:
@@ -210,6 +234,8 @@ class FetchWait:
     replica_epoch: int = -1
     #: The listener the request came in on (whose endpoints ``node_endpoints`` gives).
     listener: str = ""
+    #: The keys of the topics the connection may not read (TOPIC_AUTHORIZATION_FAILED).
+    denied: frozenset[str] = frozenset()
     #: After a poll that held the request: per partition, what its outcome was read from (see
     #: ``_unchanged``); None when the next poll must read.
     seen: list[tuple[object, ...]] | None = field(default=None, init=False, repr=False)
@@ -243,7 +269,9 @@ class FetchWait:
             )
             topic = state.topic_with_id(item.topic_id) if by_id else state.topic_named(item.key)
             replica = state.replica(topic.name, item.partition) if topic is not None else None
-            if replica is None:
+            if item.key in self.denied:
+                data.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif replica is None:
                 if topic is None:
                     data.error_code = (
                         ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

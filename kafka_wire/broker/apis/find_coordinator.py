@@ -6,7 +6,8 @@ partition (``abs(hash(key)) % partitions``, Kafka's ``partitionFor``), answered 
 endpoint on the listener the request came on (the inter-broker listener when the request names
 none); COORDINATOR_NOT_AVAILABLE while the partition has no leader, the leader has no such
 endpoint, or the topic does not exist yet (the broker then asks the controller to create it, and
-clients retry). Another key type is INVALID_REQUEST, as in Kafka.
+clients retry). Another key type is INVALID_REQUEST, as in Kafka. With an authorizer, DESCRIBE on
+the group (GROUP_AUTHORIZATION_FAILED) or transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 Version notes: v0-v3 ask for one key, and their answer's ``error_message`` (v1+) says why or,
 on success, "NONE" (as Kafka's); v4+ ask for a batch in ``coordinator_keys``, answered with
 empty messages (as Kafka's).
@@ -20,6 +21,8 @@ from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
+from kafka_wire.broker.security.acls import AclOperation, ResourceType
+from kafka_wire.broker.security.checks import allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     ErrorCode,
@@ -30,6 +33,9 @@ from kafka_wire.messages import (
 
 #: The internal topic whose partition leaders coordinate each key type (0: groups, 1: transactions).
 _TOPICS = {0: OFFSETS_TOPIC, 1: TRANSACTION_STATE_TOPIC}
+#: The resource each key type names, and the error when the connection may not DESCRIBE it.
+_RESOURCES = {0: ResourceType.GROUP, 1: ResourceType.TRANSACTIONAL_ID}
+_DENIED = {0: ErrorCode.GROUP_AUTHORIZATION_FAILED, 1: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
 #: The message of Kafka's ``Errors.NONE`` (its name), which v1-v3 answers carry on success.
 NO_ERROR_MESSAGE: Final = "NONE"
 
@@ -42,6 +48,9 @@ def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResp
         topic = _TOPICS.get(request.key_type)
         if topic is None:
             entry = _error(key, ErrorCode.INVALID_REQUEST, f"Unknown coordinator type: {request.key_type}")
+        elif not allowed(ctx, AclOperation.DESCRIBE, _RESOURCES[request.key_type], key):
+            code = _DENIED[request.key_type]
+            entry = _error(key, code, code.description)
         else:
             entry = _coordinator(ctx, cluster, key, topic)
         coordinators.append(entry)

@@ -9,13 +9,16 @@ transactional id goes to the transaction coordinator (``kafka_wire.broker.txn``)
 The ids come from blocks the controller allocates (:mod:`kafka_wire.broker.producer_ids`; each
 block is a metadata record, so no id is handed out twice, across brokers and restarts); while this
 broker has no block with ids left it answers COORDINATOR_LOAD_IN_PROGRESS, as Kafka does, and
-clients retry.
+clients retry. With an authorizer, an id without a transactional id needs IDEMPOTENT_WRITE on the
+cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED), as Kafka 4 checks.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from kafka_wire.broker.security.acls import AclOperation, ResourceType, principal_of
+from kafka_wire.broker.security.checks import cluster_allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import ErrorCode, InitProducerIdRequest, InitProducerIdResponse
 
@@ -28,11 +31,23 @@ def handle(ctx: Context, request: InitProducerIdRequest) -> InitProducerIdRespon
         return _error(ErrorCode.INVALID_REQUEST)
     if request.transactional_id is not None:
         return _error(ErrorCode.INVALID_REQUEST)
+    if not _may_be_idempotent(ctx):
+        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     blocks = ctx.state.producer_ids
     allocated = None if blocks is None else blocks.next_id(ctx.now_ms)
     if allocated is None:
         return _error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     return InitProducerIdResponse(producer_id=allocated, producer_epoch=0)
+
+
+def _may_be_idempotent(ctx: Context) -> bool:
+    """IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (Kafka's check since KIP-679)."""
+    authorizer = ctx.state.authorizer
+    if authorizer is None or cluster_allowed(ctx, AclOperation.IDEMPOTENT_WRITE):
+        return True
+    return authorizer.authorize_any(
+        principal_of(ctx.principal), ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC
+    )
 
 
 def _error(code: int) -> InitProducerIdResponse:

@@ -12,6 +12,7 @@ as Kafka does. A ``current_leader_epoch`` other than ours is fenced. In a cluste
 answers (NOT_LEADER_OR_FOLLOWER elsewhere, also on a node without a replica of the partition),
 except to the debugging replica id -2.
 A partition named more than once in one request is answered once, INVALID_REQUEST.
+Authorization (with an authorizer): DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED.
 Version notes: v0 answers in ``old_style_offsets``; ``leader_epoch`` from v4.
 """
 
@@ -22,6 +23,8 @@ from typing import Final
 
 from kafka_wire.broker.apis.cluster_facts import missing_replica_error
 from kafka_wire.broker.partition.replica import READ_COMMITTED, PartitionReplica
+from kafka_wire.broker.security.acls import AclOperation
+from kafka_wire.broker.security.checks import denied_topics
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     ErrorCode,
@@ -63,6 +66,7 @@ def handle(ctx: Context, request: ListOffsetsRequest) -> ListOffsetsResponse:
     asked = Counter((entry.name, p.partition_index) for entry in request.topics for p in entry.partitions)
     twice = {key for key, count in asked.items() if count > 1}
     answered: set[tuple[str, int]] = set()
+    denied = denied_topics(ctx, AclOperation.DESCRIBE, (entry.name for entry in request.topics))
     topics = []
     for entry in request.topics:
         partitions = []
@@ -70,7 +74,9 @@ def handle(ctx: Context, request: ListOffsetsRequest) -> ListOffsetsResponse:
             key = (entry.name, wanted.partition_index)
             result = ListOffsetsResponsePartitionResponse(partition_index=wanted.partition_index)
             replica = state.replica(entry.name, wanted.partition_index)
-            if key in twice:  # answered once, as Kafka's map of partitions answers it
+            if entry.name in denied:
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif key in twice:  # answered once, as Kafka's map of partitions answers it
                 if key in answered:
                     continue
                 answered.add(key)

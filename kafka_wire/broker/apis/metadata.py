@@ -17,6 +17,10 @@ topic; Kafka's limits per request apply to them together) and answers UNKNOWN_TO
 until the topic is in the image, as Kafka's broker does in KRaft mode. An internal topic is asked
 for the broker's way (``__consumer_offsets`` with ``offsets.topic.*``); one this broker does not
 make, and ``__cluster_metadata``, is UNKNOWN_TOPIC_OR_PARTITION.
+Authorization (with an authorizer): listing every topic leaves out those the connection may not
+DESCRIBE; a topic named that it may not DESCRIBE, or may not CREATE (on the cluster or the topic)
+when it would be auto-created, is TOPIC_AUTHORIZATION_FAILED. The authorized-operations fields
+are the authorizer's.
 Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster),
 ``offline_replicas`` from v5.
 """
@@ -24,7 +28,7 @@ Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operati
 from __future__ import annotations
 
 import uuid
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.apis.cluster_facts import (
     advertised_controller,
@@ -36,6 +40,8 @@ from kafka_wire.broker.apis.cluster_facts import (
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.internal_topics import RESERVED_TOPICS, internal_topic_specs, is_internal
 from kafka_wire.broker.metadata import TopicInfo, topic_name_problem
+from kafka_wire.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kafka_wire.broker.security.checks import authorized_operations, cluster_allowed, topic_allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.messages import (
@@ -46,6 +52,9 @@ from kafka_wire.messages import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+
+if TYPE_CHECKING:
+    from kafka_wire.messages import MetadataRequestTopic
 
 #: Kafka's "authorized operations not requested" value.
 OPERATIONS_NOT_REQUESTED: Final = -(2**31)
@@ -73,7 +82,11 @@ def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) 
         topic_id=topic.topic_id,
         is_internal=is_internal(topic.name),
         partitions=partitions,
-        topic_authorized_operations=ALL_TOPIC_OPERATIONS if operations else OPERATIONS_NOT_REQUESTED,
+        topic_authorized_operations=(
+            authorized_operations(ctx, ResourceType.TOPIC, topic.name)
+            if operations
+            else OPERATIONS_NOT_REQUESTED
+        ),
     )
 
 
@@ -145,11 +158,13 @@ def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse:
     auto_create = state.config.auto_create_topics and (
         ctx.api_version < 4 or request.allow_auto_topic_creation
     )
+    denied = _denied(ctx, wanted, auto_create=auto_create)
     if auto_create:
         creatable = [
             e.name
             for e in wanted
             if e.name is not None
+            and e.name not in denied
             and state.topic_named(e.name) is None
             and topic_name_problem(e.name) is None
             and e.name not in RESERVED_TOPICS  # internal: asked for below, the broker's way
@@ -162,37 +177,82 @@ def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse:
             {},
             ctx.now_ms,
         )
-    return _response(ctx, request, auto_create=auto_create)
+    return _response(ctx, request, auto_create=auto_create, denied=denied)
 
 
-def _response(ctx: Context, request: MetadataRequest, *, auto_create: bool) -> MetadataResponse:
+def _denied(ctx: Context, wanted: list[MetadataRequestTopic], *, auto_create: bool) -> set[str]:
+    """The topics named (by name or by a known id) that are answered TOPIC_AUTHORIZATION_FAILED:
+    those the connection may not DESCRIBE and, when they would be auto-created, those it may not
+    CREATE (on the cluster or the topic), as Kafka's ``KafkaApis`` decides."""
+    state = ctx.state
+    if state.authorizer is None:
+        return set()
+    denied: set[str] = set()
+    may_create: bool | None = None
+    for e in wanted:
+        topic = state.topic_with_id(e.topic_id) if e.name is None and e.topic_id != ZERO_UUID else None
+        name = e.name if e.name is not None else (topic.name if topic is not None else None)
+        if name is None:
+            continue
+        if not topic_allowed(ctx, AclOperation.DESCRIBE, name):
+            denied.add(name)
+        elif auto_create and e.name is not None and state.topic_named(name) is None:
+            if may_create is None:
+                may_create = cluster_allowed(ctx, AclOperation.CREATE)
+            if not may_create and not topic_allowed(ctx, AclOperation.CREATE, name):
+                denied.add(name)
+    return denied
+
+
+def _response(
+    ctx: Context, request: MetadataRequest, *, auto_create: bool, denied: set[str] | None = None
+) -> MetadataResponse:
     state = ctx.state
     operations = request.include_topic_authorized_operations
     wanted = request.topics
     if wanted is None or (ctx.api_version == 0 and not wanted):
-        topics = [
-            topic_metadata(ctx, t, operations=operations)
-            for t in sorted(state.metadata.topics.values(), key=lambda t: t.name)
-        ]
+        listed = sorted(state.metadata.topics.values(), key=lambda t: t.name)
+        if state.authorizer is not None:  # a topic it may not describe is left out
+            listed = [t for t in listed if topic_allowed(ctx, AclOperation.DESCRIBE, t.name)]
+        topics = [topic_metadata(ctx, t, operations=operations) for t in listed]
     else:
         topics = [
-            _one_topic(ctx, e.name, e.topic_id, auto_create=auto_create, operations=operations)
+            _refused(ctx, e.name, e.topic_id)
+            if (e.name if e.name is not None else _id_name(ctx, e.topic_id)) in (denied or ())
+            else _one_topic(ctx, e.name, e.topic_id, auto_create=auto_create, operations=operations)
             for e in wanted
         ]
         if operations:  # Kafka sets them on every topic it names in the answer, error or not
             for topic in topics:
                 if topic.name is not None:
-                    topic.topic_authorized_operations = ALL_TOPIC_OPERATIONS
+                    topic.topic_authorized_operations = authorized_operations(
+                        ctx, ResourceType.TOPIC, topic.name
+                    )
     return MetadataResponse(
         brokers=brokers(ctx),
         cluster_id=state.metadata.cluster_id,
         controller_id=advertised_controller(ctx),
         topics=topics,
         cluster_authorized_operations=(
-            ALL_CLUSTER_OPERATIONS
+            authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
             if request.include_cluster_authorized_operations
             else OPERATIONS_NOT_REQUESTED
         ),
+    )
+
+
+def _id_name(ctx: Context, topic_id: uuid.UUID) -> str | None:
+    topic = ctx.state.topic_with_id(topic_id) if topic_id != ZERO_UUID else None
+    return None if topic is None else topic.name
+
+
+def _refused(ctx: Context, name: str | None, topic_id: uuid.UUID) -> MetadataResponseTopic:
+    """A topic the connection may not describe (or auto-create): named as it was asked for."""
+    return MetadataResponseTopic(
+        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        name=name,
+        topic_id=topic_id,
+        is_internal=name is not None and is_internal(name),
     )
 
 

@@ -27,6 +27,9 @@ names the leader this node knows of in ``current_leader`` and its endpoint in ``
 as Kafka's broker does. Errors carry a message only where Kafka's do (a record-level refusal). An
 error answer's offsets are -1 (the log start too, unless the log refused the records, their
 sequence or their epoch), as Kafka answers.
+Authorization (with an authorizer): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for its
+partitions, whether or not it exists), and for a transactional request WRITE on its
+transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere), checked before anything else.
 Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_errors`` and
 ``error_message`` from v8, ``current_leader`` and ``node_endpoints`` from v10.
 """
@@ -40,6 +43,8 @@ from kafka_wire.broker.apis.cluster_facts import current_leader, missing_replica
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.partition.purgatory import DelayedProduce, PendingProduce
+from kafka_wire.broker.security.acls import AclOperation, ResourceType
+from kafka_wire.broker.security.checks import allowed, topic_allowed
 from kafka_wire.broker.state import BrokerState, Context
 from kafka_wire.broker.txn.verifier import REQUEST_TIMEOUT_MS, Operation, produce_error
 from kafka_wire.broker.work import Job
@@ -59,6 +64,9 @@ from kafka_wire.messages import (
 from kafka_wire.records import RecordBatch, validate_batch
 
 VALID_ACKS = (-1, 0, 1)
+AUTHORIZATION_FAILURES: Final = frozenset(
+    {ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+)
 #: Refusals answered without the log start offset (Kafka's ReplicaManager: corrupt or oversized
 #: batches, storage errors, unknown partitions, not the leader; and what ProduceRequest's own
 #: validation refuses first: not exactly one v2 batch, INVALID_RECORD without record errors).
@@ -78,12 +86,41 @@ NO_LOG_START: Final = frozenset(
 def handle(
     ctx: Context, request: ProduceRequest
 ) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce | VerifyingProduce:
-    guards = _verifications(ctx, request)
+    denied = _denied(ctx, request)
+    guards = {k: v for k, v in _verifications(ctx, request).items() if k not in denied}
     if guards:
-        verifying = VerifyingProduce(ctx, request, guards)
+        verifying = VerifyingProduce(ctx, request, guards, denied)
         answer = verifying.poll(ctx.now_ms)
         return verifying if answer is None else answer
-    return _run(ctx, request, {})
+    return _run(ctx, request, denied)
+
+
+def _denied(ctx: Context, request: ProduceRequest) -> dict[tuple[str, int], Verdict]:
+    """The partitions the connection may not write, as Kafka's ``KafkaApis`` checks them first:
+    every one when it may not WRITE the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    else those of topics it may not WRITE (TOPIC_AUTHORIZATION_FAILED)."""
+    if ctx.state.authorizer is None:
+        return {}
+    txn_denied = bool(request.transactional_id) and not allowed(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id or ""
+    )
+    found: dict[tuple[str, int], Verdict] = {}
+    for entry in request.topic_data:
+        name = entry.name
+        if ctx.api_version >= 13:
+            topic = ctx.state.topic_with_id(entry.topic_id)
+            if topic is None:
+                continue  # UNKNOWN_TOPIC_ID: nothing to authorize
+            name = topic.name
+        if txn_denied:
+            code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not topic_allowed(ctx, AclOperation.WRITE, name):
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        else:
+            continue
+        for data in entry.partition_data:
+            found[name, data.index] = (code, None)
+    return found
 
 
 def _run(
@@ -151,9 +188,14 @@ class VerifyingProduce:
     then appended as any other (see the module docstring)."""
 
     def __init__(
-        self, ctx: Context, request: ProduceRequest, guards: dict[tuple[str, int], tuple[int, int, int]]
+        self,
+        ctx: Context,
+        request: ProduceRequest,
+        guards: dict[tuple[str, int], tuple[int, int, int]],
+        denied: dict[tuple[str, int], Verdict],
     ) -> None:
         self._ctx = ctx
+        self._denied = denied
         self._request = request
         self._guards = guards
         self._operation = Operation.of_produce(ctx.api_version)
@@ -176,7 +218,7 @@ class VerifyingProduce:
                 v = self._verification
                 self.deadline_ms = v.retry_at_ms if v.retry_at_ms is not None else now_ms + REQUEST_TIMEOUT_MS
                 return None
-            verdicts: dict[tuple[str, int], Verdict] = {}
+            verdicts: dict[tuple[str, int], Verdict] = dict(self._denied)
             for key, (guard, _, _) in self._guards.items():
                 error = self._verification.errors.get(key)
                 verdicts[key] = guard if error is None else produce_error(error, self._operation)
@@ -230,7 +272,8 @@ class ProduceJob(Job[ProduceResponse]):
         i, data = self._steps[self._next]
         self._next += 1
         topic = self._topic(i)
-        verdict = self._verdicts.get((topic.name, data.index)) if topic is not None else None
+        name = topic.name if topic is not None else self._entries[i].name
+        verdict = self._verdicts.get((name, data.index))
         result, work, next_offset = _append(
             self._state, self._acks, self._by_id, topic, data, now_ms, verdict
         )
@@ -296,6 +339,8 @@ def _append(
     # refusal, RecordValidationException, carries one).
     if acks not in VALID_ACKS:
         result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
+    elif isinstance(verdict, tuple) and verdict[0] in AUTHORIZATION_FAILURES:
+        result.error_code = verdict[0]  # KafkaApis checks ACLs before the replica manager
     elif topic is None:
         result.error_code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     elif replica is None and (error := missing_replica_error(state, topic.name, data.index)) != (
