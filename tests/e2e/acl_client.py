@@ -1,0 +1,191 @@
+"""The client side of ``test_acls.py``, run in its own process: confluent-kafka over
+SASL_PLAINTEXT (PLAIN) as the super user ``admin`` and as ``alice``, printing what it saw as JSON.
+
+Usage: ``python acl_client.py BOOTSTRAP`` (the topics, users and ACLs are fixed here).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import confluent_kafka as ck
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
+
+
+def config(bootstrap: str, user: str) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": PASSWORDS[user],
+    }
+
+
+def produce(bootstrap: str, user: str, topic: str) -> str | None:
+    """The delivery outcome of one message: None, or the error's name."""
+    outcome: list[str | None] = []
+    producer = ck.Producer(
+        {**config(bootstrap, user), "message.timeout.ms": 10000, "enable.idempotence": False}
+    )
+    producer.produce(
+        topic, b"value", callback=lambda err, msg: outcome.append(None if err is None else err.name())
+    )
+    producer.flush(15)
+    return outcome[0] if outcome else "NO_REPORT"
+
+
+def consume(bootstrap: str, user: str, topic: str, group: str) -> str:
+    """``"got <value>"`` once a message arrives, else the first error's name."""
+    consumer = ck.Consumer(
+        {
+            **config(bootstrap, user),
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                return str(msg.error().name())
+            consumer.commit(msg, asynchronous=False)
+            return f"got {msg.value().decode()}"
+        return "TIMEOUT"
+    finally:
+        consumer.close()
+
+
+def visible_topics(bootstrap: str, user: str) -> list[str]:
+    admin = AdminClient(config(bootstrap, user))
+    return sorted(t for t in admin.list_topics(timeout=15).topics if not t.startswith("__"))
+
+
+def main() -> None:
+    bootstrap = sys.argv[1]
+    admin = AdminClient(config(bootstrap, "admin"))
+    seen: dict[str, Any] = {}
+    for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("orders", "pay-eu", "secret")]).values():
+        f.result(timeout=30)
+    seen["alice sees before"] = visible_topics(bootstrap, "alice")
+    seen["alice produces before"] = produce(bootstrap, "alice", "orders")
+    alice = "User:alice"
+    bindings = [
+        AclBinding(
+            ResourceType.TOPIC,
+            "orders",
+            ResourcePatternType.LITERAL,
+            alice,
+            "*",
+            AclOperation.WRITE,
+            AclPermissionType.ALLOW,
+        ),
+        AclBinding(
+            ResourceType.TOPIC,
+            "orders",
+            ResourcePatternType.LITERAL,
+            alice,
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        ),
+        AclBinding(
+            ResourceType.GROUP,
+            "g1",
+            ResourcePatternType.LITERAL,
+            alice,
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        ),
+        AclBinding(
+            ResourceType.TOPIC,
+            "pay-",
+            ResourcePatternType.PREFIXED,
+            alice,
+            "*",
+            AclOperation.ALL,
+            AclPermissionType.ALLOW,
+        ),
+        AclBinding(
+            ResourceType.TOPIC,
+            "pay-eu",
+            ResourcePatternType.LITERAL,
+            alice,
+            "*",
+            AclOperation.WRITE,
+            AclPermissionType.DENY,
+        ),
+    ]
+    for f in admin.create_acls(bindings).values():
+        f.result(timeout=30)
+    described = admin.describe_acls(
+        AclBindingFilter(
+            ResourceType.ANY,
+            None,
+            ResourcePatternType.ANY,
+            None,
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+    ).result(timeout=30)
+    seen["acls"] = sorted(
+        f"{b.restype.name} {b.name} {b.resource_pattern_type.name} {b.principal} {b.host} {b.operation.name} {b.permission_type.name}"
+        for b in described
+    )
+    seen["alice sees after"] = visible_topics(bootstrap, "alice")
+    seen["alice produces orders"] = produce(bootstrap, "alice", "orders")
+    seen["alice consumes orders in g1"] = consume(bootstrap, "alice", "orders", "g1")
+    seen["alice produces pay-eu (DENY WRITE)"] = produce(bootstrap, "alice", "pay-eu")
+    seen["alice consumes orders in g2 (no group ACL)"] = consume(bootstrap, "alice", "orders", "g2")
+    seen["alice produces secret"] = produce(bootstrap, "alice", "secret")
+    alice_admin = AdminClient(config(bootstrap, "alice"))  # kept: its futures need it alive
+    try:
+        for f in alice_admin.create_acls(bindings[:1]).values():
+            f.result(timeout=30)
+        seen["alice creates acls"] = None
+    except ck.KafkaException as exc:
+        seen["alice creates acls"] = exc.args[0].name()
+    deleted = admin.delete_acls(
+        [
+            AclBindingFilter(
+                ResourceType.TOPIC,
+                "pay-eu",
+                ResourcePatternType.MATCH,
+                None,
+                None,
+                AclOperation.ANY,
+                AclPermissionType.ANY,
+            )
+        ]
+    )
+    seen["deleted by a MATCH filter on pay-eu"] = sorted(
+        f"{b.name} {b.resource_pattern_type.name} {b.operation.name} {b.permission_type.name}"
+        for f in deleted.values()
+        for b in f.result(timeout=30)
+    )
+    print(json.dumps(seen))
+
+
+if __name__ == "__main__":
+    main()
