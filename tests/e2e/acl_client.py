@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import confluent_kafka as ck
-from confluent_kafka.admin import (
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # not in its stubs' exports
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -66,10 +66,11 @@ def consume(bootstrap: str, user: str, topic: str, group: str) -> str:
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                return str(msg.error().name())
-            consumer.commit(msg, asynchronous=False)
-            return f"got {msg.value().decode()}"
+            error = msg.error()
+            if error is not None:
+                return str(error.name())
+            consumer.commit(message=msg, asynchronous=False)
+            return f"got {(msg.value() or b'').decode()}"
         return "TIMEOUT"
     finally:
         consumer.close()
@@ -78,6 +79,32 @@ def consume(bootstrap: str, user: str, topic: str, group: str) -> str:
 def visible_topics(bootstrap: str, user: str) -> list[str]:
     admin = AdminClient(config(bootstrap, user))
     return sorted(t for t in admin.list_topics(timeout=15).topics if not t.startswith("__"))
+
+
+def match_all() -> Any:
+    """A filter matching every binding (the stubs do not allow its None fields)."""
+    return AclBindingFilter(
+        ResourceType.ANY,
+        None,  # type: ignore[arg-type]  # None matches any name
+        ResourcePatternType.ANY,
+        None,  # type: ignore[arg-type]  # any principal
+        None,  # type: ignore[arg-type]  # any host
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+
+
+def pay_eu_match() -> Any:
+    """A MATCH filter: every binding that applies to the topic pay-eu."""
+    return AclBindingFilter(
+        ResourceType.TOPIC,
+        "pay-eu",
+        ResourcePatternType.MATCH,
+        None,  # type: ignore[arg-type]  # any principal
+        None,  # type: ignore[arg-type]  # any host
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
 
 
 def main() -> None:
@@ -138,17 +165,7 @@ def main() -> None:
     ]
     for f in admin.create_acls(bindings).values():
         f.result(timeout=30)
-    described = admin.describe_acls(
-        AclBindingFilter(
-            ResourceType.ANY,
-            None,
-            ResourcePatternType.ANY,
-            None,
-            None,
-            AclOperation.ANY,
-            AclPermissionType.ANY,
-        )
-    ).result(timeout=30)
+    described = admin.describe_acls(match_all()).result(timeout=30)
     seen["acls"] = sorted(
         f"{b.restype.name} {b.name} {b.resource_pattern_type.name} {b.principal} {b.host} {b.operation.name} {b.permission_type.name}"
         for b in described
@@ -166,19 +183,7 @@ def main() -> None:
         seen["alice creates acls"] = None
     except ck.KafkaException as exc:
         seen["alice creates acls"] = exc.args[0].name()
-    deleted = admin.delete_acls(
-        [
-            AclBindingFilter(
-                ResourceType.TOPIC,
-                "pay-eu",
-                ResourcePatternType.MATCH,
-                None,
-                None,
-                AclOperation.ANY,
-                AclPermissionType.ANY,
-            )
-        ]
-    )
+    deleted = admin.delete_acls([pay_eu_match()])
     seen["deleted by a MATCH filter on pay-eu"] = sorted(
         f"{b.name} {b.resource_pattern_type.name} {b.operation.name} {b.permission_type.name}"
         for f in deleted.values()
