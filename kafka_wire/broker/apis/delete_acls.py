@@ -1,6 +1,8 @@
 """DeleteAcls.
 
-Behaviour: without an authorizer (``authorizer.class.name`` unset) every filter fails with
+Behaviour: a filter naming UNKNOWN (code 0) as a type, operation or permission closes the
+connection (Kafka's request parsing refuses it); one with a code Kafka does not know is answered
+INVALID_REQUEST by the controller. Without an authorizer (``authorizer.class.name`` unset) every filter fails with
 SECURITY_DISABLED, as Kafka answers. A connection that may not ALTER the cluster gets
 CLUSTER_AUTHORIZATION_FAILED for every filter (Kafka's controller checks the forwarded
 request's principal; this broker checks it before forwarding). The rest goes to the active
@@ -13,14 +15,18 @@ from __future__ import annotations
 
 from kafka_wire.broker.apis.forward import Forwarded, forward
 from kafka_wire.broker.error_answers import ERROR_ANSWERS
-from kafka_wire.broker.security.acls import SECURITY_DISABLED_MESSAGE, AclOperation
+from kafka_wire.broker.security.acls import SECURITY_DISABLED_MESSAGE, AclOperation, names_unknown
 from kafka_wire.broker.security.checks import cluster_allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.codec.structs import Message
+from kafka_wire.errors import RemoteProtocolError
 from kafka_wire.messages import ApiKey, DeleteAclsRequest, ErrorCode
 
 
 def handle(ctx: Context, request: DeleteAclsRequest) -> Message | Forwarded:
+    for f in request.filters:
+        if names_unknown(f.resource_type_filter, f.pattern_type_filter, f.operation, f.permission_type):
+            raise RemoteProtocolError("DeleteAcls filters contain UNKNOWN elements")  # Kafka closes
     answer = ERROR_ANSWERS[ApiKey.DELETE_ACLS]
     if ctx.state.authorizer is None:
         return answer(request, ErrorCode.SECURITY_DISABLED, SECURITY_DISABLED_MESSAGE)

@@ -1,9 +1,10 @@
 """DescribeAcls.
 
 Behaviour: answered by the broker from its metadata image (as Kafka's authorizer answers it
-locally): SECURITY_DISABLED without an authorizer, CLUSTER_AUTHORIZATION_FAILED for a connection
-that may not DESCRIBE the cluster, INVALID_REQUEST for a filter with an UNKNOWN element;
-otherwise the bindings the filter matches
+locally). A filter naming UNKNOWN (code 0) closes the connection (Kafka's request parsing refuses
+it); SECURITY_DISABLED without an authorizer, CLUSTER_AUTHORIZATION_FAILED for a connection that
+may not DESCRIBE the cluster; otherwise the bindings the filter matches (none for a code Kafka
+does not know)
 (:meth:`~kafka_wire.broker.security.acls.AclFilter.matches`), grouped by resource pattern, sorted.
 Version notes: v1+ carries the pattern type (v0 is not served: Kafka 4 dropped it).
 """
@@ -11,9 +12,10 @@ Version notes: v1+ carries the pattern type (v0 is not served: Kafka 4 dropped i
 from __future__ import annotations
 
 from kafka_wire.broker.controller.acl_control import request_filter
-from kafka_wire.broker.security.acls import SECURITY_DISABLED_MESSAGE, AclBinding, AclOperation
+from kafka_wire.broker.security.acls import SECURITY_DISABLED_MESSAGE, AclBinding, AclOperation, names_unknown
 from kafka_wire.broker.security.checks import cluster_allowed
 from kafka_wire.broker.state import Context
+from kafka_wire.errors import RemoteProtocolError
 from kafka_wire.messages import (
     DescribeAclsRequest,
     DescribeAclsResponse,
@@ -24,6 +26,9 @@ from kafka_wire.messages import (
 
 
 def handle(ctx: Context, request: DescribeAclsRequest) -> DescribeAclsResponse:
+    r = request
+    if names_unknown(r.resource_type_filter, r.pattern_type_filter, r.operation, r.permission_type):
+        raise RemoteProtocolError("DescribeAcls filter contains UNKNOWN elements")  # Kafka closes
     authorizer = ctx.state.authorizer
     if authorizer is None:
         return DescribeAclsResponse(
@@ -31,10 +36,7 @@ def handle(ctx: Context, request: DescribeAclsRequest) -> DescribeAclsResponse:
         )
     if not cluster_allowed(ctx, AclOperation.DESCRIBE):
         return DescribeAclsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    acl_filter = request_filter(request)
-    problem = acl_filter.problem()
-    if problem is not None:
-        return DescribeAclsResponse(error_code=ErrorCode.INVALID_REQUEST, error_message=problem)
+    acl_filter = request_filter(request)  # a code it does not know matches nothing
     groups: dict[tuple[int, str, int], list[AclBinding]] = {}
     for b in sorted(b for b in authorizer.bindings() if acl_filter.matches(b)):
         groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(b)

@@ -4,13 +4,15 @@
 (:class:`~kafka_wire.broker.controller.acls_image.AclsImage`) and answers CreateAcls and
 DeleteAcls (the broker checks ALTER on the cluster before forwarding them).
 
-CreateAcls: each creation is checked (:func:`~kafka_wire.broker.security.acls.binding_problem`:
-an UNKNOWN or ANY resource type, operation or permission, a pattern type other than LITERAL or
-PREFIXED, an empty resource name, a principal without its type: INVALID_REQUEST with Kafka's
-message); a binding that exists already, or twice in the request, is written once. One
+CreateAcls: a request with ANY (or a MATCH pattern) in one of its bindings fails whole with
+UNKNOWN_SERVER_ERROR, as Kafka 4.4 answers (it cannot build the binding). Each creation is checked
+(:func:`~kafka_wire.broker.security.acls.binding_problem`: a CLUSTER resource not named
+``kafka-cluster``, an empty name, a type, operation or permission Kafka does not know, a principal
+without its type, an empty host: INVALID_REQUEST with Kafka 4.4's message); a binding that exists already, or twice in the request, is written once. One
 ``AccessControlEntryRecord`` per new binding, under a new id.
 
-DeleteAcls: a filter with an UNKNOWN element is refused (INVALID_REQUEST); every other filter
+DeleteAcls: a filter with a code Kafka does not know is refused (INVALID_REQUEST, "Unknown
+patternFilter." or "Unknown entryFilter."); every other filter
 answers the bindings it matches (:meth:`~kafka_wire.broker.security.acls.AclFilter.matches`),
 each removed by one ``RemoveAccessControlEntryRecord`` (a binding two filters match is removed
 once and listed by both).
@@ -32,6 +34,7 @@ from kafka_wire.broker.security.acls import (
     AclBinding,
     AclFilter,
     binding_problem,
+    creation_unrepresentable,
     operation,
     pattern_type,
     permission_type,
@@ -94,11 +97,20 @@ class AclControl:
     # -- requests --------------------------------------------------------------------------------
 
     def create_acls(self, version: int, req: CreateAclsRequest, now_ms: int) -> Decision:
+        bindings = [creation_binding(c) for c in req.creations]
+        if any(creation_unrepresentable(b) for b in bindings):  # Kafka cannot build the request's bindings
+            return messages.CreateAclsResponse(
+                results=[
+                    messages.CreateAclsResponseAclCreationResult(
+                        error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=None
+                    )
+                    for _ in bindings
+                ]
+            )
         existing = set(self.image.acls.values())
         records: list[Message] = []
         results: list[messages.CreateAclsResponseAclCreationResult] = []
-        for creation in req.creations:
-            binding = creation_binding(creation)
+        for binding in bindings:
             problem = binding_problem(binding)
             if problem is not None:
                 results.append(
@@ -139,6 +151,7 @@ class AclControl:
                     records.append(messages.RemoveAccessControlEntryRecord(id=acl_id))
                 matching.append(
                     messages.DeleteAclsResponseMatchingAcl(
+                        error_message=None,
                         resource_type=b.resource_type,
                         resource_name=b.resource_name,
                         pattern_type=b.pattern_type,
@@ -148,7 +161,9 @@ class AclControl:
                         permission_type=b.permission_type,
                     )
                 )
-            results.append(messages.DeleteAclsResponseFilterResult(matching_acls=matching))
+            results.append(
+                messages.DeleteAclsResponseFilterResult(error_message=None, matching_acls=matching)
+            )
         answer = messages.DeleteAclsResponse(filter_results=results)
         return ControllerResult(
             records, lambda: answer, lambda code: failure_answer(ApiKey.DELETE_ACLS, req, code)

@@ -116,7 +116,11 @@ class AclBinding:
 
 
 def binding_problem(binding: AclBinding) -> str | None:
-    """Why ``binding`` cannot be created (Kafka's INVALID_REQUEST message), else None."""
+    """Why ``binding`` cannot be created (INVALID_REQUEST with Kafka 4.4's message), else None."""
+    if binding.resource_type == ResourceType.CLUSTER and binding.resource_name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not binding.resource_name:
+        return "Invalid empty resource name"
     if binding.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
         return f"Invalid resourceType {binding.resource_type.name}"
     if binding.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
@@ -125,11 +129,31 @@ def binding_problem(binding: AclBinding) -> str | None:
         return f"Invalid operation {binding.operation.name}"
     if binding.permission_type not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
         return f"Invalid permissionType {binding.permission_type.name}"
-    if not binding.resource_name:
-        return "Resource name should not be empty"
     if ":" not in binding.principal:
-        return f"Could not parse principal from `{binding.principal}` (no colon is present separating the principal type from the principal name)"
+        return (
+            f"Could not parse principal from `{binding.principal}` "
+            "(no colon is present separating the principal type from the principal name)"
+        )
+    if not binding.host:
+        return "Host pattern cannot be null or empty"
     return None
+
+
+def names_unknown(*codes: int) -> bool:
+    """Whether a request names UNKNOWN (code 0) as a resource type, pattern type, operation or
+    permission type: Kafka's request parsing refuses it, and the broker closes the connection."""
+    return 0 in codes
+
+
+def creation_unrepresentable(binding: AclBinding) -> bool:
+    """A binding to create with ANY (or MATCH) in it: Kafka cannot even build it, and fails the
+    whole CreateAcls with UNKNOWN_SERVER_ERROR."""
+    return (
+        binding.resource_type == ResourceType.ANY
+        or binding.pattern_type in (PatternType.ANY, PatternType.MATCH)
+        or binding.operation == AclOperation.ANY
+        or binding.permission_type == AclPermissionType.ANY
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,15 +169,12 @@ class AclFilter:
     permission_type: AclPermissionType
 
     def problem(self) -> str | None:
-        """Why the filter is malformed (UNKNOWN anywhere), else None."""
-        if self.resource_type == ResourceType.UNKNOWN:
-            return "Unknown resourceType"
-        if self.pattern_type == PatternType.UNKNOWN:
-            return "Unknown patternType"
-        if self.operation == AclOperation.UNKNOWN:
-            return "Unknown operation"
-        if self.permission_type == AclPermissionType.UNKNOWN:
-            return "Unknown permissionType"
+        """Why DeleteAcls refuses the filter (a code it does not know: INVALID_REQUEST with Kafka
+        4.4's message), else None. DescribeAcls answers such a filter with nothing."""
+        if ResourceType.UNKNOWN in (self.resource_type,) or self.pattern_type == PatternType.UNKNOWN:
+            return "Unknown patternFilter."
+        if self.operation == AclOperation.UNKNOWN or self.permission_type == AclPermissionType.UNKNOWN:
+            return "Unknown entryFilter."
         return None
 
     def matches(self, b: AclBinding) -> bool:

@@ -60,12 +60,18 @@ def test_created_acls_are_described_filtered_and_deleted() -> None:
         acl(Rt.TOPIC, "ord", "User:alice", Op.WRITE, pattern=Pt.PREFIXED),
         acl(Rt.GROUP, "g", "User:bob", Op.READ, permission=2),
         acl(Rt.TOPIC, "orders", "User:alice", Op.READ),  # a duplicate: written once
-        acl(Rt.ANY, "x", "User:alice", Op.READ),
-        acl(Rt.TOPIC, "x", "User:alice", Op.READ, pattern=Pt.MATCH),
+        acl(99, "x", "User:alice", Op.READ),
         acl(Rt.TOPIC, "x", "alice", Op.READ),
-        acl(Rt.TOPIC, "x", "User:alice", Op.ANY),
+        acl(Rt.CLUSTER, "x", "User:alice", Op.READ),
+        acl(Rt.TOPIC, "", "User:alice", Op.READ),
     )
     assert [r.error_code for r in answer.results] == [0, 0, 0, 0] + [ErrorCode.INVALID_REQUEST] * 4
+    assert answer.results[4].error_message == "Invalid resourceType UNKNOWN"
+    # ANY or MATCH in one binding: Kafka cannot build it, and the whole request fails
+    answer = create_acls(
+        admin, acl(Rt.TOPIC, "y", "User:alice", Op.READ), acl(Rt.TOPIC, "y", "User:alice", Op.ANY)
+    )
+    assert [r.error_code for r in answer.results] == [ErrorCode.UNKNOWN_SERVER_ERROR] * 2
     assert len(listed(describe(admin))) == 3
     # MATCH: the literal name and every prefix of it
     assert listed(
@@ -82,7 +88,7 @@ def test_created_acls_are_described_filtered_and_deleted() -> None:
     assert listed(describe(admin, principal_filter="User:bob")) == [
         (Rt.GROUP, "g", Pt.LITERAL, "User:bob", Op.READ, 2)
     ]
-    assert describe(admin, pattern_type_filter=0).error_code == ErrorCode.INVALID_REQUEST
+    assert describe(admin, pattern_type_filter=99).resources == []  # a code Kafka does not know
     reply = admin.request(
         DeleteAclsRequest(
             filters=[
@@ -96,7 +102,7 @@ def test_created_acls_are_described_filtered_and_deleted() -> None:
                     permission_type=1,
                 ),
                 DeleteAclsRequestFilter(
-                    resource_type_filter=0, pattern_type_filter=Pt.ANY, operation=Op.ANY, permission_type=1
+                    resource_type_filter=99, pattern_type_filter=Pt.ANY, operation=Op.ANY, permission_type=1
                 ),
             ]
         )
@@ -106,6 +112,25 @@ def test_created_acls_are_described_filtered_and_deleted() -> None:
     assert len(first.matching_acls) == 2 and first.error_code == 0
     assert second.error_code == ErrorCode.INVALID_REQUEST
     assert listed(describe(admin)) == [(Rt.GROUP, "g", Pt.LITERAL, "User:bob", Op.READ, 2)]
+
+
+def test_a_filter_naming_unknown_closes_the_connection() -> None:
+    engine = secured_engine()
+    admin = login(engine, 1, "admin")
+    admin.send(
+        DescribeAclsRequest(
+            resource_type_filter=0,
+            resource_name_filter=None,
+            pattern_type_filter=Pt.ANY,
+            principal_filter=None,
+            host_filter=None,
+            operation=Op.ANY,
+            permission_type=1,
+        )
+    )
+    admin.responses()
+    assert 1 in engine.closed
+    assert describe(login(engine, 2, "admin")).error_code == 0  # the others are served
 
 
 def test_acl_apis_need_alter_and_describe_on_the_cluster() -> None:
