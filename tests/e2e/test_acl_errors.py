@@ -26,7 +26,7 @@ from kafka_wire.messages import (
 from kafka_wire.protocol.framing import decode_response, encode_request
 from tests.e2e.apache_kafka import apache_kafka
 from tests.e2e.brokers import BrokerProcess, kafka_wire
-from tests.e2e.raw import CLIENT_ID, exchange
+from tests.e2e.raw import CLIENT_ID, broker_api_versions, exchange
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SECURED = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:ANONYMOUS"}
@@ -195,3 +195,9 @@ def test_malformed_acl_requests_get_kafkas_answers(brokers: tuple[BrokerProcess,
     ]  # UNKNOWN_SERVER_ERROR
     assert codes["create resource 99"] == codes["create principal without type"] == [42]  # INVALID_REQUEST
     assert kafka["describe pattern UNKNOWN"] == kafka["delete permission UNKNOWN"] == "closed"
+
+
+def test_the_acl_apis_are_served_at_kafkas_versions(brokers: tuple[BrokerProcess, BrokerProcess]) -> None:
+    ours, theirs = (broker_api_versions((b.address.host, b.address.port)) for b in brokers)
+    for key in (ApiKey.CREATE_ACLS, ApiKey.DESCRIBE_ACLS, ApiKey.DELETE_ACLS):
+        assert ours[key] == theirs[key], key
