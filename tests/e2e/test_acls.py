@@ -4,7 +4,7 @@ confluent-kafka script (``acl_client.py``) runs against both and must see the sa
 without ACLs sees no topic and gets TOPIC_AUTHORIZATION_FAILED; after the super user adds ACLs with
 ``create_acls`` it produces and consumes in a group; a PREFIXED ACL and a DENY rule behave as on
 Kafka; Metadata lists only the topics it may describe; DescribeAcls and DeleteAcls with a MATCH
-filter answer the same bindings."""
+filter answer the same bindings. The Java 4.4 client (``java/AclProbe.java``) sees the same."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import pytest
 
 from tests.e2e.apache_kafka import apache_kafka
 from tests.e2e.brokers import BrokerProcess, kafka_wire
+from tests.interop.harness import java_command
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -92,3 +93,26 @@ def test_acls_as_kafka_enforces_them(broker: BrokerProcess) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     seen = json.loads(run.stdout.splitlines()[-1])
     assert seen == EXPECTED
+
+
+PROBE = Path(__file__).resolve().parent / "java" / "AclProbe.java"
+JAVA_EXPECTED = {
+    "topics-before": "[]",
+    "produce-before": "TopicAuthorizationException",
+    "topics-after": "[jorders, jpay-eu]",
+    "produce-jorders": "ok",
+    "consume-jorders-jg1": "got value",
+    "produce-jpay-eu": "TopicAuthorizationException",
+    "consume-jorders-jg2": "GroupAuthorizationException",
+    "produce-jsecret": "TopicAuthorizationException",
+}
+
+
+def test_the_java_client_sees_the_same_acls(broker: BrokerProcess) -> None:
+    run = subprocess.run(
+        java_command(PROBE, broker.bootstrap, client="java4"), capture_output=True, text=True, timeout=300
+    )
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0, (lines, run.stderr[-3000:])
+    seen = dict(line.split(" ", 1) for line in lines)
+    assert seen == JAVA_EXPECTED
