@@ -196,7 +196,12 @@ class Coordinators:
             self._stray += self.handle(LOOPBACK_CONN, request, "", now_ms)
             return _LoopbackAnswer(self._loopback_answers, self._correlation, now_ms)
         ctx = Context(
-            state=self._state, effects=self._effects, conn_id=LOOPBACK_CONN, request=request, now_ms=now_ms
+            state=self._state,
+            effects=self._effects,
+            conn_id=LOOPBACK_CONN,
+            request=request,
+            now_ms=now_ms,
+            internal=True,
         )
         result = HANDLERS[api_key](ctx, body)
         if isinstance(result, Spliced):

@@ -76,6 +76,9 @@ class Context:
     client_host: str = ""
     #: The listener the request came in on (empty: the broker's only listener).
     listener: str = ""
+    #: A request of this node's own parts to itself (the coordinators' loopback): the broker's
+    #: own, which ACLs do not restrict (Kafka's inter-broker principal is a super user).
+    internal: bool = False
 
     @property
     def api_version(self) -> int:

@@ -57,11 +57,8 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.CREATE_ACLS: "create_acls",
     ApiKey.DESCRIBE_ACLS: "describe_acls",
     ApiKey.DELETE_ACLS: "delete_acls",
-    **dict.fromkeys(FORWARDED, "forward"),
-    # checked against the ACLs first (``guarded_forward``)
-    ApiKey.DELETE_TOPICS: "guarded_forward",
-    ApiKey.ALTER_CONFIGS: "guarded_forward",
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: "guarded_forward",
+    # forwarded once checked against the ACLs (``guarded_forward``; ``forward`` without them)
+    **dict.fromkeys(FORWARDED, "guarded_forward"),
 }
 
 

@@ -9,6 +9,7 @@ without a replica of the partition); followers
 follow it on their next fetch, and the answer waits (``partition/purgatory.py``) until the low
 watermark, the smallest log start offset over the ISR, reaches the new start, or
 REQUEST_TIMED_OUT at ``timeout_ms``.
+Authorization (with an authorizer): DELETE on each topic (TOPIC_AUTHORIZATION_FAILED per partition).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 from kafka_wire.broker.apis.cluster_facts import missing_replica_error
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.partition.purgatory import DelayedDeleteRecords, PendingDelete
+from kafka_wire.broker.security.acls import AclOperation
+from kafka_wire.broker.security.checks import denied_topics
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DeleteRecordsRequest,
@@ -29,6 +32,7 @@ from kafka_wire.messages import (
 def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse | DelayedDeleteRecords:
     state = ctx.state
     pending: list[PendingDelete] = []
+    denied = denied_topics(ctx, AclOperation.DELETE, (entry.name for entry in request.topics))
     topics = []
     for entry in request.topics:
         results = []
@@ -38,7 +42,9 @@ def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse
             )
             replica = state.replica(entry.name, wanted.partition_index)
             topic = state.topic_named(entry.name)
-            if topic is None or (
+            if entry.name in denied:
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or (
                 replica is None
                 and missing_replica_error(state, entry.name, wanted.partition_index)
                 != ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -8,10 +8,13 @@ watermark minus the log end offset, never below 0) and ``is_future_key`` false (
 between directories). A topic with no partition to report is left out. ``total_bytes`` and
 ``usable_bytes`` (v4+) are -1, Kafka's "unknown": the engine does not look at the file system.
 Version notes: top-level ``error_code`` from v3, ``total_bytes`` / ``usable_bytes`` from v4.
+Authorization (with an authorizer): DESCRIBE on the cluster, else nothing (CLUSTER_AUTHORIZATION_FAILED from v3).
 """
 
 from __future__ import annotations
 
+from kafka_wire.broker.security.acls import AclOperation
+from kafka_wire.broker.security.checks import cluster_allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DescribeLogDirsRequest,
@@ -19,6 +22,7 @@ from kafka_wire.messages import (
     DescribeLogDirsResponsePartition,
     DescribeLogDirsResponseResult,
     DescribeLogDirsResponseTopic,
+    ErrorCode,
 )
 
 #: Kafka's ``UNKNOWN_VOLUME_BYTES``.
@@ -27,6 +31,10 @@ UNKNOWN_VOLUME_BYTES = -1
 
 def handle(ctx: Context, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     state = ctx.state
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE):  # nothing, as Kafka answers
+        return DescribeLogDirsResponse(
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED if ctx.api_version >= 3 else 0
+        )
     wanted = (
         None
         if request.topics is None

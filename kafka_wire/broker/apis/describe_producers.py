@@ -9,12 +9,15 @@ for). An
 illegal topic name is INVALID_TOPIC_EXCEPTION and an unknown topic UNKNOWN_TOPIC_OR_PARTITION for
 each partition named; a partition the topic does not have is UNKNOWN_TOPIC_OR_PARTITION, and one
 this broker holds no replica of (or not open yet) NOT_LEADER_OR_FOLLOWER, so that the client looks for the leader again.
+Authorization (with an authorizer): READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition).
 """
 
 from __future__ import annotations
 
 from kafka_wire.broker.metadata import topic_name_problem
 from kafka_wire.broker.partition.replica import PartitionReplica
+from kafka_wire.broker.security.acls import AclOperation
+from kafka_wire.broker.security.checks import topic_allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DescribeProducersRequest,
@@ -32,7 +35,12 @@ def handle(ctx: Context, request: DescribeProducersRequest) -> DescribeProducers
         problem = topic_name_problem(entry.name)
         topic = ctx.state.topic_named(entry.name)
         topic_error: tuple[int, str | None] | None = None
-        if problem is not None:
+        if not topic_allowed(ctx, AclOperation.READ, entry.name):
+            topic_error = (
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED.description,
+            )
+        elif problem is not None:
             topic_error = (ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         elif topic is None:
             topic_error = (

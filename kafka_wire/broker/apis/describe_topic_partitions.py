@@ -15,6 +15,7 @@ not reachable on the client's listener), leader epoch, replicas, ISR, eligible l
 last known ELR and offline replicas (see ``cluster_facts``); a partition not in the metadata image
 yet is left out, as Kafka leaves it out. Topic authorized
 operations are always filled (every operation: there are no ACLs), as Kafka always computes them.
+Authorization (with an authorizer): DESCRIBE on each topic: a topic named is TOPIC_AUTHORIZATION_FAILED, one listed is left out; the authorized operations are the authorizer's.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from collections.abc import Iterable
 from typing import Final
 
 from kafka_wire.broker.apis.cluster_facts import client_listener, offline_replicas, reachable
-from kafka_wire.broker.apis.metadata import ALL_TOPIC_OPERATIONS
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo, topic_name_problem
+from kafka_wire.broker.security.acls import AclOperation, ResourceType
+from kafka_wire.broker.security.checks import authorized_operations, topic_allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DescribeTopicPartitionsRequest,
@@ -60,6 +62,16 @@ def handle(ctx: Context, request: DescribeTopicPartitionsRequest) -> DescribeTop
             response.next_cursor = DescribeTopicPartitionsResponseCursor(topic_name=name, partition_index=0)
             break
         topic = ctx.state.topic_named(name)
+        if not topic_allowed(ctx, AclOperation.DESCRIBE, name):
+            if not describe_all:  # named: refused; listed: left out (Kafka's)
+                response.topics.append(
+                    DescribeTopicPartitionsResponseTopic(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        name=name,
+                        is_internal=is_internal(name),
+                    )
+                )
+            continue
         if topic is None:
             if not describe_all:
                 response.topics.append(_unknown(name))
@@ -72,7 +84,7 @@ def handle(ctx: Context, request: DescribeTopicPartitionsRequest) -> DescribeTop
                 topic_id=topic.topic_id,
                 is_internal=is_internal(name),
                 partitions=list(_partitions(ctx, topic, range(start, end))),
-                topic_authorized_operations=ALL_TOPIC_OPERATIONS,
+                topic_authorized_operations=authorized_operations(ctx, ResourceType.TOPIC, name),
             )
         )
         if end < topic.partitions:

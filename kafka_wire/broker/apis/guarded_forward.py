@@ -1,10 +1,13 @@
-"""DeleteTopics, AlterConfigs and IncrementalAlterConfigs with an authorizer: the items the
-connection may not change are answered here, the rest forwarded (``forward``).
+"""The forwarded admin APIs with an authorizer: what the connection may not do is answered here,
+the rest forwarded (``forward``).
 
 Kafka's controller checks these requests' principal itself; kafka_wire's broker checks before
 forwarding (what reaches the controller carries no principal), with Kafka's answers:
 DeleteTopics needs DELETE on each topic (TOPIC_AUTHORIZATION_FAILED; a topic named by an unknown
-id is left to the controller, UNKNOWN_TOPIC_ID); the config APIs need ALTER_CONFIGS on each
+id is left to the controller, UNKNOWN_TOPIC_ID); CreatePartitions ALTER on each topic
+(TOPIC_AUTHORIZATION_FAILED); ElectLeaders and AlterPartitionReassignments ALTER on the cluster,
+ListPartitionReassignments and DescribeQuorum DESCRIBE on the cluster (the whole request
+CLUSTER_AUTHORIZATION_FAILED); the config APIs need ALTER_CONFIGS on each
 topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker or broker-logger resource, on the cluster
 (CLUSTER_AUTHORIZATION_FAILED). The answer lists the refused items and the controller's results
 in the request's order. Without an authorizer, or with nothing refused, the request is forwarded
@@ -18,11 +21,12 @@ from typing import Any
 
 from kafka_wire import messages
 from kafka_wire.broker.apis.forward import Forwarded, forward
+from kafka_wire.broker.error_answers import ERROR_ANSWERS
 from kafka_wire.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_wire.broker.security.checks import allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ErrorCode
+from kafka_wire.messages import ApiKey, ErrorCode
 
 #: ``ConfigResource.Type`` codes of the config APIs.
 _TOPIC_CONFIGS, _BROKER_CONFIGS, _BROKER_LOGGER_CONFIGS = 2, 4, 8
@@ -39,7 +43,9 @@ class Reassembled:
         answer: Message | Forwarded | None,
         empty: Message,
         key_of: Callable[[Any], Hashable],
+        field: str = "responses",
     ) -> None:
+        self._field = field
         self._keys = keys
         self._refused = refused
         self._answer = answer
@@ -53,7 +59,7 @@ class Reassembled:
         if reply is None and answer is not None:
             return None
         reply = reply if reply is not None else self._empty
-        results: list[Any] = reply.responses  # type: ignore[attr-defined]  # every type here has them
+        results: list[Any] = getattr(reply, self._field)
         forwarded: dict[Hashable, list[Any]] = {}
         for result in results:
             forwarded.setdefault(self._key_of(result), []).append(result)
@@ -63,15 +69,31 @@ class Reassembled:
             merged += [refused] if refused is not None else forwarded.pop(key, [])
         for rest in forwarded.values():
             merged += rest
-        reply.responses = merged  # type: ignore[attr-defined]
+        setattr(reply, self._field, merged)
         return reply
+
+
+#: The forwarded APIs that need one operation on the cluster, or fail whole.
+_CLUSTER_OPERATIONS: dict[int, AclOperation] = {
+    ApiKey.ELECT_LEADERS: AclOperation.ALTER,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
+    ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
+}
 
 
 def handle(ctx: Context, request: Message) -> Message | Forwarded | Reassembled:
     if ctx.state.authorizer is None:
         return forward(ctx, ctx.state.cluster, request)
+    key = ctx.request.api_key
+    if key in _CLUSTER_OPERATIONS:
+        if not allowed(ctx, _CLUSTER_OPERATIONS[key], ResourceType.CLUSTER, CLUSTER_NAME):
+            return ERROR_ANSWERS[key](request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+        return forward(ctx, ctx.state.cluster, request)
     if isinstance(request, messages.DeleteTopicsRequest):
         return _delete_topics(ctx, request)
+    if isinstance(request, messages.CreatePartitionsRequest):
+        return _create_partitions(ctx, request)
     assert isinstance(request, messages.AlterConfigsRequest | messages.IncrementalAlterConfigsRequest)
     return _alter_configs(ctx, request)
 
@@ -109,6 +131,30 @@ def _delete_topics(ctx: Context, request: messages.DeleteTopicsRequest) -> Messa
     empty = messages.DeleteTopicsResponse()
     merged = Reassembled(
         keys, refused, answer, empty, lambda r: r.name if r.name is not None or not by_id else r.topic_id
+    )
+    done = merged.poll(ctx.now_ms)
+    return merged if done is None else done
+
+
+def _create_partitions(
+    ctx: Context, request: messages.CreatePartitionsRequest
+) -> Message | Forwarded | Reassembled:
+    refused: dict[Hashable, Any] = {}
+    for t in request.topics:
+        if not allowed(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):
+            refused[t.name] = messages.CreatePartitionsResponseTopicResult(
+                name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None
+            )
+    if not refused:
+        return forward(ctx, ctx.state.cluster, request)
+    kept = [t for t in request.topics if t.name not in refused]
+    rest = messages.CreatePartitionsRequest(
+        topics=kept, timeout_ms=request.timeout_ms, validate_only=request.validate_only
+    )
+    answer = forward(ctx, ctx.state.cluster, rest) if kept else None
+    keys: list[Hashable] = [t.name for t in request.topics]
+    merged = Reassembled(
+        keys, refused, answer, messages.CreatePartitionsResponse(), lambda r: r.name, field="results"
     )
     done = merged.poll(ctx.now_ms)
     return merged if done is None else done

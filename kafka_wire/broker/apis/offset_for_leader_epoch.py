@@ -9,12 +9,15 @@ Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere), for clients and foll
 UNKNOWN_LEADER_EPOCH; an unknown partition UNKNOWN_TOPIC_OR_PARTITION (NOT_LEADER_OR_FOLLOWER
 for one of the cluster that this node holds no replica of, as Kafka).
 Version notes: ``current_leader_epoch`` from v2, ``replica_id`` from v3.
+Authorization (with an authorizer): CLUSTER_ACTION on the cluster, else DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED per partition).
 """
 
 from __future__ import annotations
 
 from kafka_wire.broker.apis.cluster_facts import missing_replica_error
 from kafka_wire.broker.apis.list_offsets import epoch_error
+from kafka_wire.broker.security.acls import AclOperation
+from kafka_wire.broker.security.checks import cluster_allowed, denied_topics
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     ErrorCode,
@@ -27,13 +30,20 @@ from kafka_wire.messages import (
 
 def handle(ctx: Context, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     state = ctx.state
+    denied = (
+        set()
+        if ctx.state.authorizer is None or cluster_allowed(ctx, AclOperation.CLUSTER_ACTION)
+        else denied_topics(ctx, AclOperation.DESCRIBE, (entry.topic for entry in request.topics))
+    )
     topics = []
     for entry in request.topics:
         partitions = []
         for wanted in entry.partitions:
             result = OffsetForLeaderEpochResponseEpochEndOffset(partition=wanted.partition)
             replica = state.replica(entry.topic, wanted.partition)
-            if replica is None:
+            if entry.topic in denied:  # CLUSTER_ACTION (followers) or DESCRIBE on the topic
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif replica is None:
                 result.error_code = missing_replica_error(state, entry.topic, wanted.partition)
             elif error := epoch_error(wanted.current_leader_epoch, replica.leader_epoch):
                 result.error_code = error

@@ -13,6 +13,7 @@ also ends the producer's pending transactional offset commits there (the group c
 applies or drops them once the marker is replicated).
 Version notes: v0 was removed in Kafka 4.0; v2 adds the transaction version (KIP-1228), which
 changes nothing here.
+Authorization (with an authorizer): CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED per partition); this node's own markers (the loopback) always may.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.partition.purgatory import PendingProduce
+from kafka_wire.broker.security.acls import AclOperation
+from kafka_wire.broker.security.checks import cluster_allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     ErrorCode,
@@ -39,6 +42,7 @@ MARKER_TIMEOUT_MS = 30_000
 def handle(ctx: Context, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse | DelayedMarkers:
     state = ctx.state
     response = WriteTxnMarkersResponse()
+    may = cluster_allowed(ctx, AclOperation.CLUSTER_ACTION)
     waits: list[_Wait] = []
     for marker in request.markers:
         result = WriteTxnMarkersResponseWritableTxnMarkerResult(producer_id=marker.producer_id)
@@ -48,7 +52,9 @@ def handle(ctx: Context, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResp
                 partition = WriteTxnMarkersResponseWritableTxnMarkerPartitionResult(partition_index=index)
                 topic_result.partitions.append(partition)
                 replica = state.replica(topic.name, index)
-                if replica is None:
+                if not may:  # only brokers write markers (CLUSTER_ACTION on the cluster)
+                    partition.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                elif replica is None:
                     partition.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 elif not replica.is_leader:
                     partition.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER

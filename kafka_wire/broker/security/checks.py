@@ -37,8 +37,9 @@ def allowed_for(
 
 
 def allowed(ctx: Context, op: AclOperation, rtype: ResourceType, name: str) -> bool:
-    """Whether the request's connection may do ``op`` on the resource."""
-    return allowed_for(ctx.state, ctx.principal, ctx.client_host, op, rtype, name)
+    """Whether the request's connection may do ``op`` on the resource (the node's own requests
+    to itself always may)."""
+    return ctx.internal or allowed_for(ctx.state, ctx.principal, ctx.client_host, op, rtype, name)
 
 
 def cluster_allowed(ctx: Context, op: AclOperation) -> bool:
@@ -51,7 +52,7 @@ def topic_allowed(ctx: Context, op: AclOperation, topic: str) -> bool:
 
 def denied_topics(ctx: Context, op: AclOperation, names: Iterable[str]) -> set[str]:
     """The topics of ``names`` the connection may not ``op`` (empty without an authorizer)."""
-    if ctx.state.authorizer is None:
+    if ctx.state.authorizer is None or ctx.internal:
         return set()
     return {n for n in names if not topic_allowed(ctx, op, n)}
 

@@ -7,12 +7,26 @@ from kafka_wire.broker.security.acls import AclOperation as Op
 from kafka_wire.broker.security.acls import PatternType as Pt
 from kafka_wire.broker.security.acls import ResourceType as Rt
 from kafka_wire.messages import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
+    CreatePartitionsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsRequestDeleteTopicState,
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsRequestResource,
     DescribeConfigsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsRequestTopicRequest,
+    DescribeTopicPartitionsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     ErrorCode,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -33,6 +47,10 @@ from kafka_wire.messages import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestOffsetForLeaderPartition,
+    OffsetForLeaderEpochRequestOffsetForLeaderTopic,
+    OffsetForLeaderEpochResponse,
 )
 from kafka_wire.records import NewRecord, build_batch
 from tests.broker.engine import Client
@@ -200,3 +218,66 @@ def test_group_apis_need_the_group() -> None:
     assert isinstance(reply.body, ListGroupsResponse) and [g.group_id for g in reply.body.groups] == ["g"]
     reply = login(alice.engine, 3, "bob").request(ListGroupsRequest())
     assert isinstance(reply.body, ListGroupsResponse) and reply.body.groups == []
+
+
+def test_the_other_admin_and_replica_apis() -> None:
+    admin, alice = setup()
+    reply = alice.request(
+        DeleteRecordsRequest(
+            topics=[
+                DeleteRecordsRequestTopic(
+                    name="orders", partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=0)]
+                )
+            ]
+        )
+    )
+    assert (
+        isinstance(reply.body, DeleteRecordsResponse) and reply.body.topics[0].partitions[0].error_code == TAF
+    )
+    reply = alice.request(
+        CreatePartitionsRequest(
+            topics=[CreatePartitionsRequestTopic(name="orders", count=2, assignments=None)]
+        )
+    )
+    assert isinstance(reply.body, CreatePartitionsResponse) and reply.body.results[0].error_code == TAF
+    reply = alice.request(ElectLeadersRequest(election_type=0, topic_partitions=None))
+    assert isinstance(reply.body, ElectLeadersResponse)
+    assert reply.body.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    reply = alice.request(DescribeLogDirsRequest(topics=None))
+    assert isinstance(reply.body, DescribeLogDirsResponse)
+    assert reply.body.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and reply.body.results == []
+    reply = alice.request(
+        DescribeTopicPartitionsRequest(
+            topics=[DescribeTopicPartitionsRequestTopicRequest(name=n) for n in ("orders", "secret")]
+        )
+    )
+    assert isinstance(reply.body, DescribeTopicPartitionsResponse)
+    assert [t.error_code for t in reply.body.topics] == [TAF, TAF]
+    reply = alice.request(
+        OffsetForLeaderEpochRequest(
+            replica_id=-1,
+            topics=[
+                OffsetForLeaderEpochRequestOffsetForLeaderTopic(
+                    topic="orders",
+                    partitions=[
+                        OffsetForLeaderEpochRequestOffsetForLeaderPartition(partition=0, leader_epoch=0)
+                    ],
+                )
+            ],
+        )
+    )
+    assert (
+        isinstance(reply.body, OffsetForLeaderEpochResponse)
+        and reply.body.topics[0].partitions[0].error_code == TAF
+    )
+    create_acls(admin, acl(Rt.TOPIC, "orders", "User:alice", Op.ALL))
+    reply = alice.request(
+        CreatePartitionsRequest(
+            topics=[CreatePartitionsRequestTopic(name="orders", count=2, assignments=None)]
+        )
+    )
+    assert isinstance(reply.body, CreatePartitionsResponse) and reply.body.results[0].error_code == 0
+    reply = alice.request(DescribeTopicPartitionsRequest(topics=[]))
+    assert isinstance(reply.body, DescribeTopicPartitionsResponse)
+    assert [t.name for t in reply.body.topics] == ["orders"]  # listing all: only what it may describe
+    assert reply.body.topics[0].topic_authorized_operations == 0b0000_1101_1111_1000  # ALL on the topic
