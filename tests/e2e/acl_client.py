@@ -49,7 +49,20 @@ def produce(bootstrap: str, user: str, topic: str) -> str | None:
     return outcome[0] if outcome else "NO_REPORT"
 
 
-def consume(bootstrap: str, user: str, topic: str, group: str) -> str:
+def transaction(bootstrap: str, user: str, topic: str, transactional_id: str) -> str | None:
+    """A transaction of one message, committed: None, or the first error's name."""
+    producer = ck.Producer({**config(bootstrap, user), "transactional.id": transactional_id})
+    try:
+        producer.init_transactions(20)
+        producer.begin_transaction()
+        producer.produce(topic, b"in a transaction")
+        producer.commit_transaction(20)
+        return None
+    except ck.KafkaException as exc:
+        return str(exc.args[0].name())
+
+
+def consume(bootstrap: str, user: str, topic: str, group: str, **extra: str) -> str:
     """``"got <value>"`` once a message arrives, else the first error's name."""
     consumer = ck.Consumer(
         {
@@ -57,6 +70,7 @@ def consume(bootstrap: str, user: str, topic: str, group: str) -> str:
             "group.id": group,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            **extra,
         }
     )
     consumer.subscribe([topic])
@@ -176,6 +190,24 @@ def main() -> None:
     seen["alice produces pay-eu (DENY WRITE)"] = produce(bootstrap, "alice", "pay-eu")
     seen["alice consumes orders in g2 (no group ACL)"] = consume(bootstrap, "alice", "orders", "g2")
     seen["alice produces secret"] = produce(bootstrap, "alice", "secret")
+    seen["alice consumes orders in g2 (consumer protocol, no group ACL)"] = consume(
+        bootstrap, "alice", "orders", "g2", **{"group.protocol": "consumer"}
+    )
+    seen["alice transaction as tx-alice"] = transaction(bootstrap, "alice", "orders", "tx-alice")
+    txn_acl = AclBinding(
+        ResourceType.TRANSACTIONAL_ID,
+        "tx-",
+        ResourcePatternType.PREFIXED,
+        alice,
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
+    for f in admin.create_acls([txn_acl]).values():
+        f.result(timeout=30)
+    seen["alice transaction as tx-alice after WRITE on tx-"] = transaction(
+        bootstrap, "alice", "orders", "tx-alice"
+    )
     alice_admin = AdminClient(config(bootstrap, "alice"))  # kept: its futures need it alive
     try:
         for f in alice_admin.create_acls(bindings[:1]).values():

@@ -40,6 +40,9 @@ EXPECTED: dict[str, Any] = {
     "alice produces pay-eu (DENY WRITE)": "TOPIC_AUTHORIZATION_FAILED",
     "alice consumes orders in g2 (no group ACL)": "GROUP_AUTHORIZATION_FAILED",
     "alice produces secret": "TOPIC_AUTHORIZATION_FAILED",
+    "alice consumes orders in g2 (consumer protocol, no group ACL)": "GROUP_AUTHORIZATION_FAILED",
+    "alice transaction as tx-alice": "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    "alice transaction as tx-alice after WRITE on tx-": None,
     "alice creates acls": "CLUSTER_AUTHORIZATION_FAILED",
     "deleted by a MATCH filter on pay-eu": ["pay- PREFIXED ALL ALLOW", "pay-eu LITERAL WRITE DENY"],
 }
