@@ -97,7 +97,9 @@ class Authorizer:
         self._source = source
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
-        self._indexed: tuple[int, int] | None = None
+        #: The source and its version the index was built from (the source is held, so that a
+        #: new section is never mistaken for the one indexed).
+        self._indexed: tuple[AclSource | None, int] | None = None
         #: Bindings by resource type: LITERAL ones by name, PREFIXED ones as a list.
         self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
         self._prefixed: dict[ResourceType, list[AclBinding]] = {}
@@ -108,10 +110,10 @@ class Authorizer:
 
     def _index(self) -> None:
         source = self._source()
-        key = (id(source), -1 if source is None else source.version)
-        if key == self._indexed:
+        version = -1 if source is None else source.version
+        if self._indexed is not None and self._indexed[0] is source and self._indexed[1] == version:
             return
-        self._indexed = key
+        self._indexed = (source, version)
         self._literal = {}
         self._prefixed = {}
         for b in () if source is None else source.acls.values():
@@ -177,17 +179,13 @@ class Authorizer:
         )
         if denied_all:
             return False
-        denied_prefixes = [
-            b.resource_name
+        denies = [
+            b
             for b in mine
-            if b.permission_type == AclPermissionType.DENY
-            and b.operation in (AclOperation.ALL, operation)
-            and b.pattern_type == PatternType.PREFIXED
+            if b.permission_type == AclPermissionType.DENY and b.operation in (AclOperation.ALL, operation)
         ]
         for b in mine:
-            if b.permission_type != AclPermissionType.ALLOW:
-                continue
-            if not any(b.resource_name.startswith(p) for p in denied_prefixes):
+            if b.permission_type == AclPermissionType.ALLOW and not any(_covers(d, b) for d in denies):
                 return True
         if not of_type:
             return self.allow_everyone_if_no_acl_found
@@ -201,3 +199,12 @@ class Authorizer:
             if self.authorize(principal, host, op, rtype, name):
                 bits |= 1 << op
         return bits
+
+
+def _covers(deny: AclBinding, allow: AclBinding) -> bool:
+    """Whether ``deny`` denies every resource ``allow`` allows (Kafka's ``authorizeByResourceType``):
+    a PREFIXED deny covers the allows whose name it starts (a PREFIXED allow whose prefix it
+    starts), a LITERAL deny covers the LITERAL allow of the same name."""
+    if deny.pattern_type == PatternType.PREFIXED:
+        return allow.resource_name.startswith(deny.resource_name)
+    return allow.pattern_type == PatternType.LITERAL and allow.resource_name == deny.resource_name

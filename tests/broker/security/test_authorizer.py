@@ -180,3 +180,20 @@ def test_decisions_follow_the_rules(
 def test_a_match_filter_finds_exactly_the_bindings_that_apply(b: AclBinding, name: str) -> None:
     f = AclFilter(b.resource_type, name, PatternType.MATCH, None, None, Op.ANY, AclPermissionType.ANY)
     assert f.matches(b) == _applies(b, b.resource_type, name)
+
+
+def test_authorize_any_weighs_the_denies() -> None:
+    lit = PatternType.LITERAL
+    pre = PatternType.PREFIXED
+    assert not authorizer(topic("t", Op.WRITE), topic("t", Op.WRITE, DENY)).authorize_any(
+        "User:alice", "h", Op.WRITE, Rt.TOPIC
+    )
+    assert authorizer(topic("t", Op.WRITE), topic("u", Op.WRITE, DENY)).authorize_any(
+        "User:alice", "h", Op.WRITE, Rt.TOPIC
+    )
+    assert not authorizer(
+        topic("ab", Op.WRITE, pattern=pre), topic("a", Op.ALL, DENY, pattern=pre)
+    ).authorize_any("User:alice", "h", Op.WRITE, Rt.TOPIC)
+    assert not authorizer(topic("x", Op.WRITE, pattern=lit), topic("*", Op.ALL, DENY)).authorize_any(
+        "User:alice", "h", Op.WRITE, Rt.TOPIC
+    )
