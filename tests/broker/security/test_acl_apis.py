@@ -155,3 +155,33 @@ def test_acls_survive_a_restart() -> None:
         (Rt.TOPIC, "orders", Pt.LITERAL, "User:alice", Op.READ, 3)
     ]
     assert set(USERS) >= {"alice"}
+
+
+def test_the_image_keeps_acls_through_a_snapshot() -> None:
+    import uuid
+
+    from kafka_wire.broker.controller.image import MetadataImage
+    from kafka_wire.broker.controller.records import decode_record, encode_record
+    from kafka_wire.messages import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+
+    image = MetadataImage()
+    records = [
+        AccessControlEntryRecord(
+            id=uuid.UUID(int=i + 2),
+            resource_type=Rt.TOPIC,
+            resource_name=f"t{i}",
+            pattern_type=Pt.LITERAL,
+            principal="User:alice",
+            host="*",
+            operation=Op.READ,
+            permission_type=3,
+        )
+        for i in range(3)
+    ]
+    image.apply_batch(0, [decode_record(encode_record(r)) for r in records])
+    image.apply_batch(1, [RemoveAccessControlEntryRecord(id=uuid.UUID(int=3))])
+    snapshot = [decode_record(encode_record(r)) for r in image.snapshot_records()]
+    again = MetadataImage()
+    again.load_snapshot(1, snapshot)
+    assert [b.resource_name for b in again.acls_image.acls.values()] == ["t0", "t2"]
+    assert again.acls_image.acls == image.acls_image.acls
