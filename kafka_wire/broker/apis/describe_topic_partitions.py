@@ -56,22 +56,21 @@ def handle(ctx: Context, request: DescribeTopicPartitionsRequest) -> DescribeTop
         return _refused(request)
     limit = max(min(DEFAULT_MAX_REQUEST_PARTITION_SIZE_LIMIT, request.response_partition_limit), 1)
     response = DescribeTopicPartitionsResponse()
+    # Those it may not describe: left out of a listing, refused after the others when named.
+    refused = [
+        DescribeTopicPartitionsResponseTopic(
+            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=n, is_internal=is_internal(n)
+        )
+        for n in names
+        if not describe_all and not topic_allowed(ctx, AclOperation.DESCRIBE, n)
+    ]
+    names = [n for n in names if topic_allowed(ctx, AclOperation.DESCRIBE, n)]
     remaining = limit
     for name in names:
         if remaining == 0:  # the limit fell at the end of the previous topic
             response.next_cursor = DescribeTopicPartitionsResponseCursor(topic_name=name, partition_index=0)
             break
         topic = ctx.state.topic_named(name)
-        if not topic_allowed(ctx, AclOperation.DESCRIBE, name):
-            if not describe_all:  # named: refused; listed: left out (Kafka's)
-                response.topics.append(
-                    DescribeTopicPartitionsResponseTopic(
-                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                        name=name,
-                        is_internal=is_internal(name),
-                    )
-                )
-            continue
         if topic is None:
             if not describe_all:
                 response.topics.append(_unknown(name))
@@ -91,6 +90,7 @@ def handle(ctx: Context, request: DescribeTopicPartitionsRequest) -> DescribeTop
             response.next_cursor = DescribeTopicPartitionsResponseCursor(topic_name=name, partition_index=end)
             break
         remaining -= max(end - start, 0)
+    response.topics += refused
     return response
 
 

@@ -223,8 +223,8 @@ def _response(
             for e in wanted
         ]
         if operations:  # Kafka sets them on every topic it names in the answer, error or not
-            for topic in topics:
-                if topic.name is not None:
+            for topic in topics:  # (but one it may not describe)
+                if topic.name is not None and topic.error_code != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
                     topic.topic_authorized_operations = authorized_operations(
                         ctx, ResourceType.TOPIC, topic.name
                     )
