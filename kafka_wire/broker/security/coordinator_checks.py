@@ -113,29 +113,31 @@ def _consumer_group_heartbeat(c: _Checker, version: int, body: Any) -> Gate:
     return Gate(body)
 
 
-#: Per API with topics of partitions: its response class, topic class and partition class.
-_TOPIC_SHAPES: dict[int, tuple[type[Message], Any, Any]] = {
-    ApiKey.OFFSET_COMMIT: (
-        messages.OffsetCommitResponse,
-        messages.OffsetCommitResponseTopic,
-        messages.OffsetCommitResponsePartition,
-    ),
-    ApiKey.TXN_OFFSET_COMMIT: (
-        messages.TxnOffsetCommitResponse,
-        messages.TxnOffsetCommitResponseTopic,
-        messages.TxnOffsetCommitResponsePartition,
-    ),
-    ApiKey.OFFSET_DELETE: (
+def _topic_shapes(api_key: int) -> tuple[type[Message], Any, Any]:
+    """Per API with topics of partitions: its response class, topic class and partition class
+    (looked up when needed: a start loads no message module of an API not asked for)."""
+    if api_key == ApiKey.OFFSET_COMMIT:
+        return (
+            messages.OffsetCommitResponse,
+            messages.OffsetCommitResponseTopic,
+            messages.OffsetCommitResponsePartition,
+        )
+    if api_key == ApiKey.TXN_OFFSET_COMMIT:
+        return (
+            messages.TxnOffsetCommitResponse,
+            messages.TxnOffsetCommitResponseTopic,
+            messages.TxnOffsetCommitResponsePartition,
+        )
+    return (
         messages.OffsetDeleteResponse,
         messages.OffsetDeleteResponseTopic,
         messages.OffsetDeleteResponsePartition,
-    ),
-}
+    )
 
 
 def _topics_split(api_key: int, c: _Checker, body: Any, op: AclOperation) -> Gate:
     """Hand on the topics the connection may ``op``; the others answer TOPIC_AUTHORIZATION_FAILED."""
-    response_class, topic_class, partition_class = _TOPIC_SHAPES[api_key]
+    response_class, topic_class, partition_class = _topic_shapes(api_key)
     kept, refused = [], []
     for t in body.topics:
         if c.ok(op, Rt.TOPIC, c.topic_name(t.name, getattr(t, "topic_id", None))):
