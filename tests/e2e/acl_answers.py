@@ -69,8 +69,8 @@ def reduced(value: Any, path: str = "") -> dict[str, object]:
                 out[where] = field
             elif spec.name in NAMES and isinstance(field, str | type(None)):
                 out[where] = field
-            elif spec.name == "configs":
-                continue  # which configs a topic lists is not authorization's business
+            elif spec.name == "configs":  # which configs a topic has is not authorization's business
+                out[f"{where} is null"] = field is None
             elif isinstance(field, list):
                 out[f"{where}#"] = len(field)
                 for i, item in enumerate(field):

@@ -179,7 +179,12 @@ def main() -> None:
     ]
     for f in admin.create_acls(bindings).values():
         f.result(timeout=30)
-    described = admin.describe_acls(match_all()).result(timeout=30)
+    deadline = time.monotonic() + 30
+    # A Kafka broker loads committed ACLs into its authorizer after CreateAcls is answered:
+    # wait until it describes them all (kafka-wire answers once they are in its image).
+    while len(described := admin.describe_acls(match_all()).result(timeout=30)) < len(bindings):
+        assert time.monotonic() < deadline, f"only {len(described)} ACLs described"
+        time.sleep(0.1)
     seen["acls"] = sorted(
         f"{b.restype.name} {b.name} {b.resource_pattern_type.name} {b.principal} {b.host} {b.operation.name} {b.permission_type.name}"
         for b in described
@@ -205,6 +210,9 @@ def main() -> None:
     )
     for f in admin.create_acls([txn_acl]).values():
         f.result(timeout=30)
+    while len(admin.describe_acls(match_all()).result(timeout=30)) < len(bindings) + 1:
+        assert time.monotonic() < deadline + 60, "the transactional id ACL is not described"
+        time.sleep(0.1)
     seen["alice transaction as tx-alice after WRITE on tx-"] = transaction(
         bootstrap, "alice", "orders", "tx-alice"
     )

@@ -85,6 +85,16 @@ def requests() -> dict[str, tuple[Message, int]]:
             ),
             7,
         ),
+        "create topics it may create": (
+            m.CreateTopicsRequest(
+                topics=[
+                    m.CreateTopicsRequestCreatableTopic(name="alices", num_partitions=1, replication_factor=1)
+                ],
+                timeout_ms=5000,
+                validate_only=True,
+            ),
+            7,
+        ),
         "delete topics": (
             m.DeleteTopicsRequest(
                 topics=[m.DeleteTopicsRequestDeleteTopicState(name=ORDERS)], timeout_ms=5000
@@ -241,6 +251,26 @@ def _finds_coordinator(admin: Session, key_type: int) -> Callable[[], bool | Non
     return found
 
 
+def _describes_grants(admin: Session) -> Callable[[], bool | None]:
+    def described() -> bool | None:
+        answer = admin.request(
+            m.DescribeAclsRequest(
+                resource_type_filter=1,
+                resource_name_filter=None,
+                pattern_type_filter=1,
+                principal_filter="User:alice",
+                host_filter=None,
+                operation=1,
+                permission_type=1,
+            ),
+            3,
+        )
+        assert isinstance(answer, m.DescribeAclsResponse)
+        return sum(len(r.acls) for r in answer.resources) == len(GRANTS) or None
+
+    return described
+
+
 def _normalized(answer: Message) -> Message:
     """What Kafka leaves unordered, sorted (DescribeAcls' resources come from a hash map); the
     internal topics left out of DescribeLogDirs (how many partitions they have is no ACL's doing)."""
@@ -267,6 +297,7 @@ GRANTS = [
     (3, "g", 3),  # GROUP g READ
     (4, "kafka-cluster", 8),  # CLUSTER DESCRIBE
     (5, "t", 8),  # TRANSACTIONAL_ID t DESCRIBE
+    (2, "alices", 5),  # TOPIC alices CREATE (not DESCRIBE_CONFIGS)
 ]
 
 
@@ -306,6 +337,8 @@ def observe(broker: BrokerProcess) -> dict[str, object]:
             )
             assert isinstance(granted, m.CreateAclsResponse), granted
             assert [r.error_code for r in granted.results] == [0] * len(GRANTS)
+            # Kafka's brokers load committed ACLs into their authorizer after the answer
+            wait_until("the ACLs described", _describes_grants(admin), 30.0)
         for name, (body, version) in requests().items():
             alice = Session(address, "alice", USERS["alice"])
             answer = alice.request(body, version)

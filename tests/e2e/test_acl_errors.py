@@ -24,6 +24,7 @@ from kafka_wire.messages import (
     RequestHeader,
 )
 from kafka_wire.protocol.framing import decode_response, encode_request
+from tests.cluster.harness import wait_until
 from tests.e2e.apache_kafka import apache_kafka
 from tests.e2e.brokers import BrokerProcess, kafka_wire
 from tests.e2e.raw import CLIENT_ID, broker_api_versions, exchange
@@ -120,16 +121,32 @@ def ask(broker: BrokerProcess, body: Message, version: int = 3) -> Message | str
     return response
 
 
+def settle(broker: BrokerProcess, count: int) -> None:
+    """Until the broker describes ``count`` ACLs: a Kafka broker loads committed ACLs into its
+    authorizer after answering (kafka-wire answers once they are in its image)."""
+
+    def described() -> bool | None:
+        answer = ask(broker, DescribeAclsRequest(**acl_filter()))  # type: ignore[arg-type]  # keyword fields
+        assert isinstance(answer, DescribeAclsResponse)
+        return sum(len(r.acls) for r in answer.resources) == count or None
+
+    wait_until(f"{count} ACLs described", described, 30.0)
+
+
 def observe(broker: BrokerProcess) -> dict[str, object]:
     seen: dict[str, object] = {}
     batches = {name: [c] for name, c in CREATIONS.items()} | {
         "valid and ANY": [creation(), creation(operation=1)]
     }
+    created = 0
     for name, batch in batches.items():
         answer = ask(broker, CreateAclsRequest(creations=batch))
         seen[f"create {name}"] = (
             answer if isinstance(answer, str) else [(r.error_code, r.error_message) for r in answer.results]  # type: ignore[attr-defined]
         )
+        if isinstance(answer, CreateAclsResponse) and all(r.error_code == 0 for r in answer.results):
+            created += len(answer.results)
+    settle(broker, created)
     for name, f in DESCRIBES.items():
         answer = ask(broker, DescribeAclsRequest(**f))  # type: ignore[arg-type]  # keyword fields
         if isinstance(answer, DescribeAclsResponse):
@@ -154,8 +171,10 @@ def observe(broker: BrokerProcess) -> dict[str, object]:
             else answer
         )
         if isinstance(answer, DeleteAclsResponse) and any(r.matching_acls for r in answer.filter_results):
+            settle(broker, created - sum(len(r.matching_acls) for r in answer.filter_results))
             for c in CREATIONS.values():  # put back what a filter deleted
                 ask(broker, CreateAclsRequest(creations=[c]))
+            settle(broker, created)
             seen[f"after delete {name}"] = sorted(  # the order of the bindings created again
                 (r.resource_name, r.pattern_type)
                 for r in ask(broker, DescribeAclsRequest(**acl_filter())).resources  # type: ignore[arg-type, union-attr]

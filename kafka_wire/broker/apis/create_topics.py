@@ -11,8 +11,9 @@ policy; Kafka's controller would create them). The other topics are forwarded, a
 lists every topic in the request's order. The partitions are opened by the replica manager as the
 metadata reaches it (in slices of the work budget, for a large topic).
 Authorization (with an authorizer): CREATE on the cluster, or else on each topic
-(TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", as Kafka's controller answers); the topic's
-DESCRIBE_CONFIGS is not checked for the configs v5+ returns.
+(TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", as Kafka's controller answers); the configs
+v5+ returns only for a topic it may DESCRIBE_CONFIGS (else ``topic_config_error_code``
+TOPIC_AUTHORIZATION_FAILED).
 Version notes: v5+ returns the topic id, partition count, replication factor and effective configs.
 """
 
@@ -52,7 +53,9 @@ def handle(ctx: Context, request: CreateTopicsRequest) -> Message | Forwarded | 
                     error_message="Authorization failed.",
                 ),
             )
-    if not refused:
+    # Kafka's controller leaves out the configs of a topic the principal may not DESCRIBE_CONFIGS.
+    hidden = denied_topics(ctx, AclOperation.DESCRIBE_CONFIGS, (t.name for t in request.topics))
+    if not refused and not hidden:
         return forward(ctx, ctx.state.cluster, request)
     rest = [t for t in request.topics if t.name not in refused]
     if not rest:
@@ -61,7 +64,7 @@ def handle(ctx: Context, request: CreateTopicsRequest) -> Message | Forwarded | 
         topics=rest, timeout_ms=request.timeout_ms, validate_only=request.validate_only
     )
     answer = forward(ctx, ctx.state.cluster, others)
-    return _Reassembled(request, refused, answer)
+    return _Reassembled(request, refused, answer, hidden)
 
 
 class _Reassembled:
@@ -74,7 +77,9 @@ class _Reassembled:
         request: CreateTopicsRequest,
         refused: dict[str, CreateTopicsResponseCreatableTopicResult],
         answer: Message | Forwarded,
+        hidden: set[str] | None = None,
     ) -> None:
+        self._hidden = hidden or set()
         self._request = request
         self._refused = refused
         self._answer = answer
@@ -87,6 +92,9 @@ class _Reassembled:
         assert isinstance(reply, CreateTopicsResponse)
         forwarded: dict[str, list[CreateTopicsResponseCreatableTopicResult]] = {}
         for result in reply.topics:
+            if result.name in self._hidden and result.error_code == ErrorCode.NONE:
+                result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                result.configs = []
             forwarded.setdefault(result.name, []).append(result)
         topics: list[CreateTopicsResponseCreatableTopicResult] = []
         for name in dict.fromkeys(t.name for t in self._request.topics):  # a name answered once

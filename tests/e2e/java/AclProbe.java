@@ -23,6 +23,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.acl.AccessControlEntry;
 import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.resource.PatternType;
@@ -116,6 +117,14 @@ public final class AclProbe {
                     acl("jpay-", PatternType.PREFIXED, AclOperation.ALL, AclPermissionType.ALLOW),
                     acl("jpay-eu", PatternType.LITERAL, AclOperation.WRITE, AclPermissionType.DENY)))
                     .all().get(30, TimeUnit.SECONDS);
+            // A Kafka broker loads committed ACLs into its authorizer after CreateAcls is answered.
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (su.describeAcls(AclBindingFilter.ANY).values().get(20, TimeUnit.SECONDS).size() < 5) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the ACLs are not described");
+                }
+                Thread.sleep(100);
+            }
             System.out.println("topics-after " + topics(alice));
             System.out.println("produce-jorders " + produce(alice, "jorders"));
             System.out.println("consume-jorders-jg1 " + consume(alice, "jorders", "jg1"));
