@@ -169,6 +169,11 @@ def requests() -> dict[str, tuple[Message, int]]:
             8,
         ),
         "describe groups": (m.DescribeGroupsRequest(groups=["g"], include_authorized_operations=True), 5),
+        "describe groups h": (m.DescribeGroupsRequest(groups=["h"], include_authorized_operations=True), 5),
+        "metadata all operations": (
+            m.MetadataRequest(topics=None, include_topic_authorized_operations=True),
+            12,
+        ),
         "list groups": (m.ListGroupsRequest(), 4),
         "delete groups": (m.DeleteGroupsRequest(groups_names=["g"]), 2),
         "init producer id": (m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4),
@@ -298,6 +303,7 @@ GRANTS = [
     (4, "kafka-cluster", 8),  # CLUSTER DESCRIBE
     (5, "t", 8),  # TRANSACTIONAL_ID t DESCRIBE
     (2, "alices", 5),  # TOPIC alices CREATE (not DESCRIBE_CONFIGS)
+    (3, "h", 2),  # GROUP h ALL
 ]
 
 

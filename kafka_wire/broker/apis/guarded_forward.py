@@ -3,7 +3,7 @@ the rest forwarded (``forward``).
 
 Kafka's controller checks these requests' principal itself; kafka_wire's broker checks before
 forwarding (what reaches the controller carries no principal), with Kafka's answers:
-DeleteTopics needs DELETE on each topic (TOPIC_AUTHORIZATION_FAILED; a topic named by an unknown
+DeleteTopics needs DELETE on the cluster or on each topic (TOPIC_AUTHORIZATION_FAILED; a topic named by an unknown
 id is left to the controller, UNKNOWN_TOPIC_ID); CreatePartitions ALTER on each topic
 (TOPIC_AUTHORIZATION_FAILED); ElectLeaders and AlterPartitionReassignments ALTER on the cluster,
 ListPartitionReassignments and DescribeQuorum DESCRIBE on the cluster (the whole request
@@ -91,6 +91,8 @@ def handle(ctx: Context, request: Message) -> Message | Forwarded | Reassembled:
             return ERROR_ANSWERS[key](request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
         return forward(ctx, ctx.state.cluster, request)
     if isinstance(request, messages.DeleteTopicsRequest):
+        if allowed(ctx, AclOperation.DELETE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return forward(ctx, ctx.state.cluster, request)  # DELETE on the cluster: every topic
         return _delete_topics(ctx, request)
     if isinstance(request, messages.CreatePartitionsRequest):
         return _create_partitions(ctx, request)

@@ -61,7 +61,13 @@ OPERATIONS_OF: Final[dict[ResourceType, tuple[AclOperation, ...]]] = {
         AclOperation.DESCRIBE_CONFIGS,
         AclOperation.ALTER_CONFIGS,
     ),
-    ResourceType.GROUP: (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE),
+    ResourceType.GROUP: (
+        AclOperation.READ,
+        AclOperation.DELETE,
+        AclOperation.DESCRIBE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
     ResourceType.CLUSTER: (
         AclOperation.CREATE,
         AclOperation.ALTER,

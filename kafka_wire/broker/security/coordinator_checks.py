@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_wire import messages
 from kafka_wire.broker.faults import injected_answer
 from kafka_wire.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType, principal_of
+from kafka_wire.broker.security.authorizer import OPERATIONS_OF
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ErrorCode
 
@@ -295,7 +296,7 @@ def _consumer_group_describe(c: _Checker, version: int, body: Any) -> Gate:
 
 def _group_operations(c: _Checker, group: str) -> int:
     bits = 0
-    for op in (Op.READ, Op.DELETE, Op.DESCRIBE):
+    for op in OPERATIONS_OF[Rt.GROUP]:
         if c.ok(op, Rt.GROUP, group):
             bits |= 1 << op
     return bits

@@ -281,3 +281,10 @@ def test_the_other_admin_and_replica_apis() -> None:
     assert isinstance(reply.body, DescribeTopicPartitionsResponse)
     assert [t.name for t in reply.body.topics] == ["orders"]  # listing all: only what it may describe
     assert reply.body.topics[0].topic_authorized_operations == 0b0000_1101_1111_1000  # ALL on the topic
+
+
+def test_delete_on_the_cluster_deletes_any_topic() -> None:
+    admin, alice = setup()
+    create_acls(admin, acl(Rt.CLUSTER, "kafka-cluster", "User:alice", Op.DELETE))
+    reply = alice.request(DeleteTopicsRequest(topics=[DeleteTopicsRequestDeleteTopicState(name="secret")]), 6)
+    assert isinstance(reply.body, DeleteTopicsResponse) and reply.body.responses[0].error_code == 0
