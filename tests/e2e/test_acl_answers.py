@@ -1,7 +1,7 @@
 """What a user without ACLs gets from every API, differential: kafka-wire serve and Apache Kafka
 4.4, both with SASL PLAIN users and the StandardAuthorizer (``super.users=User:admin``), get the
 same requests from ``alice`` at the same versions, first without ACLs, then with a few granted
-(:data:`GRANTS`); each answer is reduced to its error codes, authorized operations, list lengths
+(:data:`ROUNDS`); each answer is reduced to its error codes, authorized operations, list lengths
 and entry names (``acl_answers.reduced``) and both brokers must agree."""
 
 from __future__ import annotations
@@ -256,7 +256,17 @@ def _finds_coordinator(admin: Session, key_type: int) -> Callable[[], bool | Non
     return found
 
 
-def _describes_grants(admin: Session) -> Callable[[], bool | None]:
+def _gets_producer_id(admin: Session, transactional_id: str | None) -> Callable[[], bool | None]:
+    def got() -> bool | None:
+        answer = admin.request(
+            m.InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=60000), 4
+        )
+        return (isinstance(answer, m.InitProducerIdResponse) and answer.error_code == 0) or None
+
+    return got
+
+
+def _describes_grants(admin: Session, count: int) -> Callable[[], bool | None]:
     def described() -> bool | None:
         answer = admin.request(
             m.DescribeAclsRequest(
@@ -271,18 +281,21 @@ def _describes_grants(admin: Session) -> Callable[[], bool | None]:
             3,
         )
         assert isinstance(answer, m.DescribeAclsResponse)
-        return sum(len(r.acls) for r in answer.resources) == len(GRANTS) or None
+        return sum(len(r.acls) for r in answer.resources) == count or None
 
     return described
 
 
 def _normalized(answer: Message) -> Message:
-    """What Kafka leaves unordered, sorted (DescribeAcls' resources come from a hash map); the
+    """What Kafka leaves unordered, sorted (DescribeAcls' resources and ElectLeaders' topics come
+    from hash maps); the
     internal topics left out of DescribeLogDirs (how many partitions they have is no ACL's doing)."""
     if isinstance(answer, m.DescribeAclsResponse):
         answer.resources.sort(key=lambda r: (r.resource_type, r.resource_name, r.pattern_type))
         for r in answer.resources:
             r.acls.sort(key=lambda a: (a.principal, a.host, a.operation, a.permission_type))
+    if isinstance(answer, m.ElectLeadersResponse):
+        answer.replica_election_results.sort(key=lambda r: r.topic)
     if isinstance(answer, m.DescribeLogDirsResponse):
         for result in answer.results:
             result.topics = [t for t in result.topics if not t.name.startswith("__")]
@@ -295,20 +308,26 @@ def _batch() -> bytes:
     return build_batch([NewRecord(key=None, value=b"v")])
 
 
-#: What the super user grants alice before the second round.
-GRANTS = [
-    (2, ORDERS, 3),  # TOPIC orders READ
-    (2, ORDERS, 10),  # TOPIC orders DESCRIBE_CONFIGS
-    (3, "g", 3),  # GROUP g READ
-    (4, "kafka-cluster", 8),  # CLUSTER DESCRIBE
-    (5, "t", 8),  # TRANSACTIONAL_ID t DESCRIBE
-    (2, "alices", 5),  # TOPIC alices CREATE (not DESCRIBE_CONFIGS)
-    (3, "h", 2),  # GROUP h ALL
-]
+#: What the super user grants alice before each round: (resource type, name, operation,
+#: permission), added to what the rounds before granted.
+ROUNDS: dict[str, list[tuple[int, str, int, int]]] = {
+    "without ACLs": [],
+    "with ACLs": [
+        (2, ORDERS, 3, 3),  # TOPIC orders READ
+        (2, ORDERS, 10, 3),  # TOPIC orders DESCRIBE_CONFIGS
+        (3, "g", 3, 3),  # GROUP g READ
+        (4, "kafka-cluster", 8, 3),  # CLUSTER DESCRIBE
+        (5, "t", 8, 3),  # TRANSACTIONAL_ID t DESCRIBE
+        (2, "alices", 5, 3),  # TOPIC alices CREATE (not DESCRIBE_CONFIGS)
+        (3, "h", 2, 3),  # GROUP h ALL
+    ],
+    # everything on the cluster but DELETE (a DENY), and WRITE on the transactional id t
+    "with the cluster": [(4, "kafka-cluster", 2, 3), (4, "kafka-cluster", 6, 2), (5, "t", 4, 3)],
+}
 
 
 def observe(broker: BrokerProcess) -> dict[str, object]:
-    """Every probe as alice without ACLs, then again once the super user granted :data:`GRANTS`."""
+    """Every probe as alice in each of :data:`ROUNDS`, once the super user granted its ACLs."""
     address = (broker.address.host, broker.address.port)
     admin = Session(address, "admin", USERS["admin"])
     created = admin.request(
@@ -321,9 +340,12 @@ def observe(broker: BrokerProcess) -> dict[str, object]:
     assert isinstance(created, m.CreateTopicsResponse) and created.topics[0].error_code == 0, created
     for key_type in (0, 1):  # the coordinators' topics first, so that no answer waits for them
         wait_until("a coordinator", _finds_coordinator(admin, key_type), 60.0)
+    for transactional_id in (None, "warm"):  # and producer ids (Kafka asks its controller for a block)
+        wait_until("a producer id", _gets_producer_id(admin, transactional_id), 60.0)
     seen: dict[str, object] = {}
-    for round_ in ("without ACLs", "with ACLs"):
-        if round_ == "with ACLs":
+    granted_so_far = 0
+    for round_, grants in ROUNDS.items():
+        if grants:
             granted = admin.request(
                 m.CreateAclsRequest(
                     creations=[
@@ -334,17 +356,18 @@ def observe(broker: BrokerProcess) -> dict[str, object]:
                             principal="User:alice",
                             host="*",
                             operation=op,
-                            permission_type=3,
+                            permission_type=permission,
                         )
-                        for rtype, name, op in GRANTS
+                        for rtype, name, op, permission in grants
                     ]
                 ),
                 3,
             )
             assert isinstance(granted, m.CreateAclsResponse), granted
-            assert [r.error_code for r in granted.results] == [0] * len(GRANTS)
+            assert [r.error_code for r in granted.results] == [0] * len(grants)
+            granted_so_far += len(grants)
             # Kafka's brokers load committed ACLs into their authorizer after the answer
-            wait_until("the ACLs described", _describes_grants(admin), 30.0)
+            wait_until("the ACLs described", _describes_grants(admin, granted_so_far), 30.0)
         for name, (body, version) in requests().items():
             alice = Session(address, "alice", USERS["alice"])
             answer = alice.request(body, version)
@@ -369,7 +392,7 @@ def observations(
     yield seen[0], seen[1]
 
 
-@pytest.mark.parametrize("probe", [f"{p} ({r})" for r in ("without ACLs", "with ACLs") for p in requests()])
+@pytest.mark.parametrize("probe", [f"{p} ({r})" for r in ROUNDS for p in requests()])
 def test_a_user_gets_kafkas_answer(
     observations: tuple[dict[str, object], dict[str, object]], probe: str
 ) -> None:
