@@ -137,6 +137,24 @@ def requests() -> dict[str, tuple[Message, int]]:
             ),
             1,
         ),
+        "incremental alter group configs": (
+            m.IncrementalAlterConfigsRequest(
+                resources=[
+                    m.IncrementalAlterConfigsRequestAlterConfigsResource(
+                        resource_type=32,
+                        resource_name=g,
+                        configs=[
+                            m.IncrementalAlterConfigsRequestAlterableConfig(
+                                name="consumer.session.timeout.ms", config_operation=0, value="45000"
+                            )
+                        ],
+                    )
+                    for g in ("g",)  # (READ only: refused in every round)
+                ],
+                validate_only=True,
+            ),
+            1,
+        ),
         "delete records": (
             m.DeleteRecordsRequest(
                 topics=[
@@ -287,13 +305,15 @@ def _describes_grants(admin: Session, count: int) -> Callable[[], bool | None]:
 
 
 def _normalized(answer: Message) -> Message:
-    """What Kafka leaves unordered, sorted (DescribeAcls' resources and ElectLeaders' topics come
-    from hash maps); the
+    """What Kafka leaves unordered, sorted (DescribeAcls' resources, ElectLeaders' and Produce's
+    topics come from hash maps); the
     internal topics left out of DescribeLogDirs (how many partitions they have is no ACL's doing)."""
     if isinstance(answer, m.DescribeAclsResponse):
         answer.resources.sort(key=lambda r: (r.resource_type, r.resource_name, r.pattern_type))
         for r in answer.resources:
             r.acls.sort(key=lambda a: (a.principal, a.host, a.operation, a.permission_type))
+    if isinstance(answer, m.ProduceResponse):
+        answer.responses.sort(key=lambda r: r.name)
     if isinstance(answer, m.ElectLeadersResponse):
         answer.replica_election_results.sort(key=lambda r: r.topic)
     if isinstance(answer, m.DescribeLogDirsResponse):

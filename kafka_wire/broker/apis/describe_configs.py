@@ -8,7 +8,8 @@ topic names get INVALID_TOPIC_EXCEPTION, unknown topics UNKNOWN_TOPIC_OR_PARTITI
 message, as from Kafka), other brokers and broker loggers INVALID_REQUEST. A resource type Kafka does not define fails the whole request (INVALID_REQUEST
 for every resource), as Kafka's request parsing does.
 Authorization (with an authorizer): DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or,
-for a broker or broker logger, on the cluster (CLUSTER_AUTHORIZATION_FAILED), checked first.
+for a broker, broker logger or client metrics, on the cluster (CLUSTER_AUTHORIZATION_FAILED), for
+a group on the group (GROUP_AUTHORIZATION_FAILED), checked first.
 """
 
 from __future__ import annotations
@@ -40,7 +41,11 @@ _STRING = 2
 
 #: The resource types of Kafka's ``ConfigResource.Type`` (TOPIC, BROKER, BROKER_LOGGER,
 #: CLIENT_METRICS, GROUP): another one fails the whole request.
-KNOWN_RESOURCE_TYPES: Final = frozenset({RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, 16, 32})
+#: ``ConfigResource.Type`` CLIENT_METRICS and GROUP.
+_RESOURCE_CLIENT_METRICS, _RESOURCE_GROUP = 16, 32
+KNOWN_RESOURCE_TYPES: Final = frozenset(
+    {RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, _RESOURCE_CLIENT_METRICS, _RESOURCE_GROUP}
+)
 
 
 def handle(ctx: Context, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
@@ -67,9 +72,12 @@ def _refusal(ctx: Context, resource_type: int, name: str) -> ErrorCode | None:
     if resource_type == RESOURCE_TOPIC:
         ok = allowed(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
         return None if ok else ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
+    if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, _RESOURCE_CLIENT_METRICS):
         ok = allowed(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
         return None if ok else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if resource_type == _RESOURCE_GROUP:
+        ok = allowed(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.GROUP, name)
+        return None if ok else ErrorCode.GROUP_AUTHORIZATION_FAILED
     return None
 
 

@@ -9,7 +9,8 @@ id is left to the controller, UNKNOWN_TOPIC_ID); CreatePartitions ALTER on each 
 ListPartitionReassignments and DescribeQuorum DESCRIBE on the cluster (the whole request
 CLUSTER_AUTHORIZATION_FAILED); the config APIs need ALTER_CONFIGS on each
 topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker or broker-logger resource, on the cluster
-(CLUSTER_AUTHORIZATION_FAILED). The answer lists the refused items and the controller's results
+(CLUSTER_AUTHORIZATION_FAILED; client metrics too), and for a group on the group
+(GROUP_AUTHORIZATION_FAILED). The answer lists the refused items and the controller's results
 in the request's order. Without an authorizer, or with nothing refused, the request is forwarded
 as it is.
 """
@@ -29,7 +30,13 @@ from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ErrorCode
 
 #: ``ConfigResource.Type`` codes of the config APIs.
-_TOPIC_CONFIGS, _BROKER_CONFIGS, _BROKER_LOGGER_CONFIGS = 2, 4, 8
+_TOPIC_CONFIGS, _BROKER_CONFIGS, _BROKER_LOGGER_CONFIGS, _CLIENT_METRICS_CONFIGS, _GROUP_CONFIGS = (
+    2,
+    4,
+    8,
+    16,
+    32,
+)
 
 
 class Reassembled:
@@ -206,7 +213,10 @@ def _config_refusal(ctx: Context, resource_type: int, name: str) -> int:
     if resource_type == _TOPIC_CONFIGS:
         ok = allowed(ctx, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name)
         return 0 if ok else ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    if resource_type in (_BROKER_CONFIGS, _BROKER_LOGGER_CONFIGS):
+    if resource_type in (_BROKER_CONFIGS, _BROKER_LOGGER_CONFIGS, _CLIENT_METRICS_CONFIGS):
         ok = allowed(ctx, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
         return 0 if ok else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if resource_type == _GROUP_CONFIGS:
+        ok = allowed(ctx, AclOperation.ALTER_CONFIGS, ResourceType.GROUP, name)
+        return 0 if ok else ErrorCode.GROUP_AUTHORIZATION_FAILED
     return 0
