@@ -72,6 +72,8 @@ _MAX_QUEUED: Final = 64
 #: readable meanwhile is read in the first, its request handled in the second and its answer
 #: written in the third, so it waits for one slice, not one per step.
 _YIELD_ITERATIONS: Final = 4
+#: ``_sleeping_until`` while the timer task is not asleep (it looks at the deadline again anyway).
+_DUE: Final = -1
 #: Kafka's ``socket.listen.backlog.size`` default.
 LISTEN_BACKLOG: Final = 50
 #: File descriptors never given to connections: what storage (one file at a time), zero-copy
@@ -169,6 +171,9 @@ class BrokerServer:
         self._acceptors: list[asyncio.Task[None]] = []
         self._timer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        #: The deadline the timer task sleeps until (None: none, it waits for a wake-up only;
+        #: ``_DUE``: it is not sleeping, it will look again anyway).
+        self._sleeping_until: int | None = _DUE
         self._tasks: set[asyncio.Task[None]] = set()
         #: Per open connection: set while the engine wants it read (cleared by PauseReading).
         self._readable: dict[int, asyncio.Event] = {}
@@ -316,7 +321,9 @@ class BrokerServer:
                 else:
                     if deadline is not None:
                         alarm = loop.call_later((deadline - wall_clock_ms()) / 1000, self._wake.set)
+                    self._sleeping_until = deadline
                     await self._wake.wait()
+                    self._sleeping_until = _DUE
                     if alarm is not None:
                         alarm.cancel()
                         alarm = None
@@ -508,7 +515,17 @@ class BrokerServer:
             elif isinstance(effect, StopBroker):
                 self.failure = effect.reason
                 self.stop_requested.set()
-        self._wake.set()
+        self._nudge()
+
+    def _nudge(self) -> None:
+        """Wake the timer task when the engine's next deadline now comes before the one it sleeps
+        until (a call may bring it forward; a later one is found when the alarm rings)."""
+        sleeping_until = self._sleeping_until
+        if sleeping_until == _DUE or self._wake.is_set():
+            return
+        deadline = self.broker.next_deadline_ms()
+        if deadline is not None and (sleeping_until is None or deadline < sleeping_until):
+            self._wake.set()
 
     def quiet_for(self) -> float:
         """Seconds since the engine was last given something, 0 while it has work in progress (a
