@@ -3,7 +3,7 @@
 It feeds ``Broker`` what arrives and when, hands the storage effects it returns to a worker
 thread that applies them to the data directory and reports their outcome back on the loop
 (``storage_worker.StorageWorker``: the loop never waits for the disk), writes ``Send`` parts
-(file regions with ``sendfile`` where the transport allows), closes connections on
+(file regions with ``sendfile``; on TLS connections copied, read off the loop), closes connections on
 ``CloseConnection``, stops reading a connection between ``PauseReading`` and ``ResumeReading``
 (its bytes wait in the kernel) and stops on ``StopBroker``. One timer task calls ``tick`` at
 ``next_deadline_ms()``. The start waits for the writes of recovery before it listens; the stop
@@ -16,6 +16,11 @@ clients can never make a storage write fail for want of one (logged once, at WAR
 accept that fails for want of descriptors waits a moment instead of logging a traceback.
 ``stop`` is bounded: it stops accepting, lets the engine close every connection and make its logs
 durable, gives writers :data:`STOP_GRACE_S` to flush, then aborts what is left.
+
+A listener started with a :class:`~kafka_wire.adapters.tls.TlsListener` speaks TLS: each
+accepted connection's handshake runs in its own task (one that fails, from garbage or an untrusted
+client certificate, closes that connection only), and the engine is told the connection's
+principal (``ssl.principal.mapping.rules`` applied to the client certificate's subject).
 
 A node of a replicated cluster (``BrokerConfig.cluster``) listens on every listener of
 ``listeners`` (each connection is reported with its listener's name), opens the outbound
@@ -35,20 +40,16 @@ import logging
 import random
 import secrets
 import socket
-import struct
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, Final
 
-try:
-    import resource
-except ImportError:  # not POSIX: no file limit to manage
-    resource = None  # type: ignore[assignment]  # the module or nothing
-
 from kafka_wire.adapters.file_storage import FileStorage
+from kafka_wire.adapters.sockets import RESET, listen, raise_file_limit
 from kafka_wire.adapters.storage_worker import Outcome, StorageWorker
+from kafka_wire.adapters.tls import TlsListener, accept_tls, copy_region
 from kafka_wire.broker.broker import Broker, ClusterNode
 from kafka_wire.broker.cluster_view import Endpoint
 from kafka_wire.broker.config import BrokerConfig
@@ -74,8 +75,6 @@ _MAX_QUEUED: Final = 64
 _YIELD_ITERATIONS: Final = 4
 #: ``_sleeping_until`` while the timer task is not asleep (it looks at the deadline again anyway).
 _DUE: Final = -1
-#: Kafka's ``socket.listen.backlog.size`` default.
-LISTEN_BACKLOG: Final = 50
 #: File descriptors never given to connections: what storage (one file at a time), zero-copy
 #: fetch (regions waiting to be sent) and the accept of a refused connection open at once.
 FD_RESERVE: Final = 64
@@ -91,50 +90,6 @@ _log = logging.getLogger("kafka_wire.adapters.broker_server")
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-#: SO_LINGER on, 0 s: closing sends a reset and frees the socket at once.
-_RESET: Final = struct.pack("ii", 1, 0)
-
-
-def listen(host: str, port: int) -> list[socket.socket]:
-    """Non-blocking listening sockets on every address of ``host`` (``port`` 0: one free port,
-    the same on each)."""
-    listeners: list[socket.socket] = []
-    try:
-        for family, kind, proto, _, address in socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        ):
-            sock = socket.socket(family, kind, proto)
-            listeners.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            if port == 0 and len(listeners) > 1:
-                address = (address[0], listeners[0].getsockname()[1], *address[2:])
-            sock.bind(address)
-            sock.listen(LISTEN_BACKLOG)
-            sock.setblocking(False)
-    except BaseException:
-        for sock in listeners:
-            sock.close()
-        raise
-    return listeners
-
-
-def raise_file_limit() -> int | None:
-    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit; return the limit now in force (None:
-    unlimited or unknown)."""
-    if resource is None:
-        return None
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError):
-            pass  # some systems cap the soft limit lower (macOS: OPEN_MAX); keep what we have
-    return None if soft == resource.RLIM_INFINITY else soft
 
 
 class BrokerServer:
@@ -196,21 +151,26 @@ class BrokerServer:
         self._apply(self.broker.start(wall_clock_ms()))
         await self._storage_idle.wait()
 
-    async def start(self, host: str, port: int) -> int:
-        """Recover the data directory, start listening; returns the bound port (0 when the
-        start failed: ``failure`` says why)."""
+    async def start(self, host: str, port: int, *, tls: TlsListener | None = None) -> int:
+        """Recover the data directory, start listening (over TLS with ``tls``); returns the bound
+        port (0 when the start failed: ``failure`` says why)."""
         await self._start_engine()
         if self.failure is not None:
             return 0
         self._listeners = listen(host, port)
-        self._acceptors = [asyncio.create_task(self._accept(listener)) for listener in self._listeners]
+        self._acceptors = [
+            asyncio.create_task(self._accept(listener, tls=tls)) for listener in self._listeners
+        ]
         self._timer = asyncio.create_task(self._run_timer())
         bound: int = self._listeners[0].getsockname()[1]
         return bound
 
-    async def start_listeners(self, endpoints: Sequence[Endpoint]) -> dict[str, int]:
-        """A cluster node's start: recover, then listen on every endpoint (by listener name);
-        returns the bound port of each (empty when the start failed: ``failure`` says why)."""
+    async def start_listeners(
+        self, endpoints: Sequence[Endpoint], *, tls: Mapping[str, TlsListener] | None = None
+    ) -> dict[str, int]:
+        """A cluster node's start: recover, then listen on every endpoint (by listener name; over
+        TLS for those ``tls`` names); returns the bound port of each (empty when the start
+        failed: ``failure`` says why)."""
         await self._start_engine()
         if self.failure is not None:
             return {}
@@ -221,7 +181,10 @@ class BrokerServer:
                 self._listeners += sockets
                 bound[endpoint.listener] = sockets[0].getsockname()[1]
                 self._acceptors += [
-                    asyncio.create_task(self._accept(sock, endpoint.listener)) for sock in sockets
+                    asyncio.create_task(
+                        self._accept(sock, endpoint.listener, tls=(tls or {}).get(endpoint.listener))
+                    )
+                    for sock in sockets
                 ]
         except BaseException:
             self._close_listeners()
@@ -338,7 +301,9 @@ class BrokerServer:
             if alarm is not None:
                 alarm.cancel()
 
-    async def _accept(self, listener: socket.socket, name: str = "PLAINTEXT") -> None:
+    async def _accept(
+        self, listener: socket.socket, name: str = "PLAINTEXT", *, tls: TlsListener | None = None
+    ) -> None:
         """Accept connections one at a time; refuse at once those that would leave fewer than
         FD_RESERVE descriptors (descriptors are allocated lowest first, so every one below the
         new socket's is in use)."""
@@ -355,10 +320,10 @@ class BrokerServer:
                 continue
             if self._fd_limit is not None and conn.fileno() >= self._fd_limit - FD_RESERVE:
                 self._warn_descriptors()
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
                 conn.close()
                 continue
-            task = asyncio.create_task(self._connected(conn, name))
+            task = asyncio.create_task(self._connected(conn, name, tls))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -372,14 +337,31 @@ class BrokerServer:
                 FD_RESERVE,
             )
 
-    async def _connected(self, conn: socket.socket, listener: str = "PLAINTEXT") -> None:
+    async def _connected(self, conn: socket.socket, listener: str, tls: TlsListener | None) -> None:
+        principal: str | None = ""
+        peer: tuple[object, ...] = ("?",)
         try:
-            reader, writer = await asyncio.open_connection(sock=conn)
+            peer = conn.getpeername()
+            if tls is None:
+                reader, writer = await asyncio.open_connection(sock=conn)
+            else:  # a failed handshake closes this connection only (logged at INFO, as Kafka does)
+                reader, writer, principal = await accept_tls(conn, tls)
         except OSError as exc:
-            _log.debug("accept: %s", exc)
+            if tls is None:
+                _log.debug("accept: %s", exc)
+            else:
+                _log.info("TLS handshake from %s on %s failed: %s", peer[0], tls.settings.listener, exc)
             conn.close()
             return
-        await self._serve(reader, writer, listener)
+        if principal is None:
+            _log.info(
+                "%s: no ssl.principal.mapping.rules rule applies to the client certificate of %s",
+                listener,
+                peer,
+            )
+            writer.transport.abort()
+            return
+        await self._serve(reader, writer, listener, principal=principal)
 
     def _dial(self, effect: OpenConnection) -> None:
         task = asyncio.create_task(self._outbound(effect))
@@ -409,6 +391,7 @@ class BrokerServer:
         listener: str = "PLAINTEXT",
         *,
         conn_id: int | None = None,
+        principal: str = "",
     ) -> None:
         """Run one connection: accepted on ``listener``, or (``conn_id`` given) dialled for the engine."""
         if self._stopping or (self.down and conn_id is None and not self._controller_listener(listener)):
@@ -431,7 +414,7 @@ class BrokerServer:
             else:
                 self._apply(
                     self.broker.connection_opened(
-                        conn_id, wall_clock_ms(), host=str(peer[0]), listener=listener
+                        conn_id, wall_clock_ms(), host=str(peer[0]), listener=listener, principal=principal
                     )
                 )
             # The engine forgets a connection it closes (CloseConnection drops its queue): from
@@ -573,6 +556,8 @@ class BrokerServer:
         self, conn_id: int, writer: asyncio.StreamWriter, queue: asyncio.Queue[list[object] | None]
     ) -> None:
         loop = asyncio.get_running_loop()
+        # TLS encrypts in user space: file regions are copied, not sent by the kernel.
+        tls = writer.get_extra_info("ssl_object") is not None
         try:
             while (parts := await queue.get()) is not None:
                 if writer.transport.is_closing():  # the peer went away: drop what it was sent
@@ -588,7 +573,10 @@ class BrokerServer:
                             if writer.transport.is_closing():
                                 _close_regions(parts[index + 1 :])
                                 break
-                            await loop.sendfile(writer.transport, file, offset, count)
+                            if tls:
+                                await copy_region(writer, file, offset, count)
+                            else:
+                                await loop.sendfile(writer.transport, file, offset, count)
                 await writer.drain()
         except (ConnectionError, OSError) as exc:
             _log.debug("connection %d: %s", conn_id, exc)

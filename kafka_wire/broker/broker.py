@@ -252,17 +252,19 @@ class Broker:
     # -- connections ----------------------------------------------------------------------------
 
     def connection_opened(
-        self, conn_id: int, now_ms: int, *, host: str = "", listener: str = "PLAINTEXT"
+        self, conn_id: int, now_ms: int, *, host: str = "", listener: str = "PLAINTEXT", principal: str = ""
     ) -> list[Effect]:
         """A client connected from ``host`` (its address) to ``listener`` (its name in
-        ``listeners``). Over a connection limit, or after ``shutdown``, the answer is
-        ``CloseConnection``: the engine forgets the connection at once (the driver need not report
-        its close)."""
+        ``listeners``), authenticated by its transport as ``principal`` (the name of Kafka's
+        ``User:`` principal: a TLS client certificate's, mapped by the driver; "" for none).
+        SASL on the connection replaces it. Over a connection limit, or after ``shutdown``, the
+        answer is ``CloseConnection``: the engine forgets the connection at once (the driver need
+        not report its close)."""
         if self._driver.stopped is not None:
             return [CloseConnection(conn_id)]
         self._driver.take_input()
         self._clients.now_ms = now_ms
-        if not self._clients.open(conn_id, host, listener, now_ms):
+        if not self._clients.open(conn_id, host, listener, now_ms, principal=principal):
             return [CloseConnection(conn_id)]
         return []
 

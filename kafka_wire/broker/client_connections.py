@@ -121,14 +121,17 @@ class ClientConnections:
 
     # -- connections ----------------------------------------------------------------------------
 
-    def open(self, conn_id: int, host: str, listener: str, now_ms: int) -> bool:
-        """Whether a connection from ``host`` to ``listener`` is taken (not over a limit)."""
+    def open(self, conn_id: int, host: str, listener: str, now_ms: int, *, principal: str = "") -> bool:
+        """Whether a connection from ``host`` to ``listener`` is taken (not over a limit); it
+        carries ``principal`` until SASL authenticates it."""
         if conn_id in self._conns:
             raise LocalProtocolError(f"connection {conn_id} is already open")
         if self._admission.refuses(host, now_ms):
             return False
         server = ServerConnection(self._server_config_of(listener), sasl=self._sasl, now_ms=now_ms)
-        self._conns[conn_id] = Channel(server, host, listener=listener)
+        self._conns[conn_id] = Channel(server, host, principal=principal, listener=listener)
+        if principal:
+            self._log.info("connection %d from %s: principal User:%s", conn_id, host, principal)
         self.muting.opened(conn_id)
         self._admission.opened(host)
         self._timers.active(conn_id, now_ms)
@@ -229,6 +232,8 @@ class ClientConnections:
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
+                if event.principal != conn.principal:
+                    self._log.info("connection %d: SASL principal User:%s", conn_id, event.principal)
                 conn.principal = event.principal
                 self._timers.session(conn_id, server.next_deadline_ms())
             elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:

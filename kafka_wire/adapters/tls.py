@@ -1,0 +1,291 @@
+"""TLS for the broker's listeners: ``ssl.SSLContext`` from :class:`TlsSettings`, and the principal
+of a client's certificate.
+
+:func:`server_context` reads the files the settings name (PEM through Python's ``ssl``; PKCS12
+through ``cryptography``, converted to PEM for ``ssl``: a private key only ever reaches the disk
+encrypted, with a one-time password, in a private temporary directory removed at once) and sets
+client authentication, protocol versions and cipher suites. :func:`peer_principal` maps the
+subject of the certificate a client presented to the principal its connection carries.
+A file that cannot be read or a key that does not fit raises :class:`TlsConfigError` naming the
+property.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import secrets
+import socket
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
+
+from kafka_wire.broker.config import BrokerConfigError
+from kafka_wire.broker.ssl_principal import principal_name
+from kafka_wire.broker.tls_settings import PROTOCOLS, TlsSettings
+
+#: Kafka's principal for a TLS connection without a client certificate.
+ANONYMOUS: Final = "ANONYMOUS"
+_VERSIONS: Final = {
+    "TLSv1": ssl.TLSVersion.TLSv1,
+    "TLSv1.1": ssl.TLSVersion.TLSv1_1,
+    "TLSv1.2": ssl.TLSVersion.TLSv1_2,
+    "TLSv1.3": ssl.TLSVersion.TLSv1_3,
+}
+_PEM_BLOCK: Final = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
+#: TLS 1.3's suites (IANA and OpenSSL share these names): always on with TLS 1.3.
+_TLS13_SUITES: Final = frozenset(
+    {
+        "TLS_AES_128_GCM_SHA256",
+        "TLS_AES_256_GCM_SHA384",
+        "TLS_CHACHA20_POLY1305_SHA256",
+        "TLS_AES_128_CCM_SHA256",
+    }
+)
+_KEY_EXCHANGES: Final = {
+    "ECDHE_ECDSA": "ECDHE-ECDSA-",
+    "ECDHE_RSA": "ECDHE-RSA-",
+    "DHE_RSA": "DHE-RSA-",
+    "RSA": "",
+}
+_CIPHERS: Final = {
+    "AES_128_GCM": "AES128-GCM",
+    "AES_256_GCM": "AES256-GCM",
+    "AES_128_CBC": "AES128",
+    "AES_256_CBC": "AES256",
+    "CHACHA20_POLY1305": "CHACHA20-POLY1305",
+}
+
+
+#: How long a client may take over its TLS handshake (Kafka bounds it by the idle limit; asyncio's
+#: default is 60 s).
+HANDSHAKE_TIMEOUT_S: Final = 30.0
+#: Bytes of a file region read at once when it is copied into a TLS connection.
+_COPY_CHUNK: Final = 1024 * 1024
+
+
+class TlsConfigError(BrokerConfigError):
+    """A TLS property names a file or a value that cannot be used (``key`` names it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TlsListener:
+    """A TLS listener: its settings and the context built from them."""
+
+    settings: TlsSettings
+    context: ssl.SSLContext
+
+    @classmethod
+    def of(cls, settings: TlsSettings) -> TlsListener:
+        return cls(settings, server_context(settings))
+
+
+async def accept_tls(
+    conn: socket.socket, listener: TlsListener
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, str | None]:
+    """Run the server side of the TLS handshake on an accepted socket; the streams and the
+    connection's principal name (None: no mapping rule applies to the client's certificate: the
+    caller closes it). A failed handshake (garbage, an untrusted or missing certificate under
+    ``ssl.client.auth=required``, a timeout) raises ``OSError`` (``ssl.SSLError`` is one)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    protocol = asyncio.StreamReaderProtocol(reader)
+    transport, _ = await loop.connect_accepted_socket(
+        lambda: protocol, conn, ssl=listener.context, ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S
+    )
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    return reader, writer, peer_principal(writer.get_extra_info("ssl_object"), listener.settings)
+
+
+async def copy_region(writer: asyncio.StreamWriter, file: BinaryIO, offset: int, count: int) -> None:
+    """Send ``count`` bytes of ``file`` from ``offset`` on a TLS connection, where ``sendfile``
+    cannot go (the bytes must be encrypted): read off the loop, a chunk at a time, and written."""
+    fd = file.fileno()
+    while count > 0:
+        chunk = await asyncio.to_thread(os.pread, fd, min(count, _COPY_CHUNK), offset)
+        if not chunk:
+            raise OSError(f"file region ended {count} bytes early")
+        writer.write(chunk)
+        await writer.drain()
+        offset += len(chunk)
+        count -= len(chunk)
+
+
+def server_context(settings: TlsSettings) -> ssl.SSLContext:
+    """The server-side context of a TLS listener."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    _load_keystore(context, settings)
+    if settings.client_auth != "none":
+        context.verify_mode = ssl.CERT_REQUIRED if settings.client_auth == "required" else ssl.CERT_OPTIONAL
+        _load_truststore(context, settings)
+    _set_protocols(context, settings)
+    return context
+
+
+def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None, settings: TlsSettings) -> str | None:
+    """The principal name of a TLS connection: ``ANONYMOUS`` without a client certificate, else
+    what ``ssl.principal.mapping.rules`` make of the certificate's subject (RFC 4514), or None
+    when no rule applies (the connection is then refused)."""
+    der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+    if not der:
+        return ANONYMOUS
+    return principal_name(settings.principal_rules, certificate_subject(der))
+
+
+def certificate_subject(der: bytes) -> str:
+    """A DER certificate's subject as an RFC 4514 distinguished name (``CN=alice,O=Example``)."""
+    return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+
+
+def normalise_pem(text: str) -> str:
+    """PEM text as ``ssl`` reads it: each block's base64 re-wrapped at 64 columns (a properties
+    file's continued lines reach here joined, without their line breaks)."""
+    blocks = []
+    for match in _PEM_BLOCK.finditer(text):
+        body = "".join(match[2].split())
+        lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+        blocks.append("\n".join([f"-----BEGIN {match[1]}-----", *lines, f"-----END {match[1]}-----"]))
+    return "\n".join(blocks) + "\n"
+
+
+def _load_keystore(context: ssl.SSLContext, settings: TlsSettings) -> None:
+    if settings.keystore_type == "PEM":
+        if settings.keystore_location is not None:
+            pem = _read("ssl.keystore.location", settings.keystore_location).decode("ascii", "replace")
+        else:
+            pem = f"{settings.keystore_key}\n{settings.keystore_certificate_chain}"
+        _load_chain(context, "ssl.keystore.location", normalise_pem(pem), settings.key_password)
+        return
+    assert settings.keystore_location is not None  # listener_tls checked
+    data = _read("ssl.keystore.location", settings.keystore_location)
+    key = cert = None
+    others: list[x509.Certificate] = []
+    for password in _passwords(settings.keystore_password, settings.key_password):
+        try:
+            key, cert, others = pkcs12.load_key_and_certificates(data, password)
+            break
+        except ValueError:
+            continue
+    else:
+        raise TlsConfigError(
+            "ssl.keystore.password", f"cannot open the PKCS12 keystore {settings.keystore_location}"
+        )
+    if key is None or cert is None:
+        raise TlsConfigError(
+            "ssl.keystore.location", f"{settings.keystore_location} holds no private key and certificate"
+        )
+    one_time = secrets.token_urlsafe(24)
+    pem_key = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(one_time.encode()),
+    ).decode()
+    chain = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in [cert, *others])
+    _load_chain(context, "ssl.keystore.location", pem_key + chain, one_time)
+
+
+def _load_chain(context: ssl.SSLContext, key: str, pem: str, password: str | None) -> None:
+    """Load a private key and its chain from PEM text (``ssl`` reads them from a file only)."""
+    with tempfile.TemporaryDirectory(prefix="kafka-wire-tls-") as directory:
+        path = Path(directory) / "keystore.pem"
+        path.touch(mode=0o600)
+        path.write_text(pem, encoding="ascii")
+        try:
+            context.load_cert_chain(path, password=password)
+        except ssl.SSLError as exc:
+            raise TlsConfigError(
+                key,
+                f"the private key and certificate chain cannot be loaded (wrong ssl.key.password?): {exc}",
+            ) from None
+
+
+def _load_truststore(context: ssl.SSLContext, settings: TlsSettings) -> None:
+    if settings.truststore_type is None:
+        context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+        return
+    if settings.truststore_certificates is not None:
+        pem = settings.truststore_certificates
+    else:
+        assert settings.truststore_location is not None
+        data = _read("ssl.truststore.location", settings.truststore_location)
+        if settings.truststore_type == "PEM":
+            pem = data.decode("ascii", "replace")
+        else:
+            try:
+                store = pkcs12.load_pkcs12(
+                    data, settings.truststore_password.encode() if settings.truststore_password else None
+                )
+            except ValueError as exc:
+                raise TlsConfigError(
+                    "ssl.truststore.password", f"cannot open the PKCS12 truststore: {exc}"
+                ) from None
+            certs = [c.certificate for c in store.additional_certs] + (
+                [store.cert.certificate] if store.cert else []
+            )
+            pem = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
+    try:
+        context.load_verify_locations(cadata=normalise_pem(pem))
+    except (ssl.SSLError, ValueError) as exc:
+        raise TlsConfigError("ssl.truststore.location", f"no usable certificate: {exc}") from None
+
+
+def _set_protocols(context: ssl.SSLContext, settings: TlsSettings) -> None:
+    versions = settings.protocols
+    low, high = PROTOCOLS.index(versions[0]), PROTOCOLS.index(versions[-1])
+    if len(versions) != high - low + 1:
+        raise TlsConfigError(
+            "ssl.enabled.protocols", f"{','.join(versions)}: the versions must follow one another"
+        )
+    pairs = [(name, _openssl_name(name)) for name in settings.cipher_suites if name not in _TLS13_SUITES]
+    tls12 = [openssl for _, openssl in pairs]
+    if settings.cipher_suites and not tls12:
+        low = max(low, PROTOCOLS.index("TLSv1.3"))  # only TLS 1.3 suites: TLS 1.2 and older off
+        if low > high:
+            raise TlsConfigError(
+                "ssl.cipher.suites", "only TLS 1.3 suites are listed but TLS 1.3 is not enabled"
+            )
+    context.minimum_version = _VERSIONS[PROTOCOLS[low]]
+    context.maximum_version = _VERSIONS[PROTOCOLS[high]]
+    if tls12:
+        try:
+            context.set_ciphers(":".join(tls12))
+        except ssl.SSLError:
+            raise TlsConfigError(
+                "ssl.cipher.suites", f"no suite of {', '.join(settings.cipher_suites)} is available"
+            ) from None
+        offered = {c["name"] for c in context.get_ciphers()}
+        missing = [iana for iana, openssl in pairs if openssl not in offered]
+        if missing:
+            raise TlsConfigError("ssl.cipher.suites", f"unknown or unavailable suite {missing[0]}")
+
+
+def _openssl_name(iana: str) -> str:
+    """OpenSSL's name of a TLS 1.2 suite named as IANA (and Java) do: ``TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256``
+    is ``ECDHE-RSA-AES128-GCM-SHA256``; a name that is not IANA's is passed on as it is."""
+    if not iana.startswith("TLS_") or "_WITH_" not in iana:
+        return iana
+    exchange, _, rest = iana.removeprefix("TLS_").partition("_WITH_")
+    cipher, _, mac = rest.rpartition("_")
+    if exchange not in _KEY_EXCHANGES or cipher not in _CIPHERS:
+        return iana
+    name = _KEY_EXCHANGES[exchange] + _CIPHERS[cipher]
+    return name if cipher == "CHACHA20_POLY1305" else f"{name}-{mac}"
+
+
+def _passwords(*candidates: str | None) -> list[bytes | None]:
+    found: list[bytes | None] = [c.encode() for c in candidates if c]
+    return found or [None]
+
+
+def _read(key: str, location: str) -> bytes:
+    try:
+        return Path(location).read_bytes()
+    except OSError as exc:
+        raise TlsConfigError(key, f"cannot read {location}: {exc.strerror or exc}") from None
