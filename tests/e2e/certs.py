@@ -143,9 +143,13 @@ def _write(
     return Identity(directory / f"{stem}.key", directory / f"{stem}.crt", directory / f"{stem}.pem")
 
 
-def make_pki(directory: Path, clients: tuple[str, ...] = ("alice", "bob")) -> Pki:
-    """Write the test PKI into ``directory`` (see the module docstring). A client ``name`` gets the
-    subject ``CN=<name>,OU=clients,O=kafka-wire tests,C=US``."""
+#: The clients :func:`make_pki` makes by default, with their organisational unit.
+CLIENTS: Final = {"alice": "clients", "bob": "clients", "svc": "services"}
+
+
+def make_pki(directory: Path, clients: dict[str, str] = CLIENTS) -> Pki:
+    """Write the test PKI into ``directory`` (see the module docstring). A client ``name`` with
+    the unit ``unit`` gets the subject ``CN=<name>,OU=<unit>,O=kafka-wire tests,C=US``."""
     directory.mkdir(parents=True, exist_ok=True)
     authority = _authority("kafka-wire test CA")
     ca_cert = authority[1]
@@ -173,8 +177,8 @@ def make_pki(directory: Path, clients: tuple[str, ...] = ("alice", "bob")) -> Pk
         + _pem(ca_cert)
     )
     identities = {}
-    for name in clients:
-        key, cert = _leaf(authority, _name(name, "clients"), server=False)
+    for name, unit in clients.items():
+        key, cert = _leaf(authority, _name(name, unit), server=False)
         identities[name] = _write(directory, name, key, cert, ca_cert)
     other = _authority("somebody else's CA")
     key, cert = _leaf(other, _name("mallory", "clients"), server=False)
