@@ -353,15 +353,15 @@ class BrokerServer:
                 _log.info("TLS handshake from %s on %s failed: %s", peer[0], tls.settings.listener, exc)
             conn.close()
             return
-        if principal is None:
+        if principal is None and tls is not None:
             _log.info(
-                "%s: no ssl.principal.mapping.rules rule applies to the client certificate of %s",
-                listener,
-                peer,
+                "TLS connection from %s on %s refused: no ssl.principal.mapping.rules rule applies to its certificate",
+                peer[0],
+                tls.settings.listener,
             )
             writer.transport.abort()
             return
-        await self._serve(reader, writer, listener, principal=principal)
+        await self._serve(reader, writer, listener, principal=principal or "")
 
     def _dial(self, effect: OpenConnection) -> None:
         task = asyncio.create_task(self._outbound(effect))

@@ -116,13 +116,13 @@ def listener_tls(props: Mapping[str, str], listener: str) -> TlsSettings:
     _, location = get("ssl.keystore.location")
     inline_key_name, inline_key = get("ssl.keystore.key")
     _, inline_chain = get("ssl.keystore.certificate.chain")
-    store = _store_type(key_type, keystore_type or ("PEM" if inline_key else "JKS"))
     if location is None and inline_key is None:
         raise BrokerConfigError(
             "ssl.keystore.location",
             f"listener {listener} uses TLS: set ssl.keystore.location (or ssl.keystore.key and "
             "ssl.keystore.certificate.chain)",
         )
+    store = _store_type(key_type, keystore_type or ("PEM" if inline_key else "JKS"))
     if inline_key is not None or inline_chain is not None:
         if location is not None:
             raise BrokerConfigError(inline_key_name, "set either ssl.keystore.location or the inline key")
