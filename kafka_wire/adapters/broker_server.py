@@ -138,6 +138,8 @@ class BrokerServer:
         self._fd_warned = False
         #: Accepted connections by id, with their listener's name (outbound links are not here).
         self._inbound: dict[int, str] = {}
+        #: The TLS listeners (a cluster node's): the outbound links to them speak TLS.
+        self._tls: Mapping[str, TlsListener] = {}
         #: Down on purpose (:meth:`set_down`): clients' connections are closed as they come.
         self.down = False
         #: Set when the engine stops on its own (its log directory failed), with the reason.
@@ -171,6 +173,7 @@ class BrokerServer:
         """A cluster node's start: recover, then listen on every endpoint (by listener name; over
         TLS for those ``tls`` names); returns the bound port of each (empty when the start
         failed: ``failure`` says why)."""
+        self._tls = tls or {}
         await self._start_engine()
         if self.failure is not None:
             return {}
@@ -182,7 +185,7 @@ class BrokerServer:
                 bound[endpoint.listener] = sockets[0].getsockname()[1]
                 self._acceptors += [
                     asyncio.create_task(
-                        self._accept(sock, endpoint.listener, tls=(tls or {}).get(endpoint.listener))
+                        self._accept(sock, endpoint.listener, tls=self._tls.get(endpoint.listener))
                     )
                     for sock in sockets
                 ]
@@ -372,8 +375,12 @@ class BrokerServer:
     async def _outbound(self, effect: OpenConnection) -> None:
         """Connect to another node for the engine; report the outcome, then run the connection."""
         conn_id = effect.conn_id
+        tls = self._tls.get(effect.listener)
         try:
-            reader, writer = await asyncio.open_connection(effect.host, effect.port)
+            if tls is None:
+                reader, writer = await asyncio.open_connection(effect.host, effect.port)
+            else:
+                reader, writer = await asyncio.open_connection(effect.host, effect.port, ssl=tls.client)
         except (OSError, asyncio.CancelledError) as exc:
             _log.debug("connection %d to %s:%d: %s", conn_id, effect.host, effect.port, exc)
             if self._dialling.pop(conn_id, None) is not None and not self._stopping:

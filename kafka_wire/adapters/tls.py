@@ -77,14 +77,16 @@ class TlsConfigError(BrokerConfigError):
 
 @dataclass(frozen=True, slots=True)
 class TlsListener:
-    """A TLS listener: its settings and the context built from them."""
+    """A TLS listener: its settings, the context that accepts on it and the one that dials
+    another node's listener of the same name (a cluster's inter-broker and controller links)."""
 
     settings: TlsSettings
     context: ssl.SSLContext
+    client: ssl.SSLContext
 
     @classmethod
     def of(cls, settings: TlsSettings) -> TlsListener:
-        return cls(settings, server_context(settings))
+        return cls(settings, server_context(settings), client_context(settings))
 
 
 async def accept_tls(
@@ -125,6 +127,19 @@ def server_context(settings: TlsSettings) -> ssl.SSLContext:
     if settings.client_auth != "none":
         context.verify_mode = ssl.CERT_REQUIRED if settings.client_auth == "required" else ssl.CERT_OPTIONAL
         _load_truststore(context, settings)
+    _set_protocols(context, settings)
+    return context
+
+
+def client_context(settings: TlsSettings) -> ssl.SSLContext:
+    """The client-side context a node dials another's listener with (Kafka uses the listener's
+    ``ssl.*`` settings both ways): the truststore checks the other node's certificate (and its
+    host name, unless ``ssl.endpoint.identification.algorithm`` is empty), the keystore is the
+    client certificate."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = settings.check_hostname
+    _load_keystore(context, settings)
+    _load_truststore(context, settings, ssl.Purpose.SERVER_AUTH)
     _set_protocols(context, settings)
     return context
 
@@ -206,9 +221,11 @@ def _load_chain(context: ssl.SSLContext, key: str, pem: str, password: str | Non
             ) from None
 
 
-def _load_truststore(context: ssl.SSLContext, settings: TlsSettings) -> None:
+def _load_truststore(
+    context: ssl.SSLContext, settings: TlsSettings, purpose: ssl.Purpose = ssl.Purpose.CLIENT_AUTH
+) -> None:
     if settings.truststore_type is None:
-        context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+        context.load_default_certs(purpose)
         return
     if settings.truststore_certificates is not None:
         pem = settings.truststore_certificates

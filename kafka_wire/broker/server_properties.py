@@ -25,7 +25,8 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
   as Kafka checks them (:func:`_cluster`): ``process.roles`` and ``node.id`` set; a controller
   is a voter and listens on the first of ``controller.listener.names``; a broker-only node is no
   voter and opens no controller listener; a controller-only node opens controller listeners
-  only; every listener is opened, all PLAINTEXT. Without voters :attr:`BrokerConfig.cluster` is
+  only; every listener is opened, PLAINTEXT or SSL (the node's links to an SSL listener of
+  another node speak TLS with that listener's ``ssl.*`` settings). Without voters :attr:`BrokerConfig.cluster` is
   None: the node is a cluster of its own (``config.standalone``: broker and controller, the only
   voter, no controller listener), as ``kafka-wire serve`` runs by default (Kafka's stock
   combined-mode file, whose quorum is the node itself through
@@ -360,9 +361,9 @@ def _cluster(
             raise BrokerConfigError(
                 "listener.security.protocol.map", f"no security protocol for listener {name}"
             )
-        if protocol != "PLAINTEXT":
+        if protocol not in ("PLAINTEXT", "SSL"):
             raise BrokerConfigError(
-                "listeners", f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT only"
+                "listeners", f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT and SSL only"
             )
     node_id = config.node_id
     voter_ids = [v.node_id for v in voters]

@@ -58,8 +58,10 @@ SSL_KEYS: Final = (
     "ssl.enabled.protocols",
     "ssl.cipher.suites",
     "ssl.principal.mapping.rules",
+    "ssl.endpoint.identification.algorithm",
 )
 _STORE_TYPES: Final = ("PEM", "PKCS12", "JKS")
+_IDENTIFICATION: Final = "ssl.endpoint.identification.algorithm"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +89,9 @@ class TlsSettings:
     #: ``ssl.cipher.suites`` (IANA names); empty: the TLS library's defaults.
     cipher_suites: tuple[str, ...] = ()
     principal_rules: tuple[PrincipalRule, ...] = field(default_factory=lambda: parse_rules(DEFAULT_RULES))
+    #: ``ssl.endpoint.identification.algorithm`` is ``https`` (the default): a node dialling
+    #: another over this listener checks that the certificate names the host it dialled.
+    check_hostname: bool = True
 
 
 def is_ssl_key(key: str) -> bool:
@@ -163,6 +168,9 @@ def listener_tls(props: Mapping[str, str], listener: str) -> TlsSettings:
         protocols=_protocols(*get("ssl.enabled.protocols")),
         cipher_suites=tuple(_list(get("ssl.cipher.suites")[1])),
         principal_rules=parse_rules(rules or DEFAULT_RULES, rules_key),
+        check_hostname=_identification(
+            *overrides.get(_IDENTIFICATION, (_IDENTIFICATION, props.get(_IDENTIFICATION)))
+        ),
     )
 
 
@@ -185,6 +193,16 @@ def _protocols(key: str, value: str | None) -> tuple[str, ...]:
         if name not in PROTOCOLS:
             raise BrokerConfigError(key, f"unknown protocol {name!r} (known: {', '.join(PROTOCOLS)})")
     return tuple(sorted(set(names), key=PROTOCOLS.index))
+
+
+def _identification(key: str, value: str | None) -> bool:
+    """``ssl.endpoint.identification.algorithm``: unset or ``https`` (Kafka's default) checks
+    host names; set empty, it does not."""
+    if value is None or value.strip().lower() == "https":
+        return True
+    if not value.strip():
+        return False
+    raise BrokerConfigError(key, f"{value!r} is not https or empty")
 
 
 def _list(value: str | None) -> list[str]:

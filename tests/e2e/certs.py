@@ -107,8 +107,11 @@ def _leaf(
         .not_valid_after(now + 30 * _DAY)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
+            # A broker's certificate also authenticates it as a client (a cluster's links).
             x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
+                [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+                if server
+                else [ExtendedKeyUsageOID.CLIENT_AUTH]
             ),
             critical=False,
         )
