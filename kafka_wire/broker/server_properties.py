@@ -363,7 +363,8 @@ def _cluster(
             )
         if protocol not in ("PLAINTEXT", "SSL"):
             raise BrokerConfigError(
-                "listeners", f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT and SSL only"
+                "listeners",
+                f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT and SSL only",
             )
     node_id = config.node_id
     voter_ids = [v.node_id for v in voters]
