@@ -7,18 +7,25 @@ import asyncio
 import logging
 import socket
 import ssl
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
+from kafka_wire import client
+from kafka_wire.adapters import broker_server, tls
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.adapters.broker_server import BrokerServer
+from kafka_wire.adapters.cluster import Cluster
 from kafka_wire.adapters.tls import TlsConfigError, TlsListener, normalise_pem, server_context
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.tls_settings import TlsSettings, listener_tls
-from kafka_wire.messages import MetadataRequest
+from kafka_wire.client import TopicPartition
+from kafka_wire.messages import CreateTopicsRequest, CreateTopicsRequestCreatableTopic, MetadataRequest
+from kafka_wire.records import build_batch
 from tests.e2e.certs import STORE_PASSWORD, Pki, make_pki
 
 RULES = "RULE:^CN=([^,]+),OU=clients,.*$/$1/L"
@@ -239,3 +246,45 @@ def test_a_tls_listener_serves_and_refuses(
         failures
     )  # TLS 1.3: a refused client certificate may fail after the client's handshake
     assert any("no ssl.principal.mapping.rules rule applies" in r.getMessage() for r in caplog.records)
+
+
+def test_the_client_produces_and_fetches_over_tls(
+    pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Cluster(..., ssl=...)``: Produce, then Fetch, whose records leave the data files through
+    the TLS transport (copied: ``sendfile`` cannot encrypt)."""
+    copied: list[int] = []
+
+    async def copy_region(writer: asyncio.StreamWriter, file: BinaryIO, offset: int, count: int) -> None:
+        copied.append(count)
+        await tls.copy_region(writer, file, offset, count)
+
+    monkeypatch.setattr(broker_server, "copy_region", copy_region)
+    tp = TopicPartition("tls-events", 0)
+    values = [b"v%d" % n for n in range(200)]
+    now_ms = int(time.time() * 1000)  # recent: older records would be deleted by retention
+
+    async def main() -> list[bytes | None]:
+        async with (
+            _tls_broker(tmp_path, TlsListener.of(_settings(pki))) as port,
+            Cluster(f"127.0.0.1:{port}", ssl=_client_context(pki, "alice"), timeout_ms=10_000) as cluster,
+        ):
+            created = await (await cluster.any_client()).request(
+                CreateTopicsRequest(
+                    topics=[
+                        CreateTopicsRequestCreatableTopic(
+                            name=tp.topic, num_partitions=1, replication_factor=1
+                        )
+                    ]
+                )
+            )
+            assert created.topics[0].error_code == 0
+            batch = build_batch([(None, v, (), now_ms + n) for n, v in enumerate(values)])
+            assert await client.produce(cluster, {tp: [batch] * 3}) == {tp: 0}
+            got: list[bytes | None] = []
+            async for _, records in client.fetch_range(cluster, tp, 0, 600, max_bytes=1000):
+                got += [r.value for r in records]
+            return got
+
+    assert asyncio.run(main()) == values * 3
+    assert copied and sum(copied) >= 3 * len(build_batch([(None, v, (), 0) for v in values]))
