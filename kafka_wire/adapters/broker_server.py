@@ -44,12 +44,11 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 from kafka_wire.adapters.file_storage import FileStorage
 from kafka_wire.adapters.sockets import RESET, listen, raise_file_limit
 from kafka_wire.adapters.storage_worker import Outcome, StorageWorker
-from kafka_wire.adapters.tls import TlsListener, accept_tls, copy_region
 from kafka_wire.broker.broker import Broker, ClusterNode
 from kafka_wire.broker.cluster_view import Endpoint
 from kafka_wire.broker.config import BrokerConfig
@@ -64,6 +63,9 @@ from kafka_wire.broker.effects import (
     StopBroker,
     StorageEffect,
 )
+
+if TYPE_CHECKING:  # TLS loads with the first TLS listener (ssl, cryptography): not on every start
+    from kafka_wire.adapters.tls import TlsListener
 
 _READ_CHUNK: Final = 256 * 1024
 #: Sends queued on one connection before its reader yields to the writer.
@@ -348,6 +350,8 @@ class BrokerServer:
             if tls is None:
                 reader, writer = await asyncio.open_connection(sock=conn)
             else:  # a failed handshake closes this connection only (logged at INFO, as Kafka does)
+                from kafka_wire.adapters.tls import accept_tls
+
                 reader, writer, principal = await accept_tls(conn, tls)
         except OSError as exc:
             if tls is None:
@@ -564,7 +568,11 @@ class BrokerServer:
     ) -> None:
         loop = asyncio.get_running_loop()
         # TLS encrypts in user space: file regions are copied, not sent by the kernel.
-        tls = writer.get_extra_info("ssl_object") is not None
+        copy_region = None
+        if writer.get_extra_info("ssl_object") is not None:
+            from kafka_wire.adapters import tls
+
+            copy_region = tls.copy_region
         try:
             while (parts := await queue.get()) is not None:
                 if writer.transport.is_closing():  # the peer went away: drop what it was sent
@@ -580,7 +588,7 @@ class BrokerServer:
                             if writer.transport.is_closing():
                                 _close_regions(parts[index + 1 :])
                                 break
-                            if tls:
+                            if copy_region is not None:
                                 await copy_region(writer, file, offset, count)
                             else:
                                 await loop.sendfile(writer.transport, file, offset, count)

@@ -15,12 +15,14 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.adapters.broker_server import BrokerServer
-from kafka_wire.adapters.tls import TlsListener
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.data_dir import DataDirError
+
+if TYPE_CHECKING:
+    from kafka_wire.adapters.tls import TlsListener
 
 #: Where the fault-injection control protocol listens (``--control-port``): loopback only.
 CONTROL_HOST: Final = "127.0.0.1"

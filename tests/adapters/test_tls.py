@@ -16,7 +16,7 @@ from typing import BinaryIO
 import pytest
 
 from kafka_wire import client
-from kafka_wire.adapters import broker_server, tls
+from kafka_wire.adapters import tls
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.adapters.broker_server import BrokerServer
 from kafka_wire.adapters.cluster import Cluster
@@ -255,11 +255,13 @@ def test_the_client_produces_and_fetches_over_tls(
     the TLS transport (copied: ``sendfile`` cannot encrypt)."""
     copied: list[int] = []
 
+    copy = tls.copy_region
+
     async def copy_region(writer: asyncio.StreamWriter, file: BinaryIO, offset: int, count: int) -> None:
         copied.append(count)
-        await tls.copy_region(writer, file, offset, count)
+        await copy(writer, file, offset, count)
 
-    monkeypatch.setattr(broker_server, "copy_region", copy_region)
+    monkeypatch.setattr(tls, "copy_region", copy_region)
     tp = TopicPartition("tls-events", 0)
     values = [b"v%d" % n for n in range(200)]
     now_ms = int(time.time() * 1000)  # recent: older records would be deleted by retention
