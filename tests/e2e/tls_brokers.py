@@ -100,6 +100,8 @@ class TlsKafkaNode(KafkaNode):
     sasl_ssl_port: int = 0
     pki: Pki | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    #: Log each request with its principal (off for benchmarks: it costs Kafka dearly).
+    log_requests: bool = True
 
     @property
     def ssl_address(self) -> Address:
@@ -135,6 +137,8 @@ class TlsKafkaNode(KafkaNode):
 
     def write_config(self) -> None:
         super().write_config()
+        if not self.log_requests:
+            return
         # Each request with its connection's principal (``"principal":"User:..."``).
         (self.workdir / "log4j2.properties").write_text(
             LOG4J2 + "logger.request.name = kafka.request.logger\nlogger.request.level = DEBUG\n"
