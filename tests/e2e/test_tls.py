@@ -15,16 +15,18 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.messages import MetadataRequest
 from kafka_wire.protocol.sasl import ScramClient
-from tests.e2e.brokers import BrokerProcess
+from tests.e2e.brokers import BrokerProcess, kafka_wire_cli
 from tests.e2e.certs import Pki, make_pki
 from tests.e2e.tls_brokers import (
     SCRAM_MECHANISM,
@@ -193,3 +195,37 @@ async def _metadata(address: Address, pki: Pki, client: str | None, *, sasl: boo
     finally:
         await connection.close()
     return sorted(broker.port for broker in response.brokers)
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"ssl.keystore.location": "broker.jks"}, "ssl.keystore.type: JKS"),
+        (
+            {"ssl.keystore.type": "PEM", "ssl.keystore.location": "encrypted", "ssl.key.password": "wrong"},
+            "ssl.keystore.location",
+        ),
+        ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "missing.pem"}, "cannot read"),
+    ],
+    ids=["jks", "wrong key password", "missing keystore"],
+)
+def test_an_unusable_keystore_stops_the_start(
+    pki: Pki, tmp_path: Path, settings: dict[str, str], named: str
+) -> None:
+    """One line on stderr naming the property, exit status 2, no traceback."""
+    if settings.get("ssl.keystore.location") == "encrypted":
+        settings = {**settings, "ssl.keystore.location": str(pki.broker_encrypted_pem)}
+    sets = [
+        arg
+        for key, value in {"listeners": "SSL://127.0.0.1:0", **settings}.items()
+        for arg in ("--set", f"{key}={value}")
+    ]
+    done = subprocess.run(
+        [str(kafka_wire_cli()), "serve", "--data-dir", str(tmp_path / "data"), *sets],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
