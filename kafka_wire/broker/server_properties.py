@@ -138,7 +138,7 @@ def load_server_properties(
     if clustered:
         settings, bind, advertised = _cluster(props, config)
         config = replace(config, cluster=settings)
-        protocols = _protocol_map(props)
+        protocols = dict(settings.security_protocols)
         for endpoint in settings.listeners:
             if protocols.get(endpoint.listener) in TLS_PROTOCOLS:
                 tls[endpoint.listener] = listener_tls(props, endpoint.listener)
@@ -425,6 +425,7 @@ def _cluster(
         inter_broker_listener=inter_broker,
         voters=voters,
         bootstrap_servers=bootstrap,
+        security_protocols=tuple((name, protocols[name]) for name in names),
     )
     broker_bind = next((e for e in bound if e.listener == inter_broker), None)
     broker_told = next((e for e in advertised if e.listener == inter_broker), None)
