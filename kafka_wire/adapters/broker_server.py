@@ -46,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
 
+from kafka_wire.adapters.connection_writer import write_loop
 from kafka_wire.adapters.file_storage import FileStorage
 from kafka_wire.adapters.sockets import RESET, listen, raise_file_limit
 from kafka_wire.adapters.storage_worker import Outcome, StorageWorker
@@ -140,6 +141,9 @@ class BrokerServer:
         self._fd_warned = False
         #: Accepted connections by id, with their listener's name (outbound links are not here).
         self._inbound: dict[int, str] = {}
+        #: TLS connections in their handshake (already reported opened): false once the engine
+        #: closed one meanwhile.
+        self._handshaking: dict[int, bool] = {}
         #: The TLS listeners (a cluster node's): the outbound links to them speak TLS.
         self._tls: Mapping[str, TlsListener] = {}
         #: Down on purpose (:meth:`set_down`): clients' connections are closed as they come.
@@ -343,32 +347,55 @@ class BrokerServer:
             )
 
     async def _connected(self, conn: socket.socket, listener: str, tls: TlsListener | None) -> None:
-        principal: str | None = ""
-        peer: tuple[object, ...] = ("?",)
+        if tls is not None:
+            await self._handshake(conn, listener, tls)
+            return
         try:
-            peer = conn.getpeername()
-            if tls is None:
-                reader, writer = await asyncio.open_connection(sock=conn)
-            else:  # a failed handshake closes this connection only (logged at INFO, as Kafka does)
-                from kafka_wire.adapters.tls import accept_tls
-
-                reader, writer, principal = await accept_tls(conn, tls)
+            reader, writer = await asyncio.open_connection(sock=conn)
         except OSError as exc:
-            if tls is None:
-                _log.debug("accept: %s", exc)
-            else:
-                _log.info("TLS handshake from %s on %s failed: %s", peer[0], tls.settings.listener, exc)
+            _log.debug("accept: %s", exc)
             conn.close()
             return
-        if principal is None and tls is not None:
-            _log.info(
-                "TLS connection from %s on %s refused: no ssl.principal.mapping.rules rule applies to its certificate",
-                peer[0],
-                tls.settings.listener,
-            )
-            writer.transport.abort()
+        await self._serve(reader, writer, listener)
+
+    async def _handshake(self, conn: socket.socket, listener: str, tls: TlsListener) -> None:
+        """A TLS connection: reported to the engine as it is accepted (its limits count it), then
+        its handshake; a failed one (logged at INFO, as Kafka does) closes this connection only.
+        ``_handshaking[conn_id]`` turns false when the engine closes it meanwhile."""
+        from kafka_wire.adapters.tls import accept_tls
+
+        if self._stopping or (self.down and not self._controller_listener(listener)):
+            conn.close()
             return
-        await self._serve(reader, writer, listener, principal=principal or "")
+        try:
+            host = str(conn.getpeername()[0])
+        except OSError:  # gone already
+            conn.close()
+            return
+        conn_id = next(self._ids)
+        self._handshaking[conn_id] = True
+        self._apply(self.broker.connection_opened(conn_id, wall_clock_ms(), host=host, listener=listener))
+        failure, accepted = "", None
+        if self._handshaking[conn_id]:  # not over a limit
+            try:
+                accepted = await accept_tls(conn, tls)
+            except OSError as exc:
+                failure = f"handshake failed: {exc}"
+            else:
+                if accepted[2] is None:
+                    failure = "no ssl.principal.mapping.rules rule applies to its certificate"
+        open_in_engine = self._handshaking.pop(conn_id)
+        if failure:
+            _log.info("TLS connection from %s on %s refused: %s", host, tls.settings.listener, failure)
+        reader, writer, principal = accepted if accepted is not None else (None, None, None)
+        if writer is None or reader is None or principal is None or not open_in_engine:
+            if writer is not None:
+                writer.transport.abort()
+            conn.close()
+            if open_in_engine:
+                self._apply(self.broker.connection_closed(conn_id, wall_clock_ms()))
+            return
+        await self._serve(reader, writer, listener, opened=(conn_id, principal))
 
     def _dial(self, effect: OpenConnection) -> None:
         task = asyncio.create_task(self._outbound(effect))
@@ -402,30 +429,36 @@ class BrokerServer:
         listener: str = "PLAINTEXT",
         *,
         conn_id: int | None = None,
-        principal: str = "",
+        opened: tuple[int, str] | None = None,
     ) -> None:
-        """Run one connection: accepted on ``listener``, or (``conn_id`` given) dialled for the engine."""
+        """Run one connection: accepted on ``listener`` (``opened``: a TLS connection the engine
+        was told of before its handshake, and its principal), or (``conn_id`` given) dialled for
+        the engine."""
         if self._stopping or (self.down and conn_id is None and not self._controller_listener(listener)):
             writer.transport.abort()
+            if opened is not None:
+                self._apply(self.broker.connection_closed(opened[0], wall_clock_ms()))
             return
         outbound = conn_id is not None
         if conn_id is None:
-            conn_id = next(self._ids)
+            conn_id = next(self._ids) if opened is None else opened[0]
             self._inbound[conn_id] = listener
         queue: asyncio.Queue[list[object] | None] = asyncio.Queue()
         self._queues[conn_id] = queue
         readable = self._readable[conn_id] = asyncio.Event()
         readable.set()
         self._writers[conn_id] = writer
-        sender = asyncio.create_task(self._write_loop(conn_id, writer, queue))
+        sender = asyncio.create_task(write_loop(conn_id, writer, queue))
         peer = writer.get_extra_info("peername") or ("", 0)
         try:
             if outbound:
                 self._apply(self.broker.connection_established(conn_id, wall_clock_ms()))
+            elif opened is not None:
+                self._apply(self.broker.connection_authenticated(conn_id, opened[1], wall_clock_ms()))
             else:
                 self._apply(
                     self.broker.connection_opened(
-                        conn_id, wall_clock_ms(), host=str(peer[0]), listener=listener, principal=principal
+                        conn_id, wall_clock_ms(), host=str(peer[0]), listener=listener
                     )
                 )
             # The engine forgets a connection it closes (CloseConnection drops its queue): from
@@ -497,6 +530,8 @@ class BrokerServer:
                 if not self._stopping:
                     self._dial(effect)
             elif isinstance(effect, CloseConnection):
+                if effect.conn_id in self._handshaking:  # closed before its TLS handshake is done
+                    self._handshaking[effect.conn_id] = False
                 dialling = self._dialling.pop(effect.conn_id, None)
                 if dialling is not None:  # given up before it connected
                     dialling.cancel()
@@ -562,46 +597,3 @@ class BrokerServer:
             return (self.worker.open_region(region, self._reported), region.position, region.size)
         except OSError:
             return b""  # gone already: the client's CRC check or a short frame ends its connection
-
-    async def _write_loop(
-        self, conn_id: int, writer: asyncio.StreamWriter, queue: asyncio.Queue[list[object] | None]
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        # TLS encrypts in user space: file regions are copied, not sent by the kernel.
-        copy_region = None
-        if writer.get_extra_info("ssl_object") is not None:
-            from kafka_wire.adapters import tls
-
-            copy_region = tls.copy_region
-        try:
-            while (parts := await queue.get()) is not None:
-                if writer.transport.is_closing():  # the peer went away: drop what it was sent
-                    _close_regions(parts)
-                    continue
-                for index, part in enumerate(parts):
-                    if isinstance(part, bytes):
-                        writer.write(part)
-                    elif isinstance(part, tuple):
-                        file, offset, count = part
-                        with file:
-                            await writer.drain()
-                            if writer.transport.is_closing():
-                                _close_regions(parts[index + 1 :])
-                                break
-                            if copy_region is not None:
-                                await copy_region(writer, file, offset, count)
-                            else:
-                                await loop.sendfile(writer.transport, file, offset, count)
-                await writer.drain()
-        except (ConnectionError, OSError) as exc:
-            _log.debug("connection %d: %s", conn_id, exc)
-        finally:
-            writer.close()
-            while not queue.empty():  # close files of regions never sent
-                _close_regions(queue.get_nowait() or [])
-
-
-def _close_regions(parts: list[object]) -> None:
-    for part in parts:
-        if isinstance(part, tuple):
-            part[0].close()

@@ -121,17 +121,14 @@ class ClientConnections:
 
     # -- connections ----------------------------------------------------------------------------
 
-    def open(self, conn_id: int, host: str, listener: str, now_ms: int, *, principal: str = "") -> bool:
-        """Whether a connection from ``host`` to ``listener`` is taken (not over a limit); it
-        carries ``principal`` until SASL authenticates it."""
+    def open(self, conn_id: int, host: str, listener: str, now_ms: int) -> bool:
+        """Whether a connection from ``host`` to ``listener`` is taken (not over a limit)."""
         if conn_id in self._conns:
             raise LocalProtocolError(f"connection {conn_id} is already open")
         if self._admission.refuses(host, now_ms):
             return False
         server = ServerConnection(self._server_config_of(listener), sasl=self._sasl, now_ms=now_ms)
-        self._conns[conn_id] = Channel(server, host, principal=principal, listener=listener)
-        if principal:
-            self._log.info("connection %d from %s: principal User:%s", conn_id, host, principal)
+        self._conns[conn_id] = Channel(server, host, listener=listener)
         self.muting.opened(conn_id)
         self._admission.opened(host)
         self._timers.active(conn_id, now_ms)
@@ -146,6 +143,15 @@ class ClientConnections:
                 api_versions=versions, max_frame_bytes=self.config.max_frame_bytes
             )
         return config
+
+    def authenticated(self, conn_id: int, principal: str) -> None:
+        """The connection's transport authenticated it (a TLS handshake): it carries ``principal``
+        until SASL authenticates it. An unknown connection is the driver's misuse."""
+        conn = self._conns.get(conn_id)
+        if conn is None:
+            raise LocalProtocolError(f"no open connection {conn_id}")
+        conn.principal = principal
+        self._log.info("connection %d from %s: principal User:%s", conn_id, conn.host, principal)
 
     def closed(self, conn_id: int) -> bool:
         """The driver reports the connection closed; whether it was open."""

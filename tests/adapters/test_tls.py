@@ -171,11 +171,11 @@ def test_normalise_pem_rewraps_joined_lines(pki: Pki) -> None:
 
 
 @asynccontextmanager
-async def _tls_broker(tmp_path: Path, listener: TlsListener) -> AsyncIterator[int]:
+async def _tls_broker(tmp_path: Path, listener: TlsListener, **config: int) -> AsyncIterator[int]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
-    server = BrokerServer(BrokerConfig(host="127.0.0.1", port=port), tmp_path / "data")
+    server = BrokerServer(BrokerConfig(host="127.0.0.1", port=port, **config), tmp_path / "data")  # type: ignore[arg-type]  # settings by name
     assert await server.start("127.0.0.1", port, tls=listener) == port, server.failure
     try:
         yield port
@@ -241,11 +241,10 @@ def test_a_tls_listener_serves_and_refuses(
     asyncio.run(main())
     principals = [r.getMessage() for r in caplog.records if "principal User:" in r.getMessage()]
     assert principals == ["connection 1 from 127.0.0.1: principal User:alice"]
-    failures = [r.getMessage() for r in caplog.records if "TLS handshake" in r.getMessage()]
-    assert len(failures) >= 3, (
-        failures
-    )  # TLS 1.3: a refused client certificate may fail after the client's handshake
-    assert any("no ssl.principal.mapping.rules rule applies" in r.getMessage() for r in caplog.records)
+    refusals = [r.getMessage() for r in caplog.records if "refused:" in r.getMessage()]
+    assert len(refusals) == 5, refusals
+    assert sum("handshake failed" in line for line in refusals) == 4, refusals
+    assert sum("no ssl.principal.mapping.rules rule applies" in line for line in refusals) == 1, refusals
 
 
 def test_the_client_produces_and_fetches_over_tls(
@@ -290,3 +289,28 @@ def test_the_client_produces_and_fetches_over_tls(
 
     assert asyncio.run(main()) == values * 3
     assert copied and sum(copied) >= 3 * len(build_batch([(None, v, (), 0) for v in values]))
+
+
+def test_a_connection_in_its_handshake_counts_against_the_limits(pki: Pki, tmp_path: Path) -> None:
+    """``max.connections.per.ip=1``: a client that connects and never starts its handshake holds
+    the address's one slot, as in Kafka (counted when accepted); alice is refused meanwhile and
+    served once it is gone."""
+
+    async def main() -> None:
+        async with _tls_broker(tmp_path, TlsListener.of(_settings(pki)), max_connections_per_ip=1) as port:
+            _, silent = await asyncio.open_connection("127.0.0.1", port)
+            await _ends_without_answer(port, _client_context(pki, "alice"), b"")
+            silent.close()
+            deadline = time.monotonic() + 10
+            while True:  # the silent connection's end reaches the broker
+                try:
+                    alice = await KafkaClient.connect(
+                        "127.0.0.1", port, ssl=_client_context(pki, "alice"), timeout_ms=2000
+                    )
+                    break
+                except (OSError, ssl.SSLError, TimeoutError):
+                    assert time.monotonic() < deadline, "alice was never served"
+                    await asyncio.sleep(0.05)
+            await alice.close()
+
+    asyncio.run(main())
