@@ -1,10 +1,8 @@
 """TLS for the broker's listeners: ``ssl.SSLContext`` from :class:`TlsSettings`, and the principal
 of a client's certificate.
 
-:func:`server_context` reads the files the settings name (PEM through Python's ``ssl``; PKCS12
-through ``cryptography``, converted to PEM for ``ssl``: a private key only ever reaches the disk
-encrypted, with a one-time password, in a private temporary directory removed at once) and sets
-client authentication, protocol versions and cipher suites. :func:`peer_principal` maps the
+:func:`server_context` reads the files the settings name (``tls_stores``: PEM, and PKCS12
+through ``cryptography``) and sets client authentication, protocol versions and cipher suites. :func:`peer_principal` maps the
 subject of the certificate a client presented to the principal its connection carries.
 A file that cannot be read or a key that does not fit raises :class:`TlsConfigError` naming the
 property.
@@ -14,19 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
-import secrets
 import socket
 import ssl
-import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO, Final
 
 from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
 
+from kafka_wire.adapters.tls_stores import TlsStoreError, load_keystore, load_truststore
 from kafka_wire.broker.config import BrokerConfigError
 from kafka_wire.broker.ssl_principal import principal_name
 from kafka_wire.broker.tls_settings import PROTOCOLS, TlsSettings
@@ -39,7 +34,6 @@ _VERSIONS: Final = {
     "TLSv1.2": ssl.TLSVersion.TLSv1_2,
     "TLSv1.3": ssl.TLSVersion.TLSv1_3,
 }
-_PEM_BLOCK: Final = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
 #: TLS 1.3's suites (IANA and OpenSSL share these names): always on with TLS 1.3.
 _TLS13_SUITES: Final = frozenset(
     {
@@ -123,10 +117,13 @@ async def copy_region(writer: asyncio.StreamWriter, file: BinaryIO, offset: int,
 def server_context(settings: TlsSettings) -> ssl.SSLContext:
     """The server-side context of a TLS listener."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    _load_keystore(context, settings)
-    if settings.client_auth != "none":
-        context.verify_mode = ssl.CERT_REQUIRED if settings.client_auth == "required" else ssl.CERT_OPTIONAL
-        _load_truststore(context, settings)
+    with _naming_the_property():
+        _keystore(context, settings)
+        if settings.client_auth != "none":
+            context.verify_mode = (
+                ssl.CERT_REQUIRED if settings.client_auth == "required" else ssl.CERT_OPTIONAL
+            )
+            _truststore(context, settings, ssl.Purpose.CLIENT_AUTH)
     _set_protocols(context, settings)
     return context
 
@@ -138,10 +135,43 @@ def client_context(settings: TlsSettings) -> ssl.SSLContext:
     client certificate."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = settings.check_hostname
-    _load_keystore(context, settings)
-    _load_truststore(context, settings, ssl.Purpose.SERVER_AUTH)
+    with _naming_the_property():
+        _keystore(context, settings)
+        _truststore(context, settings, ssl.Purpose.SERVER_AUTH)
     _set_protocols(context, settings)
     return context
+
+
+@contextmanager
+def _naming_the_property() -> Iterator[None]:
+    """A store that cannot be used is a configuration error naming its property."""
+    try:
+        yield
+    except TlsStoreError as exc:
+        raise TlsConfigError(exc.key, exc.reason) from None
+
+
+def _keystore(context: ssl.SSLContext, settings: TlsSettings) -> None:
+    load_keystore(
+        context,
+        kind=settings.keystore_type,
+        location=settings.keystore_location,
+        password=settings.keystore_password,
+        key_password=settings.key_password,
+        key_pem=settings.keystore_key,
+        chain_pem=settings.keystore_certificate_chain,
+    )
+
+
+def _truststore(context: ssl.SSLContext, settings: TlsSettings, purpose: ssl.Purpose) -> None:
+    load_truststore(
+        context,
+        kind=settings.truststore_type,
+        location=settings.truststore_location,
+        password=settings.truststore_password,
+        certificates=settings.truststore_certificates,
+        purpose=purpose,
+    )
 
 
 def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None, settings: TlsSettings) -> str | None:
@@ -157,100 +187,6 @@ def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None, settings: T
 def certificate_subject(der: bytes) -> str:
     """A DER certificate's subject as an RFC 4514 distinguished name (``CN=alice,O=Example``)."""
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
-
-
-def normalise_pem(text: str) -> str:
-    """PEM text as ``ssl`` reads it: each block's base64 re-wrapped at 64 columns (a properties
-    file's continued lines reach here joined, without their line breaks)."""
-    blocks = []
-    for match in _PEM_BLOCK.finditer(text):
-        body = "".join(match[2].split())
-        lines = [body[i : i + 64] for i in range(0, len(body), 64)]
-        blocks.append("\n".join([f"-----BEGIN {match[1]}-----", *lines, f"-----END {match[1]}-----"]))
-    return "\n".join(blocks) + "\n"
-
-
-def _load_keystore(context: ssl.SSLContext, settings: TlsSettings) -> None:
-    if settings.keystore_type == "PEM":
-        if settings.keystore_location is not None:
-            pem = _read("ssl.keystore.location", settings.keystore_location).decode("ascii", "replace")
-        else:
-            pem = f"{settings.keystore_key}\n{settings.keystore_certificate_chain}"
-        _load_chain(context, "ssl.keystore.location", normalise_pem(pem), settings.key_password)
-        return
-    assert settings.keystore_location is not None  # listener_tls checked
-    data = _read("ssl.keystore.location", settings.keystore_location)
-    key = cert = None
-    others: list[x509.Certificate] = []
-    for password in _passwords(settings.keystore_password, settings.key_password):
-        try:
-            key, cert, others = pkcs12.load_key_and_certificates(data, password)
-            break
-        except ValueError:
-            continue
-    else:
-        raise TlsConfigError(
-            "ssl.keystore.password", f"cannot open the PKCS12 keystore {settings.keystore_location}"
-        )
-    if key is None or cert is None:
-        raise TlsConfigError(
-            "ssl.keystore.location", f"{settings.keystore_location} holds no private key and certificate"
-        )
-    one_time = secrets.token_urlsafe(24)
-    pem_key = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(one_time.encode()),
-    ).decode()
-    chain = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in [cert, *others])
-    _load_chain(context, "ssl.keystore.location", pem_key + chain, one_time)
-
-
-def _load_chain(context: ssl.SSLContext, key: str, pem: str, password: str | None) -> None:
-    """Load a private key and its chain from PEM text (``ssl`` reads them from a file only)."""
-    with tempfile.TemporaryDirectory(prefix="kafka-wire-tls-") as directory:
-        path = Path(directory) / "keystore.pem"
-        path.touch(mode=0o600)
-        path.write_text(pem, encoding="ascii")
-        try:
-            context.load_cert_chain(path, password=password)
-        except ssl.SSLError as exc:
-            raise TlsConfigError(
-                key,
-                f"the private key and certificate chain cannot be loaded (wrong ssl.key.password?): {exc}",
-            ) from None
-
-
-def _load_truststore(
-    context: ssl.SSLContext, settings: TlsSettings, purpose: ssl.Purpose = ssl.Purpose.CLIENT_AUTH
-) -> None:
-    if settings.truststore_type is None:
-        context.load_default_certs(purpose)
-        return
-    if settings.truststore_certificates is not None:
-        pem = settings.truststore_certificates
-    else:
-        assert settings.truststore_location is not None
-        data = _read("ssl.truststore.location", settings.truststore_location)
-        if settings.truststore_type == "PEM":
-            pem = data.decode("ascii", "replace")
-        else:
-            try:
-                store = pkcs12.load_pkcs12(
-                    data, settings.truststore_password.encode() if settings.truststore_password else None
-                )
-            except ValueError as exc:
-                raise TlsConfigError(
-                    "ssl.truststore.password", f"cannot open the PKCS12 truststore: {exc}"
-                ) from None
-            certs = [c.certificate for c in store.additional_certs] + (
-                [store.cert.certificate] if store.cert else []
-            )
-            pem = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
-    try:
-        context.load_verify_locations(cadata=normalise_pem(pem))
-    except (ssl.SSLError, ValueError) as exc:
-        raise TlsConfigError("ssl.truststore.location", f"no usable certificate: {exc}") from None
 
 
 def _set_protocols(context: ssl.SSLContext, settings: TlsSettings) -> None:
@@ -294,15 +230,3 @@ def _openssl_name(iana: str) -> str:
         return iana
     name = _KEY_EXCHANGES[exchange] + _CIPHERS[cipher]
     return name if cipher == "CHACHA20_POLY1305" else f"{name}-{mac}"
-
-
-def _passwords(*candidates: str | None) -> list[bytes | None]:
-    found: list[bytes | None] = [c.encode() for c in candidates if c]
-    return found or [None]
-
-
-def _read(key: str, location: str) -> bytes:
-    try:
-        return Path(location).read_bytes()
-    except OSError as exc:
-        raise TlsConfigError(key, f"cannot read {location}: {exc.strerror or exc}") from None

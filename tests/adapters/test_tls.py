@@ -20,7 +20,8 @@ from kafka_wire.adapters import tls
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.adapters.broker_server import BrokerServer
 from kafka_wire.adapters.cluster import Cluster
-from kafka_wire.adapters.tls import TlsConfigError, TlsListener, normalise_pem, server_context
+from kafka_wire.adapters.tls import TlsConfigError, TlsListener, server_context
+from kafka_wire.adapters.tls_stores import normalise_pem
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.tls_settings import TlsSettings, listener_tls
 from kafka_wire.client import TopicPartition
