@@ -24,8 +24,13 @@ from pathlib import Path
 import pytest
 
 from kafka_wire.adapters.asyncio import KafkaClient
-from kafka_wire.messages import MetadataRequest
+from kafka_wire.client import TopicPartition
+from kafka_wire.messages import CreateTopicsRequest, CreateTopicsRequestCreatableTopic, MetadataRequest
 from kafka_wire.protocol.sasl import ScramClient
+from kafka_wire.records import build_batch
+from kafka_wire.spark import live
+from kafka_wire.spark.access import ClusterAccess
+from kafka_wire.spark.ranges import OptionError
 from tests.e2e.brokers import BrokerProcess, kafka_wire_cli
 from tests.e2e.certs import Pki, make_pki
 from tests.e2e.tls_brokers import (
@@ -183,18 +188,88 @@ def test_kafka_wire_client_connects_over_tls(target: TlsTarget, pki: Pki) -> Non
     assert target.sasl_ssl.port in asyncio.run(_metadata(target.sasl_ssl, pki, None, sasl=True))
 
 
-async def _metadata(address: Address, pki: Pki, client: str | None, *, sasl: bool = False) -> list[int]:
-    """The ports of the brokers a Metadata request over TLS names."""
+async def _connect(address: Address, pki: Pki, client: str | None, *, sasl: bool = False) -> KafkaClient:
     user, password = SCRAM_USER
     mechanism = ScramClient(SCRAM_MECHANISM, user, password, secrets.token_urlsafe(18)) if sasl else None
-    connection = await KafkaClient.connect(
+    return await KafkaClient.connect(
         address.host, address.port, ssl=client_context(pki, client), sasl=mechanism, timeout_ms=15_000
     )
+
+
+async def _metadata(address: Address, pki: Pki, client: str | None, *, sasl: bool = False) -> list[int]:
+    """The ports of the brokers a Metadata request over TLS names."""
+    connection = await _connect(address, pki, client, sasl=sasl)
     try:
         response = await connection.request(MetadataRequest(topics=[]))
     finally:
         await connection.close()
     return sorted(broker.port for broker in response.brokers)
+
+
+async def _create_topic(address: Address, pki: Pki, topic: str, *, sasl: bool) -> int:
+    connection = await _connect(address, pki, None if sasl else "alice", sasl=sasl)
+    try:
+        response = await connection.request(
+            CreateTopicsRequest(
+                topics=[
+                    CreateTopicsRequestCreatableTopic(name=topic, num_partitions=1, replication_factor=1)
+                ],
+                timeout_ms=15_000,
+            )
+        )
+    finally:
+        await connection.close()
+    return response.topics[0].error_code
+
+
+@pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
+def test_the_spark_live_mode_writes_and_reads_over_tls(target: TlsTarget, pki: Pki, protocol: str) -> None:
+    """The Spark source's live mode (``kafka_wire.spark.live``, what its tasks call) with Kafka's
+    client options: ``kafka.security.protocol``, ``kafka.ssl.truststore.*``, a PEM keystore for
+    mutual TLS, SCRAM-SHA-512 for SASL_SSL."""
+    sasl = protocol == "SASL_SSL"
+    address = target.sasl_ssl if sasl else target.ssl
+    options = {
+        "kafka.bootstrap.servers": address.bootstrap,
+        "kafka.security.protocol": protocol,
+        "kafka.ssl.truststore.type": "PEM",
+        "kafka.ssl.truststore.location": str(pki.ca),
+    }
+    if sasl:
+        user, password = SCRAM_USER
+        options |= {
+            "kafka.sasl.mechanism": SCRAM_MECHANISM,
+            "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{user}" password="{password}";',
+        }
+    else:
+        options |= {
+            "kafka.ssl.keystore.type": "PEM",
+            "kafka.ssl.keystore.location": str(pki.clients["alice"].pem),
+        }
+    access = ClusterAccess.from_options(options)
+    assert access is not None and access.tls is not None
+    topic = f"tls-spark-{protocol.lower()}"
+    assert asyncio.run(_create_topic(address, pki, topic, sasl=sasl)) == 0
+    tp = TopicPartition(topic, 0)
+    now_ms = int(time.time() * 1000)
+    values = [b"spark-%d" % i for i in range(50)]
+    batch = build_batch([(None, v, (), now_ms + i) for i, v in enumerate(values)])
+    assert live.produce(access, {tp: [batch, batch]}) == {tp: 0}
+    got = [r.value for _, records in live.fetch_range(access, tp, 0, 100) for r in records]
+    assert got == values * 2
+
+
+def test_the_spark_live_mode_refuses_what_it_cannot_read(pki: Pki) -> None:
+    base = {"kafka.bootstrap.servers": "127.0.0.1:9093", "kafka.security.protocol": "SSL"}
+    with pytest.raises(OptionError, match="JKS"):
+        ClusterAccess.from_options({**base, "kafka.ssl.truststore.location": "trust.jks"})
+    with pytest.raises(OptionError, match=r"kafka\.ssl\.truststore\.location"):
+        ClusterAccess.from_options(
+            {**base, "kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": "/none"}
+        )
+    with pytest.raises(OptionError, match=r"kafka\.security\.protocol"):
+        ClusterAccess.from_options({**base, "kafka.security.protocol": "SSLV3"})
 
 
 @pytest.mark.parametrize(
