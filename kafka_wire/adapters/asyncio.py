@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from ssl import SSLContext
 from types import TracebackType
 from typing import Final, Self, TypeVar, cast
 
@@ -73,14 +74,25 @@ class KafkaClient:
         config: ClientConfig | None = None,
         sasl: SaslClientSource | None = None,
         timeout_ms: int = 30_000,
+        ssl: SSLContext | None = None,
+        server_hostname: str | None = None,
     ) -> KafkaClient:
         """Open a connection, run the ApiVersions exchange and SASL (when given), and return.
 
         ``sasl`` may be a factory of mechanisms: the connection then re-authenticates before the
-        session the broker granted ends (KIP-368).
+        session the broker granted ends (KIP-368). With ``ssl`` (a client-side context, e.g.
+        ``ssl.create_default_context(cafile=...)``, with ``load_cert_chain`` for a client
+        certificate) the connection speaks TLS (an ``SSL`` or ``SASL_SSL`` listener); the broker's
+        certificate is checked against ``server_hostname`` (default ``host``) when the context
+        checks host names.
         """
         conn = ClientConnection(config, sasl=sasl, now_ms=_now_ms())
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_ms / 1000)
+        opening = (
+            asyncio.open_connection(host, port)
+            if ssl is None
+            else asyncio.open_connection(host, port, ssl=ssl, server_hostname=server_hostname or host)
+        )
+        reader, writer = await asyncio.wait_for(opening, timeout_ms / 1000)
         client = cls(reader, writer, conn)
         client._write(conn.data_to_send())
         client._arm_timer()

@@ -3,7 +3,7 @@
 It feeds ``Broker`` what arrives and when, hands the storage effects it returns to a worker
 thread that applies them to the data directory and reports their outcome back on the loop
 (``storage_worker.StorageWorker``: the loop never waits for the disk), writes ``Send`` parts
-(file regions with ``sendfile`` where the transport allows), closes connections on
+(file regions with ``sendfile``; on TLS connections copied, read off the loop), closes connections on
 ``CloseConnection``, stops reading a connection between ``PauseReading`` and ``ResumeReading``
 (its bytes wait in the kernel) and stops on ``StopBroker``. One timer task calls ``tick`` at
 ``next_deadline_ms()``. The start waits for the writes of recovery before it listens; the stop
@@ -16,6 +16,11 @@ clients can never make a storage write fail for want of one (logged once, at WAR
 accept that fails for want of descriptors waits a moment instead of logging a traceback.
 ``stop`` is bounded: it stops accepting, lets the engine close every connection and make its logs
 durable, gives writers :data:`STOP_GRACE_S` to flush, then aborts what is left.
+
+A listener started with a :class:`~kafka_wire.adapters.tls.TlsListener` speaks TLS: each
+accepted connection's handshake runs in its own task (one that fails, from garbage or an untrusted
+client certificate, closes that connection only), and the engine is told the connection's
+principal (``ssl.principal.mapping.rules`` applied to the client certificate's subject).
 
 A node of a replicated cluster (``BrokerConfig.cluster``) listens on every listener of
 ``listeners`` (each connection is reported with its listener's name), opens the outbound
@@ -35,19 +40,15 @@ import logging
 import random
 import secrets
 import socket
-import struct
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
-try:
-    import resource
-except ImportError:  # not POSIX: no file limit to manage
-    resource = None  # type: ignore[assignment]  # the module or nothing
-
+from kafka_wire.adapters.connection_writer import write_loop
 from kafka_wire.adapters.file_storage import FileStorage
+from kafka_wire.adapters.sockets import RESET, listen, raise_file_limit
 from kafka_wire.adapters.storage_worker import Outcome, StorageWorker
 from kafka_wire.broker.broker import Broker, ClusterNode
 from kafka_wire.broker.cluster_view import Endpoint
@@ -64,6 +65,9 @@ from kafka_wire.broker.effects import (
     StorageEffect,
 )
 
+if TYPE_CHECKING:  # TLS loads with the first TLS listener (ssl, cryptography): not on every start
+    from kafka_wire.adapters.tls import TlsListener
+
 _READ_CHUNK: Final = 256 * 1024
 #: Sends queued on one connection before its reader yields to the writer.
 _MAX_QUEUED: Final = 64
@@ -72,8 +76,8 @@ _MAX_QUEUED: Final = 64
 #: readable meanwhile is read in the first, its request handled in the second and its answer
 #: written in the third, so it waits for one slice, not one per step.
 _YIELD_ITERATIONS: Final = 4
-#: Kafka's ``socket.listen.backlog.size`` default.
-LISTEN_BACKLOG: Final = 50
+#: ``_sleeping_until`` while the timer task is not asleep (it looks at the deadline again anyway).
+_DUE: Final = -1
 #: File descriptors never given to connections: what storage (one file at a time), zero-copy
 #: fetch (regions waiting to be sent) and the accept of a refused connection open at once.
 FD_RESERVE: Final = 64
@@ -89,50 +93,6 @@ _log = logging.getLogger("kafka_wire.adapters.broker_server")
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-#: SO_LINGER on, 0 s: closing sends a reset and frees the socket at once.
-_RESET: Final = struct.pack("ii", 1, 0)
-
-
-def listen(host: str, port: int) -> list[socket.socket]:
-    """Non-blocking listening sockets on every address of ``host`` (``port`` 0: one free port,
-    the same on each)."""
-    listeners: list[socket.socket] = []
-    try:
-        for family, kind, proto, _, address in socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        ):
-            sock = socket.socket(family, kind, proto)
-            listeners.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            if port == 0 and len(listeners) > 1:
-                address = (address[0], listeners[0].getsockname()[1], *address[2:])
-            sock.bind(address)
-            sock.listen(LISTEN_BACKLOG)
-            sock.setblocking(False)
-    except BaseException:
-        for sock in listeners:
-            sock.close()
-        raise
-    return listeners
-
-
-def raise_file_limit() -> int | None:
-    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit; return the limit now in force (None:
-    unlimited or unknown)."""
-    if resource is None:
-        return None
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError):
-            pass  # some systems cap the soft limit lower (macOS: OPEN_MAX); keep what we have
-    return None if soft == resource.RLIM_INFINITY else soft
 
 
 class BrokerServer:
@@ -169,6 +129,9 @@ class BrokerServer:
         self._acceptors: list[asyncio.Task[None]] = []
         self._timer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        #: The deadline the timer task sleeps until (None: none, it waits for a wake-up only;
+        #: ``_DUE``: it is not sleeping, it will look again anyway).
+        self._sleeping_until: int | None = _DUE
         self._tasks: set[asyncio.Task[None]] = set()
         #: Per open connection: set while the engine wants it read (cleared by PauseReading).
         self._readable: dict[int, asyncio.Event] = {}
@@ -178,6 +141,11 @@ class BrokerServer:
         self._fd_warned = False
         #: Accepted connections by id, with their listener's name (outbound links are not here).
         self._inbound: dict[int, str] = {}
+        #: TLS connections in their handshake (already reported opened): false once the engine
+        #: closed one meanwhile.
+        self._handshaking: dict[int, bool] = {}
+        #: The TLS listeners (a cluster node's): the outbound links to them speak TLS.
+        self._tls: Mapping[str, TlsListener] = {}
         #: Down on purpose (:meth:`set_down`): clients' connections are closed as they come.
         self.down = False
         #: Set when the engine stops on its own (its log directory failed), with the reason.
@@ -191,21 +159,27 @@ class BrokerServer:
         self._apply(self.broker.start(wall_clock_ms()))
         await self._storage_idle.wait()
 
-    async def start(self, host: str, port: int) -> int:
-        """Recover the data directory, start listening; returns the bound port (0 when the
-        start failed: ``failure`` says why)."""
+    async def start(self, host: str, port: int, *, tls: TlsListener | None = None) -> int:
+        """Recover the data directory, start listening (over TLS with ``tls``); returns the bound
+        port (0 when the start failed: ``failure`` says why)."""
         await self._start_engine()
         if self.failure is not None:
             return 0
         self._listeners = listen(host, port)
-        self._acceptors = [asyncio.create_task(self._accept(listener)) for listener in self._listeners]
+        self._acceptors = [
+            asyncio.create_task(self._accept(listener, tls=tls)) for listener in self._listeners
+        ]
         self._timer = asyncio.create_task(self._run_timer())
         bound: int = self._listeners[0].getsockname()[1]
         return bound
 
-    async def start_listeners(self, endpoints: Sequence[Endpoint]) -> dict[str, int]:
-        """A cluster node's start: recover, then listen on every endpoint (by listener name);
-        returns the bound port of each (empty when the start failed: ``failure`` says why)."""
+    async def start_listeners(
+        self, endpoints: Sequence[Endpoint], *, tls: Mapping[str, TlsListener] | None = None
+    ) -> dict[str, int]:
+        """A cluster node's start: recover, then listen on every endpoint (by listener name; over
+        TLS for those ``tls`` names); returns the bound port of each (empty when the start
+        failed: ``failure`` says why)."""
+        self._tls = tls or {}
         await self._start_engine()
         if self.failure is not None:
             return {}
@@ -216,7 +190,10 @@ class BrokerServer:
                 self._listeners += sockets
                 bound[endpoint.listener] = sockets[0].getsockname()[1]
                 self._acceptors += [
-                    asyncio.create_task(self._accept(sock, endpoint.listener)) for sock in sockets
+                    asyncio.create_task(
+                        self._accept(sock, endpoint.listener, tls=self._tls.get(endpoint.listener))
+                    )
+                    for sock in sockets
                 ]
         except BaseException:
             self._close_listeners()
@@ -316,7 +293,9 @@ class BrokerServer:
                 else:
                     if deadline is not None:
                         alarm = loop.call_later((deadline - wall_clock_ms()) / 1000, self._wake.set)
+                    self._sleeping_until = deadline
                     await self._wake.wait()
+                    self._sleeping_until = _DUE
                     if alarm is not None:
                         alarm.cancel()
                         alarm = None
@@ -331,7 +310,9 @@ class BrokerServer:
             if alarm is not None:
                 alarm.cancel()
 
-    async def _accept(self, listener: socket.socket, name: str = "PLAINTEXT") -> None:
+    async def _accept(
+        self, listener: socket.socket, name: str = "PLAINTEXT", *, tls: TlsListener | None = None
+    ) -> None:
         """Accept connections one at a time; refuse at once those that would leave fewer than
         FD_RESERVE descriptors (descriptors are allocated lowest first, so every one below the
         new socket's is in use)."""
@@ -348,10 +329,10 @@ class BrokerServer:
                 continue
             if self._fd_limit is not None and conn.fileno() >= self._fd_limit - FD_RESERVE:
                 self._warn_descriptors()
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
                 conn.close()
                 continue
-            task = asyncio.create_task(self._connected(conn, name))
+            task = asyncio.create_task(self._connected(conn, name, tls))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -365,7 +346,10 @@ class BrokerServer:
                 FD_RESERVE,
             )
 
-    async def _connected(self, conn: socket.socket, listener: str = "PLAINTEXT") -> None:
+    async def _connected(self, conn: socket.socket, listener: str, tls: TlsListener | None) -> None:
+        if tls is not None:
+            await self._handshake(conn, listener, tls)
+            return
         try:
             reader, writer = await asyncio.open_connection(sock=conn)
         except OSError as exc:
@@ -373,6 +357,45 @@ class BrokerServer:
             conn.close()
             return
         await self._serve(reader, writer, listener)
+
+    async def _handshake(self, conn: socket.socket, listener: str, tls: TlsListener) -> None:
+        """A TLS connection: reported to the engine as it is accepted (its limits count it), then
+        its handshake; a failed one (logged at INFO, as Kafka does) closes this connection only.
+        ``_handshaking[conn_id]`` turns false when the engine closes it meanwhile."""
+        from kafka_wire.adapters.tls import accept_tls
+
+        if self._stopping or (self.down and not self._controller_listener(listener)):
+            conn.close()
+            return
+        try:
+            host = str(conn.getpeername()[0])
+        except OSError:  # gone already
+            conn.close()
+            return
+        conn_id = next(self._ids)
+        self._handshaking[conn_id] = True
+        self._apply(self.broker.connection_opened(conn_id, wall_clock_ms(), host=host, listener=listener))
+        failure, accepted = "", None
+        if self._handshaking[conn_id]:  # not over a limit
+            try:
+                accepted = await accept_tls(conn, tls)
+            except OSError as exc:
+                failure = f"handshake failed: {exc}"
+            else:
+                if accepted[2] is None:
+                    failure = "no ssl.principal.mapping.rules rule applies to its certificate"
+        open_in_engine = self._handshaking.pop(conn_id)
+        if failure:
+            _log.info("TLS connection from %s on %s refused: %s", host, tls.settings.listener, failure)
+        reader, writer, principal = accepted if accepted is not None else (None, None, None)
+        if writer is None or reader is None or principal is None or not open_in_engine:
+            if writer is not None:
+                writer.transport.abort()
+            conn.close()
+            if open_in_engine:
+                self._apply(self.broker.connection_closed(conn_id, wall_clock_ms()))
+            return
+        await self._serve(reader, writer, listener, opened=(conn_id, principal))
 
     def _dial(self, effect: OpenConnection) -> None:
         task = asyncio.create_task(self._outbound(effect))
@@ -383,8 +406,12 @@ class BrokerServer:
     async def _outbound(self, effect: OpenConnection) -> None:
         """Connect to another node for the engine; report the outcome, then run the connection."""
         conn_id = effect.conn_id
+        tls = self._tls.get(effect.listener)
         try:
-            reader, writer = await asyncio.open_connection(effect.host, effect.port)
+            if tls is None:
+                reader, writer = await asyncio.open_connection(effect.host, effect.port)
+            else:
+                reader, writer = await asyncio.open_connection(effect.host, effect.port, ssl=tls.client)
         except (OSError, asyncio.CancelledError) as exc:
             _log.debug("connection %d to %s:%d: %s", conn_id, effect.host, effect.port, exc)
             if self._dialling.pop(conn_id, None) is not None and not self._stopping:
@@ -402,25 +429,32 @@ class BrokerServer:
         listener: str = "PLAINTEXT",
         *,
         conn_id: int | None = None,
+        opened: tuple[int, str] | None = None,
     ) -> None:
-        """Run one connection: accepted on ``listener``, or (``conn_id`` given) dialled for the engine."""
+        """Run one connection: accepted on ``listener`` (``opened``: a TLS connection the engine
+        was told of before its handshake, and its principal), or (``conn_id`` given) dialled for
+        the engine."""
         if self._stopping or (self.down and conn_id is None and not self._controller_listener(listener)):
             writer.transport.abort()
+            if opened is not None:
+                self._apply(self.broker.connection_closed(opened[0], wall_clock_ms()))
             return
         outbound = conn_id is not None
         if conn_id is None:
-            conn_id = next(self._ids)
+            conn_id = next(self._ids) if opened is None else opened[0]
             self._inbound[conn_id] = listener
         queue: asyncio.Queue[list[object] | None] = asyncio.Queue()
         self._queues[conn_id] = queue
         readable = self._readable[conn_id] = asyncio.Event()
         readable.set()
         self._writers[conn_id] = writer
-        sender = asyncio.create_task(self._write_loop(conn_id, writer, queue))
+        sender = asyncio.create_task(write_loop(conn_id, writer, queue))
         peer = writer.get_extra_info("peername") or ("", 0)
         try:
             if outbound:
                 self._apply(self.broker.connection_established(conn_id, wall_clock_ms()))
+            elif opened is not None:
+                self._apply(self.broker.connection_authenticated(conn_id, opened[1], wall_clock_ms()))
             else:
                 self._apply(
                     self.broker.connection_opened(
@@ -496,6 +530,8 @@ class BrokerServer:
                 if not self._stopping:
                     self._dial(effect)
             elif isinstance(effect, CloseConnection):
+                if effect.conn_id in self._handshaking:  # closed before its TLS handshake is done
+                    self._handshaking[effect.conn_id] = False
                 dialling = self._dialling.pop(effect.conn_id, None)
                 if dialling is not None:  # given up before it connected
                     dialling.cancel()
@@ -508,7 +544,17 @@ class BrokerServer:
             elif isinstance(effect, StopBroker):
                 self.failure = effect.reason
                 self.stop_requested.set()
-        self._wake.set()
+        self._nudge()
+
+    def _nudge(self) -> None:
+        """Wake the timer task when the engine's next deadline now comes before the one it sleeps
+        until (a call may bring it forward; a later one is found when the alarm rings)."""
+        sleeping_until = self._sleeping_until
+        if sleeping_until == _DUE or self._wake.is_set():
+            return
+        deadline = self.broker.next_deadline_ms()
+        if deadline is not None and (sleeping_until is None or deadline < sleeping_until):
+            self._wake.set()
 
     def quiet_for(self) -> float:
         """Seconds since the engine was last given something, 0 while it has work in progress (a
@@ -551,37 +597,3 @@ class BrokerServer:
             return (self.worker.open_region(region, self._reported), region.position, region.size)
         except OSError:
             return b""  # gone already: the client's CRC check or a short frame ends its connection
-
-    async def _write_loop(
-        self, conn_id: int, writer: asyncio.StreamWriter, queue: asyncio.Queue[list[object] | None]
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while (parts := await queue.get()) is not None:
-                if writer.transport.is_closing():  # the peer went away: drop what it was sent
-                    _close_regions(parts)
-                    continue
-                for index, part in enumerate(parts):
-                    if isinstance(part, bytes):
-                        writer.write(part)
-                    elif isinstance(part, tuple):
-                        file, offset, count = part
-                        with file:
-                            await writer.drain()
-                            if writer.transport.is_closing():
-                                _close_regions(parts[index + 1 :])
-                                break
-                            await loop.sendfile(writer.transport, file, offset, count)
-                await writer.drain()
-        except (ConnectionError, OSError) as exc:
-            _log.debug("connection %d: %s", conn_id, exc)
-        finally:
-            writer.close()
-            while not queue.empty():  # close files of regions never sent
-                _close_regions(queue.get_nowait() or [])
-
-
-def _close_regions(parts: list[object]) -> None:
-    for part in parts:
-        if isinstance(part, tuple):
-            part[0].close()

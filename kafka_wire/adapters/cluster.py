@@ -1,7 +1,7 @@
 """Connections to the brokers of one cluster, its metadata, and the retry rule of every call.
 
 A :class:`Cluster` opens a :class:`kafka_wire.adapters.asyncio.KafkaClient` per broker on first
-use (SASL from a factory, a fresh mechanism per connection), looks partition leaders up with
+use (over TLS with ``ssl``; SASL from a factory, a fresh mechanism per connection), looks partition leaders up with
 Metadata and sends each request to the current leader. On NOT_LEADER_OR_FOLLOWER and the other
 retriable leadership errors a call forgets the leaders, waits a backoff and asks again, until
 ``timeout_ms`` pass without progress (each call that moves forward calls :meth:`progressed`).
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
+from ssl import SSLContext
 
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.client.cluster import (
@@ -33,10 +34,16 @@ class Cluster:
     """Connections to the brokers of one cluster, kept until :meth:`close`."""
 
     def __init__(
-        self, bootstrap: str, *, sasl: SaslFactory | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS
+        self,
+        bootstrap: str,
+        *,
+        sasl: SaslFactory | None = None,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        ssl: SSLContext | None = None,
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap)
         self._sasl = sasl
+        self._ssl = ssl
         self._clients: dict[Address, KafkaClient] = {}
         self.metadata = ClusterMetadata()
         self.timeout_ms = timeout_ms
@@ -57,7 +64,7 @@ class Cluster:
         client = self._clients.get(address)
         if client is None:
             sasl = self._sasl() if self._sasl is not None else None
-            client = self._clients[address] = await KafkaClient.connect(*address, sasl=sasl)
+            client = self._clients[address] = await KafkaClient.connect(*address, sasl=sasl, ssl=self._ssl)
         return client
 
     async def drop(self, address: Address) -> None:

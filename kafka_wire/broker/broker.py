@@ -1,6 +1,7 @@
 """``Broker``: the engine, composed. Connection bytes and time in; effects out.
 
-Inputs: ``start``, ``connection_opened``, ``receive_data``, ``connection_closed``, ``tick`` (at
+Inputs: ``start``, ``connection_opened`` (and ``connection_authenticated`` after a TLS
+handshake), ``receive_data``, ``connection_closed``, ``tick`` (at
 ``next_deadline_ms()``) and ``shutdown``, each with ``now_ms``. Each returns a list of effects: the
 storage effects of the call first (its *batch*), then ``Send`` / ``CloseConnection`` /
 ``PauseReading`` / ``ResumeReading`` that do not depend on them.
@@ -257,13 +258,27 @@ class Broker:
         """A client connected from ``host`` (its address) to ``listener`` (its name in
         ``listeners``). Over a connection limit, or after ``shutdown``, the answer is
         ``CloseConnection``: the engine forgets the connection at once (the driver need not report
-        its close)."""
+        its close). On a TLS listener the driver reports the connection when it is accepted,
+        before its handshake (so that the limits count it), and its principal once the handshake
+        is done (:meth:`connection_authenticated`)."""
         if self._driver.stopped is not None:
             return [CloseConnection(conn_id)]
         self._driver.take_input()
         self._clients.now_ms = now_ms
         if not self._clients.open(conn_id, host, listener, now_ms):
             return [CloseConnection(conn_id)]
+        return []
+
+    def connection_authenticated(self, conn_id: int, principal: str, now_ms: int) -> list[Effect]:
+        """The transport of a client connection authenticated it as ``principal`` (the name of
+        Kafka's ``User:`` principal): its TLS handshake is done, the client certificate's subject
+        mapped by ``ssl.principal.mapping.rules`` (``ANONYMOUS`` without one). SASL on the
+        connection replaces it."""
+        if self._driver.stopped is not None:
+            return [CloseConnection(conn_id)]
+        self._driver.take_input()
+        self._clients.now_ms = now_ms
+        self._clients.authenticated(conn_id, principal)
         return []
 
     def connection_established(self, conn_id: int, now_ms: int) -> list[Effect]:

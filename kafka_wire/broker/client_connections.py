@@ -144,6 +144,15 @@ class ClientConnections:
             )
         return config
 
+    def authenticated(self, conn_id: int, principal: str) -> None:
+        """The connection's transport authenticated it (a TLS handshake): it carries ``principal``
+        until SASL authenticates it. An unknown connection is the driver's misuse."""
+        conn = self._conns.get(conn_id)
+        if conn is None:
+            raise LocalProtocolError(f"no open connection {conn_id}")
+        conn.principal = principal
+        self._log.info("connection %d from %s: principal User:%s", conn_id, conn.host, principal)
+
     def closed(self, conn_id: int) -> bool:
         """The driver reports the connection closed; whether it was open."""
         conn = self._conns.pop(conn_id, None)
@@ -229,6 +238,8 @@ class ClientConnections:
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
+                if event.principal != conn.principal:
+                    self._log.info("connection %d: SASL principal User:%s", conn_id, event.principal)
                 conn.principal = event.principal
                 self._timers.session(conn_id, server.next_deadline_ms())
             elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:

@@ -69,6 +69,9 @@ class ClusterSettings:
     voters: tuple[Voter, ...]
     #: ``controller.quorum.bootstrap.servers`` as (host, port).
     bootstrap_servers: tuple[tuple[str, int], ...] = ()
+    #: Each listener's security protocol (``listener.security.protocol.map``), by name: what
+    #: the broker's registration announces.
+    security_protocols: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_broker(self) -> bool:

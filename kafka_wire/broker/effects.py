@@ -58,6 +58,9 @@ class OpenConnection:
     conn_id: int
     host: str
     port: int
+    #: The listener of the other node it reaches (``listeners``' name): the driver speaks that
+    #: listener's security protocol (TLS for an SSL listener).
+    listener: str = ""
 
 
 @dataclass(frozen=True, slots=True)

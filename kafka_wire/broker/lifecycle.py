@@ -50,8 +50,8 @@ SUPPORTED_FEATURES: Final = (
     ("kraft.version", 0, 1),
     ("transaction.version", 0, 2),
 )
-#: Kafka's ``SecurityProtocol.PLAINTEXT`` id.
-PLAINTEXT_ID: Final = 0
+#: Kafka's ``SecurityProtocol`` ids, by name.
+SECURITY_PROTOCOL_IDS: Final = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 #: The first wait before a failed request is sent again (Kafka's lifecycle manager: 100 ms).
 INITIAL_RETRY_MS: Final = 100
 #: After the first heartbeat answer of a controlled shutdown, the next heartbeat comes this soon
@@ -252,13 +252,18 @@ class BrokerLifecycle:
     # -- requests --------------------------------------------------------------------------------
 
     def _registration(self) -> BrokerRegistrationRequest:
+        cluster = self._config.cluster
+        protocols = dict(cluster.security_protocols) if cluster is not None else {}
         return messages.BrokerRegistrationRequest(
             broker_id=self._config.node_id,
             cluster_id=self._cluster_id,
             incarnation_id=self.incarnation_id,
             listeners=[
                 messages.BrokerRegistrationRequestListener(
-                    name=e.listener, host=e.host, port=e.port, security_protocol=PLAINTEXT_ID
+                    name=e.listener,
+                    host=e.host,
+                    port=e.port,
+                    security_protocol=SECURITY_PROTOCOL_IDS[protocols.get(e.listener, "PLAINTEXT")],
                 )
                 for e in self._listeners
             ],

@@ -303,7 +303,7 @@ class PeerLinks:
         link.conn_id = self._next_conn_id
         self._next_conn_id -= 1
         self._by_conn[link.conn_id] = link
-        self._effects.append(OpenConnection(link.conn_id, endpoint.host, endpoint.port))
+        self._effects.append(OpenConnection(link.conn_id, endpoint.host, endpoint.port, link.listener))
 
     def _events(self, link: _Link, now_ms: int) -> None:
         client = link.client

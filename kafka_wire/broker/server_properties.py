@@ -9,7 +9,9 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
 - ``listeners``, ``advertised.listeners``, ``inter.broker.listener.name``,
   ``controller.listener.names``, ``listener.security.protocol.map``: the broker listener is the
   one ``inter.broker.listener.name`` names, else the first that is not a controller listener. It
-  must be PLAINTEXT or SASL_PLAINTEXT (SASL_PLAINTEXT exactly when ``sasl.users.*`` are set).
+  is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (SASL_* exactly when ``sasl.users.*`` are set);
+  an SSL or SASL_SSL listener's ``ssl.*`` settings are read by
+  :func:`~kafka_wire.broker.tls_settings.listener_tls` (:attr:`ServerProperties.tls`).
   An empty host (``PLAINTEXT://:9092``) binds 127.0.0.1, not every interface as Kafka does:
   kafka_wire listens on loopback unless told an address (``0.0.0.0`` binds all). Its advertised
   address comes from ``advertised.listeners`` (else the bind address). Without
@@ -23,7 +25,8 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
   as Kafka checks them (:func:`_cluster`): ``process.roles`` and ``node.id`` set; a controller
   is a voter and listens on the first of ``controller.listener.names``; a broker-only node is no
   voter and opens no controller listener; a controller-only node opens controller listeners
-  only; every listener is opened, all PLAINTEXT. Without voters :attr:`BrokerConfig.cluster` is
+  only; every listener is opened, PLAINTEXT or SSL (the node's links to an SSL listener of
+  another node speak TLS with that listener's ``ssl.*`` settings). Without voters :attr:`BrokerConfig.cluster` is
   None: the node is a cluster of its own (``config.standalone``: broker and controller, the only
   voter, no controller listener), as ``kafka-wire serve`` runs by default (Kafka's stock
   combined-mode file, whose quorum is the node itself through
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from kafka_wire.broker import cluster_view
@@ -48,9 +51,10 @@ from kafka_wire.broker.kafka_properties import (
     KAFKA_BROKER_PROPERTIES,
     REMOVED_BROKER_PROPERTIES,
 )
+from kafka_wire.broker.tls_settings import TLS_PROTOCOLS, TlsSettings, is_ssl_key, listener_tls
 
 #: Security protocols kafka_wire's broker listener can speak.
-SERVED_PROTOCOLS: Final = ("PLAINTEXT", "SASL_PLAINTEXT")
+SERVED_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: Kafka's default ``listener.security.protocol.map``: each protocol's name maps to itself.
 DEFAULT_PROTOCOL_MAP: Final = {p: p for p in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
 #: What an empty listener host binds (Kafka: every interface; kafka_wire: loopback).
@@ -113,6 +117,8 @@ class ServerProperties:
     #: ``log.dirs`` / ``log.dir``, or None.
     data_dir: str | None
     notes: tuple[Note, ...]
+    #: The TLS settings of each opened listener whose protocol is SSL or SASL_SSL, by name.
+    tls: Mapping[str, TlsSettings] = field(default_factory=dict)
 
 
 def load_server_properties(
@@ -128,19 +134,26 @@ def load_server_properties(
         raise BrokerConfigError("broker.id", f"must equal node.id ({config.node_id}) when both are set")
     clustered = bool(props.get("controller.quorum.voters"))
     read = _SERVER_KEYS | _CLUSTER_KEYS if clustered else _SERVER_KEYS
+    tls: dict[str, TlsSettings] = {}
     if clustered:
         settings, bind, advertised = _cluster(props, config)
         config = replace(config, cluster=settings)
+        protocols = dict(settings.security_protocols)
+        for endpoint in settings.listeners:
+            if protocols.get(endpoint.listener) in TLS_PROTOCOLS:
+                tls[endpoint.listener] = listener_tls(props, endpoint.listener)
     else:
         _check_roles(props, notes)
         _check_offsets_replication(props, notes)
         config = replace(config, offsets_topic_replication_factor=1)
         bind, advertised = _listeners(props, config, notes)
+        if bind is not None and _protocol_map(props).get(bind.listener) in TLS_PROTOCOLS:
+            tls[bind.listener] = listener_tls(props, bind.listener)
     if advertised is not None:
         config = replace(config, host=advertised.host, port=advertised.port)
     data_dir = _data_dir(props)
     for key in properties:
-        if acts_on(key) or key in read:
+        if acts_on(key) or key in read or (tls and is_ssl_key(key)):
             continue
         if key in REMOVED_BROKER_PROPERTIES or key.startswith("zookeeper."):
             notes.append(Note("warning", f"{key}: removed in Kafka 4.0; ignored"))
@@ -149,7 +162,7 @@ def load_server_properties(
         else:
             notes.append(Note("warning", f"{key}: unknown broker property; ignored"))
     return ServerProperties(
-        config=config, bind=bind, advertised=advertised, data_dir=data_dir, notes=tuple(notes)
+        config=config, bind=bind, advertised=advertised, data_dir=data_dir, notes=tuple(notes), tls=tls
     )
 
 
@@ -258,13 +271,14 @@ def _check_protocol(name: str, protocols: Mapping[str, str], config: BrokerConfi
             "listeners",
             f"listener {name} uses {protocol}; kafka_wire serves {' and '.join(SERVED_PROTOCOLS)} only",
         )
-    if protocol == "SASL_PLAINTEXT" and not config.sasl_users:
+    sasl = protocol.startswith("SASL_")
+    if sasl and not config.sasl_users:
         raise BrokerConfigError(
-            "listeners", f"listener {name} uses SASL_PLAINTEXT but no sasl.users.<MECHANISM>.<user> is set"
+            "listeners", f"listener {name} uses {protocol} but no sasl.users.<MECHANISM>.<user> is set"
         )
-    if protocol == "PLAINTEXT" and config.sasl_users:
+    if not sasl and config.sasl_users:
         raise BrokerConfigError(
-            "listeners", f"listener {name} uses PLAINTEXT but sasl.users.* are set (SASL_PLAINTEXT)"
+            "listeners", f"listener {name} uses {protocol} but sasl.users.* are set (SASL_{protocol})"
         )
 
 
@@ -347,9 +361,10 @@ def _cluster(
             raise BrokerConfigError(
                 "listener.security.protocol.map", f"no security protocol for listener {name}"
             )
-        if protocol != "PLAINTEXT":
+        if protocol not in ("PLAINTEXT", "SSL"):
             raise BrokerConfigError(
-                "listeners", f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT only"
+                "listeners",
+                f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT and SSL only",
             )
     node_id = config.node_id
     voter_ids = [v.node_id for v in voters]
@@ -410,6 +425,7 @@ def _cluster(
         inter_broker_listener=inter_broker,
         voters=voters,
         bootstrap_servers=bootstrap,
+        security_protocols=tuple((name, protocols[name]) for name in names),
     )
     broker_bind = next((e for e in bound if e.listener == inter_broker), None)
     broker_told = next((e for e in advertised if e.listener == inter_broker), None)

@@ -16,11 +16,14 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.config import BrokerConfigError
 from kafka_wire.broker.server_properties import EMPTY_HOST_BINDS, ServerProperties, load_server_properties
 from kafka_wire.logformat.properties import parse_properties
+
+if TYPE_CHECKING:
+    from kafka_wire.adapters.tls import TlsListener
 
 #: Where a property without ``--config`` or ``--set`` comes from.
 DEFAULT_HOST: Final = EMPTY_HOST_BINDS
@@ -135,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         props, origins = _properties(args.config, args.set)
         loaded = load_server_properties(props)
+        tls = _tls_listeners(loaded)
     except PropertiesFileError as exc:
         print(f"kafka-wire serve: {exc}", file=sys.stderr)
         return 2
@@ -154,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         from kafka_wire.cli.serve_process import serve_node_until_signalled
 
-        return serve_node_until_signalled(loaded.config, data_dir, args.control_port)
+        return serve_node_until_signalled(loaded.config, data_dir, args.control_port, tls)
     host, port, advertised_host, advertised_port = endpoints(args, loaded)
     from kafka_wire.cli.serve_process import serve_until_signalled
 
@@ -166,4 +170,15 @@ def run(args: argparse.Namespace) -> int:
         advertised_host=advertised_host,
         advertised_port=advertised_port,
         control_port=args.control_port,
+        tls=None if loaded.bind is None else tls.get(loaded.bind.listener),
     )
+
+
+def _tls_listeners(loaded: ServerProperties) -> dict[str, TlsListener]:
+    """The TLS context of each TLS listener, built now: a key or certificate that cannot be used
+    stops the start with a line naming its property (``kafka_wire.adapters.tls`` loads on demand)."""
+    if not loaded.tls:
+        return {}
+    from kafka_wire.adapters.tls import TlsListener
+
+    return {name: TlsListener.of(settings) for name, settings in loaded.tls.items()}

@@ -12,14 +12,17 @@ import random
 import secrets
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.adapters.broker_server import BrokerServer
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.data_dir import DataDirError
+
+if TYPE_CHECKING:
+    from kafka_wire.adapters.tls import TlsListener
 
 #: Where the fault-injection control protocol listens (``--control-port``): loopback only.
 CONTROL_HOST: Final = "127.0.0.1"
@@ -34,13 +37,16 @@ def serve_until_signalled(
     advertised_host: str | None = None,
     advertised_port: int | None = None,
     control_port: int | None = None,
+    tls: TlsListener | None = None,
 ) -> int:
     """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready.
 
     Clients are told ``advertised_host:advertised_port`` (by default the bound address). With
     ``control_port``, the fault-injection control protocol listens on 127.0.0.1 there
-    (``kafka_wire.adapters.fault_control``)."""
-    return asyncio.run(_serve(config, host, port, data_dir, advertised_host, advertised_port, control_port))
+    (``kafka_wire.adapters.fault_control``). With ``tls`` the listener speaks TLS."""
+    return asyncio.run(
+        _serve(config, host, port, data_dir, advertised_host, advertised_port, control_port, tls)
+    )
 
 
 async def _serve(
@@ -51,6 +57,7 @@ async def _serve(
     advertised_host: str | None,
     advertised_port: int | None,
     control_port: int | None = None,
+    tls: TlsListener | None = None,
 ) -> int:
     if port == 0:
         # Bind first to learn the port, then advertise it.
@@ -71,10 +78,11 @@ async def _serve(
         )
 
     async def start(server: BrokerServer) -> str:
-        bound = await server.start(host, port)
+        bound = await server.start(host, port, tls=tls)
         told = server.config.host, server.config.port
         advertised = "" if told == (host, bound) else f", advertised as {told[0]}:{told[1]}"
-        return f"listening on {host}:{bound}{advertised}"
+        over = "" if tls is None else f" ({tls.settings.listener}, TLS)"
+        return f"listening on {host}:{bound}{over}{advertised}"
 
     return await _run_until_signalled(build, start, data_dir, f"{host}:{port}", control_port)
 
@@ -139,13 +147,21 @@ def _cannot_start(reason: str) -> int:
     return 1
 
 
-def serve_node_until_signalled(config: BrokerConfig, data_dir: Path, control_port: int | None = None) -> int:
+def serve_node_until_signalled(
+    config: BrokerConfig,
+    data_dir: Path,
+    control_port: int | None = None,
+    tls: Mapping[str, TlsListener] | None = None,
+) -> int:
     """Run a node of a replicated cluster (``BrokerConfig.cluster`` set) until SIGINT or SIGTERM:
-    every listener of ``listeners`` is opened; prints one line when ready."""
-    return asyncio.run(_serve_node(config, data_dir, control_port))
+    every listener of ``listeners`` is opened (over TLS those ``tls`` names); prints one line
+    when ready."""
+    return asyncio.run(_serve_node(config, data_dir, control_port, tls or {}))
 
 
-async def _serve_node(config: BrokerConfig, data_dir: Path, control_port: int | None = None) -> int:
+async def _serve_node(
+    config: BrokerConfig, data_dir: Path, control_port: int | None, tls: Mapping[str, TlsListener]
+) -> int:
     from kafka_wire.broker.node import Node
 
     settings = config.cluster
@@ -153,7 +169,7 @@ async def _serve_node(config: BrokerConfig, data_dir: Path, control_port: int | 
     node = Node(config, rng=random.Random(secrets.randbits(128)), logger=logging.getLogger("kafka_wire.node"))
 
     async def start(server: BrokerServer) -> str:
-        bound = await server.start_listeners(settings.listeners)
+        bound = await server.start_listeners(settings.listeners, tls=tls)
         hosts = {e.listener: e.host for e in settings.listeners}
         listening = ", ".join(f"{name} {hosts[name]}:{port}" for name, port in bound.items())
         return f"node {config.node_id} ({','.join(sorted(settings.roles))}) listening on {listening}"

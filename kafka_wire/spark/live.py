@@ -2,7 +2,7 @@
 
 Each call runs its own asyncio loop (what a Spark task wants) over a
 :class:`kafka_wire.adapters.cluster.Cluster` reached as a :class:`ClusterAccess` says (bootstrap servers,
-SASL). What the calls do (leaders, retries, read_committed, aborted transactions) is the
+SASL, TLS). What the calls do (leaders, retries, read_committed, aborted transactions) is the
 client's; this module adds the threads and loops, and :class:`Producer`, which keeps its
 connections across a writer task's calls.
 """
@@ -31,7 +31,7 @@ _PREFETCH_BATCHES: Final = 64
 def connect(cluster: ClusterAccess | str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Cluster:
     """A client :class:`Cluster` for the access (no connection is opened yet)."""
     access = ClusterAccess.of(cluster)
-    return Cluster(access.bootstrap, sasl=access.mechanism, timeout_ms=timeout_ms)
+    return Cluster(access.bootstrap, sasl=access.mechanism, timeout_ms=timeout_ms, ssl=access.ssl_context())
 
 
 def _run(

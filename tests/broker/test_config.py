@@ -329,8 +329,13 @@ def test_listeners() -> None:
 @pytest.mark.parametrize(
     ("props", "key", "reason"),
     [
-        ({"listeners": "SSL://:9093"}, "listeners", "uses SSL"),
-        ({"listeners": "SASL_SSL://:9093"}, "listeners", "uses SASL_SSL"),
+        ({"listeners": "SSL://:9093"}, "ssl.keystore.location", "uses TLS: set ssl.keystore.location"),
+        ({"listeners": "SASL_SSL://:9093"}, "listeners", "uses SASL_SSL but no sasl.users"),
+        (
+            {"listeners": "SSL://:9093", "sasl.users.PLAIN.a": "b"},
+            "listeners",
+            r"sasl.users.\* are set \(SASL_SSL\)",
+        ),
         ({"listeners": "SASL_PLAINTEXT://:9093"}, "listeners", "no sasl.users"),
         ({"listeners": "PLAINTEXT://:9093", "sasl.users.PLAIN.a": "b"}, "listeners", "sasl.users"),
         (

@@ -94,6 +94,22 @@ def test_max_connections_per_ip_and_its_overrides() -> None:
     assert broker.connection_opened(7, now, host="10.0.0.1") == []
 
 
+def test_a_tls_connection_is_counted_before_its_handshake_and_given_its_principal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The driver reports a TLS connection when it accepts it (the caps count it during its
+    handshake), then the principal its handshake gave it."""
+    caplog.set_level("INFO", logger="kafka_wire")
+    engine = Engine(config(max_connections_per_ip=1))
+    broker, now = engine.broker, engine.now_ms
+    assert broker.connection_opened(1, now, host="10.0.0.1", listener="SSL") == []
+    assert broker.connection_opened(2, now, host="10.0.0.1", listener="SSL") == [CloseConnection(2)]
+    assert broker.connection_authenticated(1, "alice", now) == []
+    assert "connection 1 from 10.0.0.1: principal User:alice" in caplog.messages
+    with pytest.raises(LocalProtocolError):  # never opened, or forgotten
+        broker.connection_authenticated(2, "bob", now)
+
+
 def test_connections_are_refused_after_shutdown() -> None:
     engine = Engine()
     engine._apply(engine.broker.shutdown(engine.now_ms))

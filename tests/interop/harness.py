@@ -220,6 +220,8 @@ class DriverOptions:
     group_protocol: str | None = None
     #: The golden-capture workload (tools/record_captures.py; see clients/driver_common.py).
     golden: bool = False
+    #: ``--security``: TLS and SASL settings as JSON (see clients/driver_common.py); None: PLAINTEXT.
+    security: str | None = None
 
     def argv(self) -> list[str]:
         args: list[str] = []
@@ -239,6 +241,8 @@ class DriverOptions:
             args += ["--group-protocol", self.group_protocol]
         if self.golden:
             args.append("--golden")
+        if self.security is not None:
+            args += ["--security", self.security]
         return args
 
 

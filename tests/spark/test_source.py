@@ -22,7 +22,9 @@ from kafka_wire.client import TopicPartition
 from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
 from kafka_wire.spark.logs import discover, earliest_offset
 from tests.e2e.brokers import kafka_wire
+from tests.e2e.certs import make_pki
 from tests.e2e.test_sasl import USERS, SaslBroker
+from tests.e2e.tls_brokers import kafka_wire_ssl
 from tests.spark.conftest import CODECS, Cluster, Sent
 from tests.spark.segments import write_partition
 
@@ -417,6 +419,45 @@ def test_sasl_live_read_and_write(spark: SparkSession, tmp_path_factory: pytest.
                 "subscribe", "secured"
             ).load().collect()
         assert "uthentication failed" in _error_text(refused.value)
+    finally:
+        broker.close()
+
+
+def test_tls_live_read_and_write(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Mutual TLS with Kafka's client options (``kafka.ssl.*``, PEM stores) against ``kafka-wire
+    serve`` on an SSL listener that requires client certificates: a write, then a read."""
+    workdir = tmp_path_factory.mktemp("spark-tls")
+    pki = make_pki(workdir / "pki")
+    broker = kafka_wire_ssl(workdir, pki)
+    broker.start()
+    try:
+        alice = pki.clients["alice"]
+        admin = AdminClient(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "security.protocol": "SSL",
+                "ssl.ca.location": str(pki.ca),
+                "ssl.certificate.location": str(alice.cert),
+                "ssl.key.location": str(alice.key),
+            }
+        )
+        for future in admin.create_topics([NewTopic("encrypted", 2, 1)]).values():
+            future.result(30)
+        options = {
+            "kafka.bootstrap.servers": broker.bootstrap,
+            "kafka.security.protocol": "SSL",
+            "kafka.ssl.truststore.type": "PEM",
+            "kafka.ssl.truststore.location": str(pki.ca),
+            "kafka.ssl.keystore.type": "PEM",
+            "kafka.ssl.keystore.location": str(alice.pem),
+        }
+        rows = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(40)]
+        spark.createDataFrame(rows, "key binary, value binary").write.format("kafka_wire").mode(
+            "append"
+        ).options(**options).option("topic", "encrypted").save()
+        df = spark.read.format("kafka_wire").options(**options).option("subscribe", "encrypted").load()
+        assert sorted((bytes(r.key), bytes(r.value)) for r in df.collect()) == sorted(rows)
+        assert "principal User:alice" in broker.log()
     finally:
         broker.close()
 

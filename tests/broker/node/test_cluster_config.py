@@ -147,9 +147,14 @@ def test_without_voters_a_node_stays_single() -> None:
             "controller-only node listens on controller listeners only",
         ),
         (
-            {"listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"},
+            {"listener.security.protocol.map": "PLAINTEXT:SASL_SSL,CONTROLLER:PLAINTEXT"},
             "listeners",
-            "PLAINTEXT only",
+            "PLAINTEXT and SSL only",
+        ),
+        (
+            {"listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"},
+            "ssl.keystore.location",
+            "listener PLAINTEXT uses TLS",
         ),
         ({"advertised.listeners": "PLAINTEXT://0.0.0.0:1"}, "advertised.listeners", "cannot connect"),
         ({"advertised.listeners": "NOPE://h:1"}, "advertised.listeners", "not among the listeners"),

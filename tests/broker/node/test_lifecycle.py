@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
-from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.config import BrokerConfig, ClusterSettings, Voter
 from kafka_wire.broker.lifecycle import BrokerLifecycle, LifecycleState
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -45,6 +45,34 @@ def lifecycle(fake: FakeController, previous_broker_epoch: int = -1, **config: i
         send=fake.send,
         previous_broker_epoch=previous_broker_epoch,
     )
+
+
+def test_the_registration_announces_each_listeners_security_protocol() -> None:
+    fake = FakeController()
+    settings = ClusterSettings(
+        roles=frozenset({"broker"}),
+        listeners=(Endpoint("CLIENT", "h4", 9100), Endpoint("INTERNAL", "h4", 9101)),
+        advertised_listeners=(Endpoint("CLIENT", "h4", 9100), Endpoint("INTERNAL", "h4", 9101)),
+        controller_listener_names=("CONTROLLER",),
+        inter_broker_listener="INTERNAL",
+        voters=(Voter(9, "h9", 9300),),
+        security_protocols=(("CLIENT", "SASL_SSL"), ("INTERNAL", "SSL")),
+    )
+    life = BrokerLifecycle(
+        BrokerConfig(node_id=4, cluster=settings),
+        cluster_id="c-1",
+        rng=random.Random(1),
+        listeners=settings.advertised_listeners,
+        controller_listener="CONTROLLER",
+        controller_id=lambda: fake.controller_id,
+        metadata_offset=lambda: fake.offset,
+        send=fake.send,
+    )
+    life.start(0)
+    life.tick(0)
+    body = fake.sent[-1].body
+    assert isinstance(body, BrokerRegistrationRequest)
+    assert [(e.name, e.security_protocol) for e in body.listeners] == [("CLIENT", 3), ("INTERNAL", 1)]
 
 
 def registered(fake: FakeController, life: BrokerLifecycle, epoch: int = 17) -> None:

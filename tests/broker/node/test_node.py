@@ -276,7 +276,7 @@ def test_start_builds_the_parts_and_registers_with_the_active_controller() -> No
     assert h.node.view.controller_id == 2
     # The lifecycle's registration goes out to controller 2 on the controller listener.
     opened = [e for e in h.effects if isinstance(e, OpenConnection)]
-    assert opened == [OpenConnection(-1, "127.0.0.1", 9095)]
+    assert opened == [OpenConnection(-1, "127.0.0.1", 9095, "CONTROLLER")]
     assert h.node.lifecycle is not None and h.node.lifecycle.state.value == "STARTING"
 
 
@@ -392,7 +392,7 @@ def test_raft_requests_go_out_through_the_links() -> None:
     got: list[Message | None] = []
     h.raft.outbound.append(Outbound(3, "CONTROLLER", VoteRequest(), lambda body, now: got.append(body)))
     h.tick()
-    assert OpenConnection(-2, "127.0.0.1", 9097) in h.effects
+    assert OpenConnection(-2, "127.0.0.1", 9097, "CONTROLLER") in h.effects
     # A refused connection answers None.
     h.apply(h.broker.connection_closed(-2, h.now_ms))
     assert got == [None]

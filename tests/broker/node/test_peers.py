@@ -90,7 +90,7 @@ def test_a_request_opens_a_link_negotiates_then_is_answered() -> None:
     replies = Replies()
     links.send(request(replies), 0)
     effects = links.take_effects()
-    assert effects == [OpenConnection(-1, "127.0.0.1", 9093)]
+    assert effects == [OpenConnection(-1, "127.0.0.1", 9093, "CONTROLLER")]
     links.connection_established(-1, 1)
     assert links.state_of(2, "CONTROLLER") is LinkState.NEGOTIATING
     answer = peer.feed(links.take_effects(), -1)  # ApiVersions only: the request waits for it

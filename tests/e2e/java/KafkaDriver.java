@@ -3,7 +3,10 @@
 //
 //   java -cp JARS KafkaDriver BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S]
 //        [--partitions P] [--compression none|gzip|snappy|lz4|zstd] [--headers] [--value-size B]
-//        [--golden] [--group G] [--batch N] [--group-protocol classic|consumer]
+//        [--golden] [--group G] [--batch N] [--group-protocol classic|consumer] [--security JSON]
+//
+// --security (TLS and SASL, see driver_common.py) is a flat JSON object of strings; the Java client
+// reads PEM files itself (ssl.truststore.type / ssl.keystore.type PEM, KIP-651).
 //
 // JARS are kafka-clients with lz4-java, snappy-java, zstd-jni and slf4j-api, of one of two releases:
 // 3.9.1 from pyflink/lib (the shigawire-apache-flink-libraries wheel of the `test` extra), where the
@@ -88,6 +91,7 @@ public final class KafkaDriver {
         String group = null;
         int batch = 50;
         String groupProtocol = "classic";
+        Map<String, String> security = Map.of();
         long deadlineNs;
 
         long remainingMs() {
@@ -119,6 +123,7 @@ public final class KafkaDriver {
                 case "--group" -> args.group = argv[++i];
                 case "--batch" -> args.batch = Integer.parseInt(argv[++i]);
                 case "--group-protocol" -> args.groupProtocol = argv[++i];
+                case "--security" -> args.security = flatJson(argv[++i]);
                 default -> positional.add(argv[i]);
             }
         }
@@ -229,7 +234,39 @@ public final class KafkaDriver {
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args.bootstrap);
         props.put(AdminClientConfig.CLIENT_ID_CONFIG, "kw-interop-" + CLIENT);
+        Map<String, String> security = args.security;
+        if (security.containsKey("protocol")) {
+            String protocol = security.get("protocol");
+            props.put("security.protocol", protocol);
+            if (protocol.endsWith("SSL")) {
+                props.put("ssl.truststore.type", "PEM");
+                props.put("ssl.truststore.location", security.get("ca"));
+                if (security.containsKey("keystore")) {
+                    props.put("ssl.keystore.type", "PEM");
+                    props.put("ssl.keystore.location", security.get("keystore"));
+                }
+            }
+            if (protocol.startsWith("SASL_")) {
+                String mechanism = security.get("mechanism");
+                String module = mechanism.equals("PLAIN")
+                    ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                    : "org.apache.kafka.common.security.scram.ScramLoginModule";
+                props.put("sasl.mechanism", mechanism);
+                props.put("sasl.jaas.config", module + " required username=\"" + security.get("username")
+                    + "\" password=\"" + security.get("password") + "\";");
+            }
+        }
         return props;
+    }
+
+    /** A flat JSON object of strings (--security): paths, names and passwords without escapes. */
+    static Map<String, String> flatJson(String text) {
+        Map<String, String> out = new HashMap<>();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"([^\"]+)\"\\s*:\\s*\"([^\"\\\\]*)\"").matcher(text);
+        while (m.find()) {
+            out.put(m.group(1), m.group(2));
+        }
+        return out;
     }
 
     static Properties consumerConfig(Args args) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,6 +21,24 @@ def _ms(seconds: float) -> int:
     return int(seconds * 1000)
 
 
+def _security(args: Args) -> dict[str, Any]:
+    security = args.security
+    if security is None:
+        return {}
+    settings: dict[str, Any] = {
+        "security_protocol": security.protocol,
+        "sasl_mechanism": security.mechanism,
+        "sasl_plain_username": security.username,
+        "sasl_plain_password": security.password,
+    }
+    if security.tls:
+        context = ssl.create_default_context(cafile=security.ca)
+        if security.cert is not None:
+            context.load_cert_chain(security.cert, security.key)
+        settings["ssl_context"] = context
+    return {key: value for key, value in settings.items() if value is not None}
+
+
 def _sync(step: Callable[[Args], Awaitable[None]]) -> Callable[[Args], None]:
     def runner(args: Args) -> None:
         asyncio.run(asyncio.wait_for(step(args), args.remaining_s))
@@ -29,7 +48,10 @@ def _sync(step: Callable[[Args], Awaitable[None]]) -> Callable[[Args], None]:
 
 async def metadata(args: Args) -> None:
     admin = AIOKafkaAdminClient(
-        bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, request_timeout_ms=_ms(args.remaining_s)
+        bootstrap_servers=args.bootstrap,
+        client_id=CLIENT_ID,
+        **_security(args),
+        request_timeout_ms=_ms(args.remaining_s),
     )
     await admin.start()
     try:
@@ -43,7 +65,10 @@ async def metadata(args: Args) -> None:
 
 async def create(args: Args) -> None:
     admin = AIOKafkaAdminClient(
-        bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, request_timeout_ms=_ms(args.remaining_s)
+        bootstrap_servers=args.bootstrap,
+        client_id=CLIENT_ID,
+        **_security(args),
+        request_timeout_ms=_ms(args.remaining_s),
     )
     await admin.start()
     try:
@@ -60,6 +85,7 @@ async def produce(args: Args) -> None:
     producer = AIOKafkaProducer(
         bootstrap_servers=args.bootstrap,
         client_id=CLIENT_ID,
+        **_security(args),
         compression_type=compression,
         request_timeout_ms=args.request_timeout_ms(),
         **({"linger_ms": GOLDEN_LINGER_MS} if args.golden else {}),
@@ -96,6 +122,7 @@ async def consume(args: Args) -> None:
         args.topic,
         bootstrap_servers=args.bootstrap,
         client_id=CLIENT_ID,
+        **_security(args),
         group_id=args.group_id(CLIENT),
         auto_offset_reset="earliest",
         enable_auto_commit=False,

@@ -20,8 +20,25 @@ def _config(args: Args, **extra: Any) -> dict[str, Any]:
         "bootstrap.servers": args.bootstrap,
         "client.id": f"kw-interop-{CLIENT}",
         "socket.timeout.ms": int(args.timeout_s * 1000),
+        **_security(args),
         **extra,
     }
+
+
+def _security(args: Args) -> dict[str, Any]:
+    security = args.security
+    if security is None:
+        return {}
+    settings = {
+        "security.protocol": security.protocol,
+        "ssl.ca.location": security.ca,
+        "ssl.certificate.location": security.cert,
+        "ssl.key.location": security.key,
+        "sasl.mechanism": security.mechanism,
+        "sasl.username": security.username,
+        "sasl.password": security.password,
+    }
+    return {key: value for key, value in settings.items() if value is not None}
 
 
 def _consumer_config(args: Args) -> dict[str, Any]:

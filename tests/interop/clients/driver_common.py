@@ -15,7 +15,11 @@ performs the steps in order with a real Kafka client and prints one JSON object 
     {"event": "done"}                                         (then exit status 0)
 
 Options: ``--topic T`` (default ``interop``), ``--count N`` records to produce or to wait for (3),
-``--timeout-s S`` for all the steps (10), ``--partitions P`` for ``create``, and for ``produce``,
+``--timeout-s S`` for all the steps (10), ``--security JSON`` to connect over TLS and/or SASL
+(a flat object of strings: ``protocol`` SSL, SASL_SSL or SASL_PLAINTEXT; ``ca`` the PEM file of
+the authority that signed the broker's certificate; ``cert`` and ``key`` the client's certificate
+chain and key, and ``keystore`` both in one PEM file (Java reads that); ``mechanism`` PLAIN or
+SCRAM-SHA-256/512 with ``username`` and ``password``), ``--partitions P`` for ``create``, and for ``produce``,
 which then sends record i to partition i % P (with P = 1 it names no partition and lets the client
 choose), ``--compression C`` (none, gzip, snappy, lz4, zstd) for ``produce``, ``--headers`` to
 give each record the headers ``i`` = i and ``client`` = the client's name, ``--value-size B`` to
@@ -68,6 +72,28 @@ GOLDEN_LINGER_MS = 200
 GOLDEN_REQUEST_TIMEOUT_MS = 10_000
 
 
+@dataclass(frozen=True, kw_only=True)
+class Security:
+    """``--security``: how to reach a TLS or SASL listener (see the module docstring)."""
+
+    protocol: str
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    keystore: str | None = None
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+
 @dataclass(frozen=True)
 class Args:
     bootstrap: str
@@ -85,6 +111,8 @@ class Args:
     golden: bool = False
     #: ``group.protocol`` of ``group``: ``classic`` or ``consumer`` (KIP-848).
     group_protocol: str = "classic"
+    #: ``--security``: None for PLAINTEXT.
+    security: Security | None = None
 
     @property
     def remaining_s(self) -> float:
@@ -143,6 +171,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--group-protocol", default="classic", choices=("classic", "consumer"))
     parser.add_argument("--golden", action="store_true")
+    parser.add_argument("--security", type=lambda text: Security(**json.loads(text)), default=None)
     ns = parser.parse_args(argv)
     steps = tuple(ns.steps.split(","))
     unknown = [s for s in steps if s not in STEPS]
@@ -163,6 +192,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
         batch=ns.batch,
         golden=ns.golden,
         group_protocol=ns.group_protocol,
+        security=ns.security,
     )
 
 

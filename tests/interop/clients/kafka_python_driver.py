@@ -20,9 +20,28 @@ def _ms(seconds: float) -> int:
     return int(seconds * 1000)
 
 
+def _security(args: Args) -> dict[str, Any]:
+    security = args.security
+    if security is None:
+        return {}
+    settings = {
+        "security_protocol": security.protocol,
+        "ssl_cafile": security.ca,
+        "ssl_certfile": security.cert,
+        "ssl_keyfile": security.key,
+        "sasl_mechanism": security.mechanism,
+        "sasl_plain_username": security.username,
+        "sasl_plain_password": security.password,
+    }
+    return {key: value for key, value in settings.items() if value is not None}
+
+
 def metadata(args: Args) -> None:
     admin = KafkaAdminClient(
-        bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, request_timeout_ms=_ms(args.remaining_s)
+        bootstrap_servers=args.bootstrap,
+        client_id=CLIENT_ID,
+        **_security(args),
+        request_timeout_ms=_ms(args.remaining_s),
     )
     try:
         cluster = admin.describe_cluster()
@@ -35,7 +54,10 @@ def metadata(args: Args) -> None:
 
 def create(args: Args) -> None:
     admin = KafkaAdminClient(
-        bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, request_timeout_ms=_ms(args.remaining_s)
+        bootstrap_servers=args.bootstrap,
+        client_id=CLIENT_ID,
+        **_security(args),
+        request_timeout_ms=_ms(args.remaining_s),
     )
     try:
         admin.create_topics({args.topic: {"num_partitions": args.partitions, "replication_factor": 1}})
@@ -49,6 +71,7 @@ def produce(args: Args) -> None:
     producer = KafkaProducer(
         bootstrap_servers=args.bootstrap,
         client_id=CLIENT_ID,
+        **_security(args),
         compression_type=compression,
         request_timeout_ms=args.request_timeout_ms(),
         max_block_ms=_ms(args.remaining_s),
@@ -83,6 +106,7 @@ def consume(args: Args) -> None:
         args.topic,
         bootstrap_servers=args.bootstrap,
         client_id=CLIENT_ID,
+        **_security(args),
         group_id=args.group_id(CLIENT),
         auto_offset_reset="earliest",
         enable_auto_commit=False,

@@ -2,6 +2,7 @@
 // step).
 //   node kafkajs_driver.js BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S] [--partitions P]
 //        [--compression none|gzip|snappy|lz4|zstd] [--headers] [--value-size B] [--golden] [--group G]
+//        [--security JSON]   (TLS and SASL: see driver_common.py)
 // kafkajs compresses with gzip itself; snappy and lz4 come from the codec packages in package.json
 // (kafkajs-snappy: pure JS; kafkajs-lz4: on the native `lz4` addon, built by `npm ci`), and zstd
 // from a five-line codec below on the native `zstd-napi` addon (the published kafkajs zstd plugins
@@ -45,7 +46,7 @@ function parseArgs(argv) {
   const positional = [];
   const opts = {
     topic: 'interop', count: 3, timeoutS: 10, partitions: 1, compression: 'none', headers: false,
-    valueSize: 0, group: null, golden: false,
+    valueSize: 0, group: null, golden: false, security: null,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -58,6 +59,7 @@ function parseArgs(argv) {
     else if (a === '--value-size') opts.valueSize = Number(argv[++i]);
     else if (a === '--group') opts.group = argv[++i];
     else if (a === '--golden') opts.golden = true;
+    else if (a === '--security') opts.security = JSON.parse(argv[++i]);
     else if (a === '--batch') ++i; // only the group step uses it
     else positional.push(a);
   }
@@ -88,10 +90,28 @@ const GOLDEN_REQUEST_TIMEOUT_MS = 10000; // fixed, so that re-recorded Produce f
 const values = (args) => Array.from({ length: args.count },
   (_, i) => (args.golden ? `value-${i}-`.repeat(20) : pad(`${CLIENT}-${i}`, args.valueSize)));
 
+// --security as kafkajs takes it: `ssl` (the authority, and the client's certificate when given)
+// and `sasl` (the mechanism in lower case).
+function security(args) {
+  const s = args.security;
+  if (!s) return {};
+  const out = {};
+  if (s.protocol === 'SSL' || s.protocol === 'SASL_SSL') {
+    const fs = require('fs');
+    out.ssl = { ca: [fs.readFileSync(s.ca, 'utf-8')] };
+    if (s.cert) Object.assign(out.ssl, { cert: fs.readFileSync(s.cert, 'utf-8'), key: fs.readFileSync(s.key, 'utf-8') });
+  }
+  if (s.protocol.startsWith('SASL_')) {
+    out.sasl = { mechanism: s.mechanism.toLowerCase(), username: s.username, password: s.password };
+  }
+  return out;
+}
+
 function client(args) {
   return new Kafka({
     clientId: `kw-interop-${CLIENT}`,
     brokers: [args.bootstrap],
+    ...security(args),
     connectionTimeout: 3000,
     requestTimeout: remainingMs(args),
     retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
