@@ -21,8 +21,9 @@ that puts the refused items back into the coordinator's answer. What each API ne
   partitions OPERATION_NOT_ATTEMPTED); DescribeTransactions: DESCRIBE on each transactional id;
   ListTransactions lists only those it may DESCRIBE.
 
-AddPartitionsToTxn v4+ (brokers verifying a transaction for each other) is not checked: the
-nodes of a kafka_wire cluster speak PLAINTEXT to each other.
+AddPartitionsToTxn v4+ (brokers verifying a transaction for each other) needs CLUSTER_ACTION on
+the cluster (CLUSTER_AUTHORIZATION_FAILED). The requests of this node's coordinators' loopback are
+the node's own and are not checked (``Coordinators.handle``).
 """
 
 from __future__ import annotations
@@ -343,8 +344,12 @@ def _txn_write(api_key: int) -> Callable[[_Checker, int, Any], Gate]:
 
 
 def _add_partitions_to_txn(c: _Checker, version: int, body: Any) -> Gate:
-    if version >= 4:
-        return Gate(body)
+    if version >= 4:  # brokers verifying transactions for each other: CLUSTER_ACTION
+        if c.ok(Op.CLUSTER_ACTION, Rt.CLUSTER, CLUSTER_NAME):
+            return Gate(body)
+        return Gate(
+            answer=messages.AddPartitionsToTxnResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        )
     txn_ok = c.ok(Op.WRITE, Rt.TRANSACTIONAL_ID, body.v3_and_below_transactional_id)
     denied = {t.name for t in body.v3_and_below_topics if not c.ok(Op.WRITE, Rt.TOPIC, t.name)}
     if txn_ok and not denied:

@@ -7,6 +7,10 @@ from kafka_wire.broker.security.acls import AclOperation as Op
 from kafka_wire.broker.security.acls import PatternType as Pt
 from kafka_wire.broker.security.acls import ResourceType as Rt
 from kafka_wire.messages import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnRequestTransaction,
+    AddPartitionsToTxnResponse,
     CreatePartitionsRequest,
     CreatePartitionsRequestTopic,
     CreatePartitionsResponse,
@@ -288,3 +292,24 @@ def test_delete_on_the_cluster_deletes_any_topic() -> None:
     create_acls(admin, acl(Rt.CLUSTER, "kafka-cluster", "User:alice", Op.DELETE))
     reply = alice.request(DeleteTopicsRequest(topics=[DeleteTopicsRequestDeleteTopicState(name="secret")]), 6)
     assert isinstance(reply.body, DeleteTopicsResponse) and reply.body.responses[0].error_code == 0
+
+
+def test_transaction_verification_needs_cluster_action() -> None:
+    admin, alice = setup()
+    verify = AddPartitionsToTxnRequest(
+        transactions=[
+            AddPartitionsToTxnRequestTransaction(
+                transactional_id="t",
+                producer_id=1,
+                producer_epoch=0,
+                verify_only=True,
+                topics=[AddPartitionsToTxnRequestTopic(name="orders", partitions=[0])],
+            )
+        ]
+    )
+    reply = alice.request(verify, 4)
+    assert isinstance(reply.body, AddPartitionsToTxnResponse)
+    assert reply.body.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    reply = admin.request(verify, 4)
+    assert isinstance(reply.body, AddPartitionsToTxnResponse)
+    assert reply.body.error_code != ErrorCode.CLUSTER_AUTHORIZATION_FAILED
