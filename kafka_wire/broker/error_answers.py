@@ -134,6 +134,25 @@ def _describe_quorum(request: Message, code: int, message: str | None) -> Messag
     return messages.DescribeQuorumResponse(error_code=code, error_message=message)
 
 
+def _alter_client_quotas(request: Message, code: int, message: str | None) -> Message:
+    assert isinstance(request, messages.AlterClientQuotasRequest)
+    return messages.AlterClientQuotasResponse(
+        entries=[
+            messages.AlterClientQuotasResponseEntryData(
+                error_code=code,
+                error_message=message,
+                entity=[
+                    messages.AlterClientQuotasResponseEntityData(
+                        entity_type=e.entity_type, entity_name=e.entity_name
+                    )
+                    for e in entry.entity
+                ],
+            )
+            for entry in request.entries
+        ]
+    )
+
+
 #: Error answers by API key: ``(request, error code, message) -> response``.
 ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] = {
     ApiKey.CREATE_TOPICS: _create_topics,
@@ -145,6 +164,7 @@ ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] =
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _list_reassignments,
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
 }
 
 

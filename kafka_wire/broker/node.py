@@ -249,6 +249,7 @@ class Node:
         )
         self._parts = parts
         self.view.attach(parts.image, parts.raft)
+        state.quotas.attach(parts.image.client_quotas)
         parts.raft.start(now_ms)
         if self.settings.is_broker:
             self.lifecycle = lifecycle = BrokerLifecycle(

@@ -18,6 +18,7 @@ from kafka_wire.errors import DecodeError, InvalidValueError, TruncatedError
 from kafka_wire.messages import (
     BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     EndTransactionRecord,
     FeatureLevelRecord,
@@ -55,6 +56,7 @@ RECORD_TYPES: Final[dict[int, type[Message]]] = {
         NoOpRecord,
         BeginTransactionRecord,
         EndTransactionRecord,
+        ClientQuotaRecord,
     )
 }
 
