@@ -14,7 +14,9 @@ it, and fails alone with INVALID_REQUEST:
   client ids, ``connection_creation_rate`` for IPs); a value above 0, and a whole number for the
   integral keys (the byte rates and the connection rate) within their type's range.
 
-One ClientQuotaRecord per value that changes (removing an absent key writes nothing);
+An entity named by more than one entry is refused whole with one answer, INVALID_REQUEST "Ignoring
+duplicate entity ..." (Kafka's results are a map by entity). One ClientQuotaRecord per value that
+changes (removing an absent key writes nothing);
 ``validate_only`` checks only. The answer lists the entries in the request's order, each with its
 entity as given.
 """
@@ -89,14 +91,23 @@ class QuotaControl:
     def alter_client_quotas(self, version: int, req: AlterClientQuotasRequest, now_ms: int) -> Decision:
         results: list[AlterClientQuotasResponseEntryData] = []
         records: list[Message] = []
+        named = Counter(_java_entity(entry) for entry in req.entries)
+        answered: set[str] = set()
         for entry in req.entries:
+            entity_text = _java_entity(entry)
+            if named[entity_text] > 1:  # one answer for the entity, as Kafka's map of results
+                if entity_text not in answered:
+                    answered.add(entity_text)
+                    results.append(
+                        AlterClientQuotasResponseEntryData(
+                            error_code=ErrorCode.INVALID_REQUEST,
+                            error_message=f"Ignoring duplicate entity ClientQuotaEntity(entries={entity_text})",
+                            entity=_response_entity(entry),
+                        )
+                    )
+                continue
             result = AlterClientQuotasResponseEntryData(
-                error_code=ErrorCode.NONE,
-                error_message=None,
-                entity=[
-                    AlterClientQuotasResponseEntityData(entity_type=e.entity_type, entity_name=e.entity_name)
-                    for e in entry.entity
-                ],
+                error_code=ErrorCode.NONE, error_message=None, entity=_response_entity(entry)
             )
             results.append(result)
             changes, problem = self._entry_changes(entry)
@@ -144,6 +155,28 @@ class QuotaControl:
         return changes, None
 
 
+def _response_entity(entry: AlterClientQuotasRequestEntryData) -> list[AlterClientQuotasResponseEntityData]:
+    return [
+        AlterClientQuotasResponseEntityData(entity_type=e.entity_type, entity_name=e.entity_name)
+        for e in entry.entity
+    ]
+
+
+def _java_hash_slot(text: str) -> int:
+    """Where a Java ``HashMap`` of up to 12 entries keeps ``text`` (its iteration order)."""
+    h = 0
+    for char in text:
+        h = (31 * h + ord(char)) & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & 15
+
+
+def _java_entity(entry: AlterClientQuotasRequestEntryData) -> str:
+    """The entity as Kafka prints its map (the duplicate-entity message names it so)."""
+    names = {e.entity_type: e.entity_name for e in entry.entity}
+    ordered = sorted(names, key=lambda t: (_java_hash_slot(t), list(names).index(t)))
+    return "{" + ", ".join(f"{t}={'null' if names[t] is None else names[t]}" for t in ordered) + "}"
+
+
 def _keys_for(names: dict[str, str | None]) -> tuple[dict[str, float | None], Problem | None]:
     if IP in names:
         if USER in names or CLIENT_ID in names:
@@ -171,9 +204,9 @@ def _value_problem(keys: dict[str, float | None], key: str, value: float) -> Pro
     largest = keys[key]
     if largest is not None:
         if value > largest:
-            return f"Proposed value for {key} is too large for a {'INT' if largest < 2**32 else 'LONG'}."
+            return f"Proposed value for {key} is too large for {'an INT' if largest < 2**32 else 'a LONG'}."
         if value - math.floor(value) >= 1e-16:
-            return f"Quota {key} must be an integer."
+            return f"{key} cannot be a fractional value."
     return None
 
 

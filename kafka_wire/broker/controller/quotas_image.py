@@ -9,8 +9,8 @@ entity type once; ``MATCH_TYPE_EXACT`` (0) wants that name, ``MATCH_TYPE_DEFAULT
 default entity, ``MATCH_TYPE_SPECIFIED`` (2) any entity having that type; ``strict`` also wants
 no other types. An empty entity type, a type named twice, a name with DEFAULT or SPECIFIED, no
 name with EXACT and an ``ip`` component beside a ``user`` or ``client-id`` one are
-INVALID_REQUEST; an unknown entity type or match type is UNSUPPORTED_VERSION (Kafka's exceptions
-for them).
+INVALID_REQUEST, as is an unknown match type; an unknown entity type is UNSUPPORTED_VERSION (Kafka's
+exceptions for them). A success carries an empty error message, as Kafka's.
 """
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ class ClientQuotasImage:
                     ],
                 )
             )
-        return DescribeClientQuotasResponse(error_code=ErrorCode.NONE, error_message=None, entries=entries)
+        # Kafka's broker answers a success with an empty message, not null.
+        return DescribeClientQuotasResponse(error_code=ErrorCode.NONE, error_message="", entries=entries)
 
 
 def _sort_key(entity: Entity) -> tuple[tuple[str, bool, str], ...]:
@@ -169,7 +170,7 @@ def _parse_filter(
                 )
             specified.append(entity_type)
         else:
-            raise FilterError(ErrorCode.UNSUPPORTED_VERSION, f"Unknown match type {match_type}")
+            raise FilterError(ErrorCode.INVALID_REQUEST, f"Unknown match type {match_type}")
     named = set(exact) | set(specified)
     if IP in named and (USER in named or CLIENT_ID in named):
         raise FilterError(
