@@ -79,8 +79,9 @@ def test_throttle_time_brings_the_rate_back_to_the_quota() -> None:
     assert manager.record(KEY, "u", "c", 5_000, 0) == 0  # 500 B/s over 10 s
     throttle = manager.record(KEY, "u", "c", 15_000, 100)  # 20,000 B over 10.1 s
     assert throttle == 9_900  # (1980.2 - 1000) / 1000 * 10,100 ms
-    # After the throttle time the rate over the grown span is back at the quota.
-    assert manager.record(KEY, "u", "c", 0, 100 + throttle) == 0
+    # The span was padded to 10 windows; at 10 s it is the real 10 s, and the rate still over.
+    assert manager.record(KEY, "u", "c", 0, 100 + throttle) == 10_000
+    assert manager.record(KEY, "u", "c", 0, 11_000) == 0  # the first window has expired
     assert manager.record(KEY, "u", "other", 10**9, 100) == 0  # no quota for it
 
 
