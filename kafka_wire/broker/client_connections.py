@@ -30,6 +30,7 @@ from kafka_wire.broker.effects import CloseConnection, Effect, EffectSink, FileR
 from kafka_wire.broker.faults import FaultInjector, cut_in_half, injected_answer
 from kafka_wire.broker.group_link import GroupAnswer
 from kafka_wire.broker.muting import MuteInput, Muting
+from kafka_wire.broker.quotas.throttling import THROTTLED_APIS, cap_fetch, throttle
 from kafka_wire.broker.sasl import sasl_refusal
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage_pipeline import StoragePipeline
@@ -51,6 +52,8 @@ from kafka_wire.protocol.server import ServerConfig, ServerConnection, ServerSas
 
 #: The owner of the timers of answers held by an injected latency.
 _FAULT_TIMERS: Final = "faults"
+#: The owner of the timers of connections muted by a client quota (``("quota", conn_id)``).
+_QUOTA_TIMERS: Final = "quota"
 
 
 class ClientConnections:
@@ -210,6 +213,7 @@ class ClientConnections:
         self.muting.clear()
         self._delayed.clear()
         self._timer_queue.clear(_FAULT_TIMERS)
+        self._timer_queue.clear(_QUOTA_TIMERS)
 
     def drop(self, conn_id: int) -> None:
         """Forget a connection without telling anyone (the broker has stopped)."""
@@ -317,6 +321,8 @@ class ClientConnections:
             client_host=conn.host,
             listener=conn.listener,
         )
+        if key == ApiKey.FETCH and self._state.quotas.active:
+            cap_fetch(self._state.quotas, conn.principal, request.header.client_id or "", request.body)  # type: ignore[arg-type]  # a Fetch's body
         result = HANDLERS[key](ctx, request.body)
         if not isinstance(result, Message | Spliced) and self._cluster.pump(now_ms):
             # Asked of this node's own controller (a single node's admin request): answered
@@ -407,8 +413,30 @@ class ClientConnections:
                     self._delayed[self._delayed_seq] = Answer(conn_id, request, body)
                     self._timer_queue.schedule((_FAULT_TIMERS, self._delayed_seq), until)
                     return
+            throttle_ms = 0
+            if (
+                request.api_key in THROTTLED_APIS
+                and self._state is not None
+                and self._state.quotas.active
+                and not self._cluster.serves(conn.listener)
+            ):
+                body, throttle_ms = throttle(
+                    self._state.quotas,
+                    conn.principal,
+                    request.header.client_id or "",
+                    request.body,
+                    body,
+                    self.now_ms,
+                )
             conn.unreleased += 1
-            self._answers.append(Answer(conn_id, request, body))
+            self._answers.append(Answer(conn_id, request, body, throttle_ms))
+
+    def release_throttled(self, now_ms: int) -> None:
+        """Connections whose quota throttle time is over may be read again (``resume``)."""
+        while (due := self._timer_queue.pop_due(now_ms, _QUOTA_TIMERS)) is not None:
+            conn_id = int(due.key[1])  # type: ignore[call-overload]  # keys are (owner, int)
+            if conn_id in self._conns:
+                self.muting.throttle_over(conn_id)
 
     def release_delayed(self, now_ms: int) -> None:
         """Answers whose injected latency is over: answered now (the connection is read again)."""
@@ -452,6 +480,12 @@ class ClientConnections:
                 self._cut(answer.conn_id, conn, ready, out)
                 continue
             self._send(answer.conn_id, ready, out)
+            if answer.throttle_ms > 0:
+                # KIP-219: the client has its answer, and the connection is muted for the throttle time.
+                self.muting.mute(answer.conn_id, MuteInput.THROTTLE, out)
+                key = (_QUOTA_TIMERS, answer.conn_id)
+                until = self.now_ms + answer.throttle_ms
+                self._timer_queue.schedule(key, max(until, self._timer_queue.deadline_of(key) or until))
         for conn_id in self.muting.closing_after_answers():
             conn = self._conns.get(conn_id)
             if conn is None:
@@ -517,6 +551,7 @@ class ClientConnections:
         ]
         if self._group is not None:
             self._group.forget(conn_id)
+        self._timer_queue.cancel((_QUOTA_TIMERS, conn_id))
         for seq in [n for n, answer in self._delayed.items() if answer.conn_id == conn_id]:
             del self._delayed[seq]
             self._timer_queue.cancel((_FAULT_TIMERS, seq))
