@@ -16,7 +16,7 @@ measured here gives 1.15 to 1.22 times the quota over 30 s (a burst of 9 to 12 M
 brokers throttled the client (a throttle time > 0 in its statistics), both within 0.9 and
 :data:`MAX_OVER` times the quota, and kafka-wire's rate within 10% of Kafka's. A loaded machine
 can only make the client slower, which the lower bound tolerates no further than 10%.
-
+"""
 
 from __future__ import annotations
 
@@ -72,7 +72,9 @@ class _Stats:
         stats: dict[str, Any] = json.loads(text)
         for broker in stats.get("brokers", {}).values():
             with self.lock:
-                self.throttle_max_ms = max(self.throttle_max_ms, int(broker.get("throttle", {}).get("max", 0)))
+                self.throttle_max_ms = max(
+                    self.throttle_max_ms, int(broker.get("throttle", {}).get("max", 0))
+                )
 
 
 def _rate(events: list[tuple[float, int]], start: float) -> float:
@@ -88,7 +90,9 @@ def _per_second(events: list[tuple[float, int]], start: float) -> list[float]:
     return [round(n / QUOTA, 2) for n in seconds]
 
 
-def _produce(broker: BrokerProcess, topic: str, client_id: str, seconds: float, stats: _Stats | None) -> list[tuple[float, int]]:
+def _produce(
+    broker: BrokerProcess, topic: str, client_id: str, seconds: float, stats: _Stats | None
+) -> list[tuple[float, int]]:
     """Produce as fast as the producer takes values for ``seconds``; (time, bytes) per delivery."""
     settings: dict[str, Any] = {
         "bootstrap.servers": broker.bootstrap,
@@ -186,9 +190,13 @@ def _check(kafka: tuple[float, int, list[float]], wire: tuple[float, int, list[f
     assert abs(wire[0] / kafka[0] - 1) <= 0.1, facts
 
 
-def test_a_produce_quota_holds_as_in_kafka(apache_kafka_node: BrokerProcess, kafka_wire_node: BrokerProcess) -> None:
+def test_a_produce_quota_holds_as_in_kafka(
+    apache_kafka_node: BrokerProcess, kafka_wire_node: BrokerProcess
+) -> None:
     _check(_produce_run(apache_kafka_node), _produce_run(kafka_wire_node))
 
 
-def test_a_consume_quota_holds_as_in_kafka(apache_kafka_node: BrokerProcess, kafka_wire_node: BrokerProcess) -> None:
+def test_a_consume_quota_holds_as_in_kafka(
+    apache_kafka_node: BrokerProcess, kafka_wire_node: BrokerProcess
+) -> None:
     _check(_consume_run(apache_kafka_node), _consume_run(kafka_wire_node))
