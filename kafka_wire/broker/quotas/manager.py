@@ -17,6 +17,9 @@ request's own user and client id for the types it names (a default entity gives 
 client id its own rate, as Kafka's metric tags do). So the clients of one user share a rate
 under a ``user=U`` quota, and each client id has its own under ``client-id=<default>``.
 
+Rates unused for an hour are dropped, as Kafka drops an inactive quota sensor, so the rates kept
+do not grow with every client id ever seen.
+
 **Throttle time.** A request's bytes are recorded, then the rate over the windows
 (:class:`~kafka_wire.broker.quotas.rate.SampledRate`, ``quota.window.num`` windows of
 ``quota.window.size.seconds``) is compared with the quota; over it, the throttle time is how long
@@ -44,6 +47,10 @@ DEFAULT_WINDOW_NUM: Final = 11
 DEFAULT_WINDOW_SIZE_SECONDS: Final = 1
 
 PRINCIPAL_TYPE: Final = "User:"
+#: A rate not used for this long is dropped (Kafka expires an inactive quota sensor after an hour).
+INACTIVE_RATE_MS: Final = 3_600_000
+#: How often the rates are checked for inactive ones.
+PURGE_INTERVAL_MS: Final = 60_000
 
 
 def user_of(principal: str) -> str:
@@ -91,6 +98,9 @@ class QuotaManager:
         self.window_ms = window_size_seconds * 1000
         self._values = values if values is not None else ClientQuotasImage()
         self._rates: dict[tuple[str, str, str], SampledRate] = {}
+        #: When each rate was last recorded to.
+        self._used: dict[tuple[str, str, str], int] = {}
+        self._next_purge_ms: int | None = None
 
     def attach(self, values: ClientQuotasImage) -> None:
         """Read quota values from ``values`` (the node's metadata image) from now on."""
@@ -122,6 +132,11 @@ class QuotaManager:
         return None
 
     def _rate(self, quota: Quota, now_ms: int) -> SampledRate:
+        if self._next_purge_ms is None or now_ms >= self._next_purge_ms:
+            self._next_purge_ms = now_ms + PURGE_INTERVAL_MS
+            for instance in [i for i, used in self._used.items() if now_ms - used >= INACTIVE_RATE_MS]:
+                del self._rates[instance], self._used[instance]
+        self._used[quota.instance] = now_ms
         rate = self._rates.get(quota.instance)
         if rate is None:
             rate = self._rates[quota.instance] = SampledRate(self.window_num, self.window_ms, now_ms)

@@ -3,6 +3,7 @@ and DescribeClientQuotas (answered from the broker's image), through the engine.
 
 from __future__ import annotations
 
+from kafka_wire.broker.controller.image import MetadataImage
 from kafka_wire.broker.controller.records import decode_record, encode_record
 from kafka_wire.messages import (
     AlterClientQuotasRequest,
@@ -166,3 +167,20 @@ def test_bad_filters() -> None:
     for components, code in cases:
         body = describe(client, *components)
         assert (body.error_code, body.entries is None) == (code, True), components
+
+
+def test_quotas_survive_a_restart_and_a_snapshot() -> None:
+    engine = Engine()
+    client = Client(engine, 1)
+    assert alter(client, entry({"user": "alice", "client-id": None}, {"producer_byte_rate": 4096.0})) == [
+        (0, None)
+    ]
+    engine.drain()
+    engine._apply(engine.broker.shutdown(engine.now_ms))
+    engine.drain()
+    restarted = Engine(storage=engine.storage)  # the metadata log is replayed
+    expected = [((("client-id", None), ("user", "alice")), {"producer_byte_rate": 4096.0})]
+    assert described(describe(Client(restarted, 1))) == expected
+    image = MetadataImage()
+    image.load_snapshot(0, [r for r in restarted.broker.state.quotas.values.snapshot_records()])
+    assert image.client_quotas.quotas == restarted.broker.state.quotas.values.quotas

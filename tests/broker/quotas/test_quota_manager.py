@@ -103,3 +103,12 @@ def test_a_steady_producer_at_the_quota_converges() -> None:
         throttle = manager.record(KEY, "u", "c", 16_384, now)
         now += max(throttle, 5)
     assert sent * 1000 / now == pytest.approx(100_000, rel=0.02)
+
+
+def test_an_idle_rate_is_dropped_after_an_hour() -> None:
+    manager = QuotaManager(values=image(({"client-id": None}, 1000.0)))
+    for n in range(100):
+        manager.record(KEY, "u", f"c{n}", 10, 0)
+    assert len(manager._rates) == 100
+    manager.record(KEY, "u", "late", 10, 3_600_000)
+    assert list(manager._rates) == [(KEY, "", "late")]
