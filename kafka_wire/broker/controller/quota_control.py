@@ -26,8 +26,9 @@ from __future__ import annotations
 import ipaddress
 import math
 from collections import Counter
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.quotas_image import (
     CLIENT_ID,
@@ -40,17 +41,15 @@ from kafka_wire.broker.controller.quotas_image import (
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    AlterClientQuotasRequest,
-    AlterClientQuotasRequestEntryData,
-    AlterClientQuotasResponse,
-    AlterClientQuotasResponseEntityData,
-    AlterClientQuotasResponseEntryData,
-    ApiKey,
-    ClientQuotaRecord,
-    ClientQuotaRecordEntityData,
-    ErrorCode,
-)
+from kafka_wire.messages import ApiKey, ClientQuotaRecord, ClientQuotaRecordEntityData, ErrorCode
+
+if TYPE_CHECKING:  # the API's classes load with its first request (``messages`` is lazy)
+    from kafka_wire.messages import (
+        AlterClientQuotasRequest,
+        AlterClientQuotasRequestEntryData,
+        AlterClientQuotasResponseEntityData,
+        AlterClientQuotasResponseEntryData,
+    )
 
 PRODUCER_BYTE_RATE: Final = "producer_byte_rate"
 CONSUMER_BYTE_RATE: Final = "consumer_byte_rate"
@@ -99,14 +98,14 @@ class QuotaControl:
                 if entity_text not in answered:
                     answered.add(entity_text)
                     results.append(
-                        AlterClientQuotasResponseEntryData(
+                        messages.AlterClientQuotasResponseEntryData(
                             error_code=ErrorCode.INVALID_REQUEST,
                             error_message=f"Ignoring duplicate entity ClientQuotaEntity(entries={entity_text})",
                             entity=_response_entity(entry),
                         )
                     )
                 continue
-            result = AlterClientQuotasResponseEntryData(
+            result = messages.AlterClientQuotasResponseEntryData(
                 error_code=ErrorCode.NONE, error_message=None, entity=_response_entity(entry)
             )
             results.append(result)
@@ -119,7 +118,7 @@ class QuotaControl:
         def fail(code: int) -> Message:
             return failure_answer(ApiKey.ALTER_CLIENT_QUOTAS, req, code)
 
-        return ControllerResult(records, lambda: AlterClientQuotasResponse(entries=results), fail)
+        return ControllerResult(records, lambda: messages.AlterClientQuotasResponse(entries=results), fail)
 
     def _entry_changes(
         self, entry: AlterClientQuotasRequestEntryData
@@ -157,7 +156,7 @@ class QuotaControl:
 
 def _response_entity(entry: AlterClientQuotasRequestEntryData) -> list[AlterClientQuotasResponseEntityData]:
     return [
-        AlterClientQuotasResponseEntityData(entity_type=e.entity_type, entity_name=e.entity_name)
+        messages.AlterClientQuotasResponseEntityData(entity_type=e.entity_type, entity_name=e.entity_name)
         for e in entry.entity
     ]
 

@@ -16,21 +16,19 @@ exceptions for them). A success carries an empty error message, as Kafka's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ClientQuotaRecord,
-    ClientQuotaRecordEntityData,
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasRequestComponentData,
-    DescribeClientQuotasResponse,
-    DescribeClientQuotasResponseEntityData,
-    DescribeClientQuotasResponseEntryData,
-    DescribeClientQuotasResponseValueData,
-    ErrorCode,
-)
+from kafka_wire.messages import ClientQuotaRecord, ClientQuotaRecordEntityData, ErrorCode
+
+if TYPE_CHECKING:  # the API's classes load with its first request (``messages`` is lazy)
+    from kafka_wire.messages import (
+        DescribeClientQuotasRequest,
+        DescribeClientQuotasRequestComponentData,
+        DescribeClientQuotasResponse,
+    )
 
 #: Kafka's ``ClientQuotaEntity`` types.
 USER: Final = "user"
@@ -102,7 +100,9 @@ class ClientQuotasImage:
         try:
             exact, specified = _parse_filter(request.components)
         except FilterError as exc:
-            return DescribeClientQuotasResponse(error_code=exc.code, error_message=exc.message, entries=None)
+            return messages.DescribeClientQuotasResponse(
+                error_code=exc.code, error_message=exc.message, entries=None
+            )
         entries = []
         for entity in sorted(self.quotas, key=_sort_key):
             names = dict(entity)
@@ -114,18 +114,21 @@ class ClientQuotasImage:
                 continue
             values = self.quotas[entity]
             entries.append(
-                DescribeClientQuotasResponseEntryData(
+                messages.DescribeClientQuotasResponseEntryData(
                     entity=[
-                        DescribeClientQuotasResponseEntityData(entity_type=t, entity_name=n)
+                        messages.DescribeClientQuotasResponseEntityData(entity_type=t, entity_name=n)
                         for t, n in entity
                     ],
                     values=[
-                        DescribeClientQuotasResponseValueData(key=k, value=values[k]) for k in sorted(values)
+                        messages.DescribeClientQuotasResponseValueData(key=k, value=values[k])
+                        for k in sorted(values)
                     ],
                 )
             )
         # Kafka's broker answers a success with an empty message, not null.
-        return DescribeClientQuotasResponse(error_code=ErrorCode.NONE, error_message="", entries=entries)
+        return messages.DescribeClientQuotasResponse(
+            error_code=ErrorCode.NONE, error_message="", entries=entries
+        )
 
 
 def _sort_key(entity: Entity) -> tuple[tuple[str, bool, str], ...]:

@@ -19,19 +19,16 @@ is a few dozen bytes per partition).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.quotas.manager import QuotaManager, user_of
 from kafka_wire.broker.state import Spliced
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    ApiKey,
-    ErrorCode,
-    FetchRequest,
-    FetchResponse,
-    ProduceRequest,
-    ProduceResponse,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
+
+if TYPE_CHECKING:  # Produce and Fetch classes load with their first request (``messages`` is lazy)
+    from kafka_wire.messages import FetchRequest
 
 PRODUCER_BYTE_RATE: Final = "producer_byte_rate"
 CONSUMER_BYTE_RATE: Final = "consumer_byte_rate"
@@ -53,17 +50,22 @@ def throttle(
 ) -> tuple[Message | Spliced, int]:
     """The answer to send and the throttle time (ms, 0: none) for ``answer`` to ``request``."""
     user = user_of(principal)
-    if isinstance(request, ProduceRequest) and isinstance(answer, ProduceResponse):
+    api_key = type(request).API_KEY
+    if api_key == ApiKey.PRODUCE:
+        assert isinstance(request, messages.ProduceRequest)
+        if not isinstance(answer, messages.ProduceResponse):
+            return answer, 0
         size = sum(_size(p.records) for t in request.topic_data for p in t.partition_data)
         ms = quotas.record(PRODUCER_BYTE_RATE, user, client_id, size, now_ms)
         if ms > 0:
             answer.throttle_time_ms = max(answer.throttle_time_ms, ms)
         return answer, ms
-    if isinstance(request, FetchRequest):
+    if api_key == ApiKey.FETCH:
+        assert isinstance(request, messages.FetchRequest)
         if request.replica_id >= 0 or request.replica_state.replica_id >= 0:
             return answer, 0
         body = answer.body if isinstance(answer, Spliced) else answer
-        if not isinstance(body, FetchResponse):
+        if not isinstance(body, messages.FetchResponse):
             return answer, 0
         size = sum(_size(p.records) for t in body.responses for p in t.partitions)
         ms = quotas.record(CONSUMER_BYTE_RATE, user, client_id, size, now_ms)
@@ -72,7 +74,7 @@ def throttle(
         quotas.unrecord(CONSUMER_BYTE_RATE, user, client_id, size, now_ms)
         incremental = request.session_epoch > 0
         return (
-            FetchResponse(
+            messages.FetchResponse(
                 throttle_time_ms=max(body.throttle_time_ms, ms),
                 error_code=ErrorCode.NONE,
                 session_id=body.session_id if incremental else 0,
