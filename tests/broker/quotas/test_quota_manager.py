@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from kafka_wire.broker.config import BrokerConfig, BrokerConfigError
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.quotas_image import ClientQuotasImage
 from kafka_wire.broker.quotas.manager import QuotaManager, user_of
 from kafka_wire.broker.quotas.rate import SampledRate
 from kafka_wire.messages import ClientQuotaRecord, ClientQuotaRecordEntityData
+from tests.broker.engine import Engine
 
 KEY = "producer_byte_rate"
 
@@ -112,3 +114,14 @@ def test_an_idle_rate_is_dropped_after_an_hour() -> None:
     assert len(manager._rates) == 100
     manager.record(KEY, "u", "late", 10, 3_600_000)
     assert list(manager._rates) == [(KEY, "", "late")]
+
+
+def test_the_window_properties_reach_the_quota_manager() -> None:
+    config = BrokerConfig.from_properties({"quota.window.num": "5", "quota.window.size.seconds": "2"})
+    assert (config.quota_window_num, config.quota_window_size_seconds) == (5, 2)
+    quotas = Engine(config).broker.state.quotas
+    assert (quotas.window_num, quotas.window_ms) == (5, 2000)
+    for bad in ({"quota.window.num": "1"}, {"quota.window.size.seconds": "0"}):
+        with pytest.raises(BrokerConfigError) as failure:
+            BrokerConfig.from_properties(bad)
+        assert failure.value.key == next(iter(bad))
