@@ -106,6 +106,8 @@ class ClientConnections:
         #: Answers held by an injected latency, by their timer's number (``("faults", n)``).
         self._delayed: dict[int, Answer] = {}
         self._delayed_seq = 0
+        #: acks=0 produces over their quota in this call: their connections' throttle times.
+        self._unanswered_throttles: dict[int, int] = {}
 
     def start(self, state: BrokerState, group: Coordinators) -> None:
         """The broker's state is loaded: requests may be handled."""
@@ -334,6 +336,7 @@ class ClientConnections:
             self._close_failed_without_answer(conn_id, out)
         elif isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result)
+            self._throttle_unanswered(out)
         else:
             self._hold(conn_id, conn, request, result)
 
@@ -386,6 +389,7 @@ class ClientConnections:
             self._respond(held.conn_id, held.request, body)
             self.answered(held.conn_id)
         self._held = still
+        self._throttle_unanswered(out)
         for conn_id in failed_silently:
             self._close_failed_without_answer(conn_id, out)
 
@@ -405,6 +409,20 @@ class ClientConnections:
         """Answer ``request``: built now, sent once the writes of this call have succeeded (or,
         with an injected latency, at a later tick)."""
         conn = self._conns.get(conn_id)
+        if conn is not None and not request.expects_response:
+            if request.api_key == ApiKey.PRODUCE and self._throttles(conn):
+                assert self._state is not None
+                _, throttle_ms = throttle(
+                    self._state.quotas,
+                    conn.principal,
+                    request.header.client_id or "",
+                    request.body,
+                    body,
+                    self.now_ms,
+                )
+                if throttle_ms > 0:
+                    self._unanswered_throttles[conn_id] = throttle_ms
+            return
         if conn is not None and request.expects_response:
             if self._faults.armed and self._from_client(conn, request):
                 until = self._faults.held_until(request.api_key, self.now_ms)
@@ -414,12 +432,8 @@ class ClientConnections:
                     self._timer_queue.schedule((_FAULT_TIMERS, self._delayed_seq), until)
                     return
             throttle_ms = 0
-            if (
-                request.api_key in THROTTLED_APIS
-                and self._state is not None
-                and self._state.quotas.active
-                and not self._cluster.serves(conn.listener)
-            ):
+            if request.api_key in THROTTLED_APIS and self._throttles(conn):
+                assert self._state is not None
                 body, throttle_ms = throttle(
                     self._state.quotas,
                     conn.principal,
@@ -431,12 +445,34 @@ class ClientConnections:
             conn.unreleased += 1
             self._answers.append(Answer(conn_id, request, body, throttle_ms))
 
+    def _throttle(self, conn_id: int, throttle_ms: int, out: list[Effect]) -> None:
+        """Mute the connection for ``throttle_ms`` (over a client quota)."""
+        self.muting.mute(conn_id, MuteInput.THROTTLE, out)
+        key = (_QUOTA_TIMERS, conn_id)
+        until = self.now_ms + throttle_ms
+        self._timer_queue.schedule(key, max(until, self._timer_queue.deadline_of(key) or until))
+
+    def _throttle_unanswered(self, out: list[Effect]) -> None:
+        """Mute the connections whose acks=0 produces went over their quota (no answer to wait
+        for: muted at once, as Kafka throttles them)."""
+        for conn_id, throttle_ms in self._unanswered_throttles.items():
+            if conn_id in self._conns:
+                self._throttle(conn_id, throttle_ms, out)
+        self._unanswered_throttles.clear()
+
     def release_throttled(self, now_ms: int) -> None:
         """Connections whose quota throttle time is over may be read again (``resume``)."""
         while (due := self._timer_queue.pop_due(now_ms, _QUOTA_TIMERS)) is not None:
             conn_id = int(due.key[1])  # type: ignore[call-overload]  # keys are (owner, int)
             if conn_id in self._conns:
                 self.muting.throttle_over(conn_id)
+
+    def _throttles(self, conn: Channel) -> bool:
+        """Whether client quotas apply to the connection's requests (some quota is set, and it is
+        not a controller listener's)."""
+        return (
+            self._state is not None and self._state.quotas.active and not self._cluster.serves(conn.listener)
+        )
 
     def release_delayed(self, now_ms: int) -> None:
         """Answers whose injected latency is over: answered now (the connection is read again)."""
@@ -482,10 +518,7 @@ class ClientConnections:
             self._send(answer.conn_id, ready, out)
             if answer.throttle_ms > 0:
                 # KIP-219: the client has its answer, and the connection is muted for the throttle time.
-                self.muting.mute(answer.conn_id, MuteInput.THROTTLE, out)
-                key = (_QUOTA_TIMERS, answer.conn_id)
-                until = self.now_ms + answer.throttle_ms
-                self._timer_queue.schedule(key, max(until, self._timer_queue.deadline_of(key) or until))
+                self._throttle(answer.conn_id, answer.throttle_ms, out)
         for conn_id in self.muting.closing_after_answers():
             conn = self._conns.get(conn_id)
             if conn is None:

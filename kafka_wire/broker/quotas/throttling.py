@@ -12,7 +12,8 @@ quota that applies to the connection's (user, client id) (:mod:`.manager`):
   session, an incremental one keeps its session id). A replica's Fetch is never throttled.
 
 The connection is then muted for the throttle time once the answer is out (the client is told
-first, KIP-219); ``client_connections.py`` does that with the connection's mute state.
+first, KIP-219); an acks=0 Produce, which gets no answer, mutes it at once. ``client_connections.py``
+does that with the connection's mute state.
 Kafka counts a request's or answer's whole size; the records' bytes are counted here (the rest
 is a few dozen bytes per partition).
 """

@@ -81,3 +81,28 @@ def test_a_fetch_over_its_quota_gets_no_records() -> None:
         answer = fetch(client, "t", 1)
     assert answer.responses[0].partitions[0].records
     assert 10_000 <= engine.now_ms - start <= 20_000 * 1000 // 1_500
+
+
+def test_an_acks_0_produce_over_its_quota_mutes_its_connection() -> None:
+    """No answer carries the time: the connection is muted at once, as Kafka throttles it."""
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "t")
+    assert alter(client, entry({"client-id": "client-1"}, {"producer_byte_rate": 2_000.0})) == [(0, None)]
+    produce(client, "t", batch(), acks=0)
+    engine.drain()
+    assert 1 not in engine.paused
+    produce(client, "t", batch(), acks=0)  # ~20 KB over 10 s: a little over 2 KB/s
+    engine.drain()
+    assert 1 in engine.paused
+    engine.advance(100)
+    assert 1 not in engine.paused
+    produce(client, "t", batch(), acks=0)
+    engine.drain()
+    assert 1 in engine.paused  # ~30 KB over 10 s at 2 KB/s: muted for about 5 s
+    start = engine.now_ms
+    engine.advance(4_000)
+    assert 1 in engine.paused
+    engine.advance(1_200)
+    assert 1 not in engine.paused and engine.now_ms - start <= 5_200
+    assert engine.broker.state.partitions["t", 0].log_end_offset == 3
