@@ -65,6 +65,7 @@ from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.node import Node
+from kafka_wire.broker.quotas.manager import QuotaManager
 from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Spliced
 from kafka_wire.broker.storage import StorageReader
@@ -199,6 +200,9 @@ class Broker:
             directory_id=opened.directory_id,
             hooks=self._hooks,
             clean_shutdown=clean_shutdown,
+            quotas=QuotaManager(
+                window_num=config.quota_window_num, window_size_seconds=config.quota_window_size_seconds
+            ),
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step
@@ -349,6 +353,7 @@ class Broker:
         self._cluster.tick(now_ms)
         self._maintenance.run_due(self.state, now_ms)
         self._clients.release_delayed(now_ms)
+        self._clients.release_throttled(now_ms)
         self._clients.poll_held(now_ms, out)
         self._clients.resume(now_ms, out)
         return self._flush(out)

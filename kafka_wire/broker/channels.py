@@ -49,6 +49,8 @@ class Answer:
     conn_id: int
     request: Request
     body: Message | Spliced
+    #: Over a client quota: the connection is muted this long once the answer is out (KIP-219).
+    throttle_ms: int = 0
 
 
 @dataclass(slots=True)

@@ -30,6 +30,7 @@ from kafka_wire.broker.effects import CloseConnection, Effect, EffectSink, FileR
 from kafka_wire.broker.faults import FaultInjector, cut_in_half, injected_answer
 from kafka_wire.broker.group_link import GroupAnswer
 from kafka_wire.broker.muting import MuteInput, Muting
+from kafka_wire.broker.quotas.throttling import THROTTLED_APIS, cap_fetch, throttle
 from kafka_wire.broker.sasl import sasl_refusal
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage_pipeline import StoragePipeline
@@ -51,6 +52,8 @@ from kafka_wire.protocol.server import ServerConfig, ServerConnection, ServerSas
 
 #: The owner of the timers of answers held by an injected latency.
 _FAULT_TIMERS: Final = "faults"
+#: The owner of the timers of connections muted by a client quota (``("quota", conn_id)``).
+_QUOTA_TIMERS: Final = "quota"
 
 
 class ClientConnections:
@@ -103,6 +106,8 @@ class ClientConnections:
         #: Answers held by an injected latency, by their timer's number (``("faults", n)``).
         self._delayed: dict[int, Answer] = {}
         self._delayed_seq = 0
+        #: acks=0 produces over their quota in this call: their connections' throttle times.
+        self._unanswered_throttles: dict[int, int] = {}
 
     def start(self, state: BrokerState, group: Coordinators) -> None:
         """The broker's state is loaded: requests may be handled."""
@@ -210,6 +215,7 @@ class ClientConnections:
         self.muting.clear()
         self._delayed.clear()
         self._timer_queue.clear(_FAULT_TIMERS)
+        self._timer_queue.clear(_QUOTA_TIMERS)
 
     def drop(self, conn_id: int) -> None:
         """Forget a connection without telling anyone (the broker has stopped)."""
@@ -317,6 +323,8 @@ class ClientConnections:
             client_host=conn.host,
             listener=conn.listener,
         )
+        if key == ApiKey.FETCH and self._state.quotas.active:
+            cap_fetch(self._state.quotas, conn.principal, request.header.client_id or "", request.body)  # type: ignore[arg-type]  # a Fetch's body
         result = HANDLERS[key](ctx, request.body)
         if not isinstance(result, Message | Spliced) and self._cluster.pump(now_ms):
             # Asked of this node's own controller (a single node's admin request): answered
@@ -328,6 +336,7 @@ class ClientConnections:
             self._close_failed_without_answer(conn_id, out)
         elif isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result)
+            self._throttle_unanswered(out)
         else:
             self._hold(conn_id, conn, request, result)
 
@@ -380,6 +389,7 @@ class ClientConnections:
             self._respond(held.conn_id, held.request, body)
             self.answered(held.conn_id)
         self._held = still
+        self._throttle_unanswered(out)
         for conn_id in failed_silently:
             self._close_failed_without_answer(conn_id, out)
 
@@ -399,6 +409,20 @@ class ClientConnections:
         """Answer ``request``: built now, sent once the writes of this call have succeeded (or,
         with an injected latency, at a later tick)."""
         conn = self._conns.get(conn_id)
+        if conn is not None and not request.expects_response:
+            if request.api_key == ApiKey.PRODUCE and self._throttles(conn):
+                assert self._state is not None
+                _, throttle_ms = throttle(
+                    self._state.quotas,
+                    conn.principal,
+                    request.header.client_id or "",
+                    request.body,
+                    body,
+                    self.now_ms,
+                )
+                if throttle_ms > 0:
+                    self._unanswered_throttles[conn_id] = throttle_ms
+            return
         if conn is not None and request.expects_response:
             if self._faults.armed and self._from_client(conn, request):
                 until = self._faults.held_until(request.api_key, self.now_ms)
@@ -407,8 +431,48 @@ class ClientConnections:
                     self._delayed[self._delayed_seq] = Answer(conn_id, request, body)
                     self._timer_queue.schedule((_FAULT_TIMERS, self._delayed_seq), until)
                     return
+            throttle_ms = 0
+            if request.api_key in THROTTLED_APIS and self._throttles(conn):
+                assert self._state is not None
+                body, throttle_ms = throttle(
+                    self._state.quotas,
+                    conn.principal,
+                    request.header.client_id or "",
+                    request.body,
+                    body,
+                    self.now_ms,
+                )
             conn.unreleased += 1
-            self._answers.append(Answer(conn_id, request, body))
+            self._answers.append(Answer(conn_id, request, body, throttle_ms))
+
+    def _throttle(self, conn_id: int, throttle_ms: int, out: list[Effect]) -> None:
+        """Mute the connection for ``throttle_ms`` (over a client quota)."""
+        self.muting.mute(conn_id, MuteInput.THROTTLE, out)
+        key = (_QUOTA_TIMERS, conn_id)
+        until = self.now_ms + throttle_ms
+        self._timer_queue.schedule(key, max(until, self._timer_queue.deadline_of(key) or until))
+
+    def _throttle_unanswered(self, out: list[Effect]) -> None:
+        """Mute the connections whose acks=0 produces went over their quota (no answer to wait
+        for: muted at once, as Kafka throttles them)."""
+        for conn_id, throttle_ms in self._unanswered_throttles.items():
+            if conn_id in self._conns:
+                self._throttle(conn_id, throttle_ms, out)
+        self._unanswered_throttles.clear()
+
+    def release_throttled(self, now_ms: int) -> None:
+        """Connections whose quota throttle time is over may be read again (``resume``)."""
+        while (due := self._timer_queue.pop_due(now_ms, _QUOTA_TIMERS)) is not None:
+            conn_id = int(due.key[1])  # type: ignore[call-overload]  # keys are (owner, int)
+            if conn_id in self._conns:
+                self.muting.throttle_over(conn_id)
+
+    def _throttles(self, conn: Channel) -> bool:
+        """Whether client quotas apply to the connection's requests (some quota is set, and it is
+        not a controller listener's)."""
+        return (
+            self._state is not None and self._state.quotas.active and not self._cluster.serves(conn.listener)
+        )
 
     def release_delayed(self, now_ms: int) -> None:
         """Answers whose injected latency is over: answered now (the connection is read again)."""
@@ -452,6 +516,9 @@ class ClientConnections:
                 self._cut(answer.conn_id, conn, ready, out)
                 continue
             self._send(answer.conn_id, ready, out)
+            if answer.throttle_ms > 0:
+                # KIP-219: the client has its answer, and the connection is muted for the throttle time.
+                self._throttle(answer.conn_id, answer.throttle_ms, out)
         for conn_id in self.muting.closing_after_answers():
             conn = self._conns.get(conn_id)
             if conn is None:
@@ -517,6 +584,7 @@ class ClientConnections:
         ]
         if self._group is not None:
             self._group.forget(conn_id)
+        self._timer_queue.cancel((_QUOTA_TIMERS, conn_id))
         for seq in [n for n, answer in self._delayed.items() if answer.conn_id == conn_id]:
             del self._delayed[seq]
             self._timer_queue.cancel((_FAULT_TIMERS, seq))

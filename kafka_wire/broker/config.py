@@ -218,6 +218,10 @@ class BrokerConfig:
     #: ``queued.max.requests`` (Kafka: 500): when this many requests are held unanswered (Fetch
     #: long polls, JoinGroup...), no connection's further requests are read until some are answered.
     queued_max_requests: int = 500
+    #: ``quota.window.num`` (Kafka: 11): client quota rates are measured over this many windows.
+    quota_window_num: int = 11
+    #: ``quota.window.size.seconds`` (Kafka: 1): the length of each client quota window.
+    quota_window_size_seconds: int = 1
     #: ``connection.failed.authentication.delay.ms`` (Kafka: 100): a failed SASL authentication is
     #: answered, and its connection closed, this much later.
     failed_authentication_delay_ms: int = 100
@@ -310,6 +314,7 @@ class BrokerConfig:
             "offsets_commit_timeout_ms",
             "request_receive_timeout_ms",
             "queued_max_requests",
+            "quota_window_size_seconds",
         ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(PROPERTY_OF[name], "must be at least 1")
@@ -334,6 +339,8 @@ class BrokerConfig:
         ):
             if getattr(self, name) < 0:
                 raise BrokerConfigError(PROPERTY_OF[name], "must not be negative")
+        if self.quota_window_num < 2:  # Kafka's atLeast(1); a rate needs two windows here
+            raise BrokerConfigError("quota.window.num", "must be at least 2")
         self._check_consumer_group_bounds()
         if not 0 <= self.reconnect_backoff_ms <= self.reconnect_backoff_max_ms:
             raise BrokerConfigError("reconnect.backoff.ms", "must be between 0 and reconnect.backoff.max.ms")

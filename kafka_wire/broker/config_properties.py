@@ -54,6 +54,8 @@ PROPERTY_OF: Final = {
     "connections_max_idle_ms": "connections.max.idle.ms",
     "request_receive_timeout_ms": "kafka.wire.request.receive.timeout.ms",
     "queued_max_requests": "queued.max.requests",
+    "quota_window_num": "quota.window.num",
+    "quota_window_size_seconds": "quota.window.size.seconds",
     "failed_authentication_delay_ms": "connection.failed.authentication.delay.ms",
     "connections_max_reauth_ms": "connections.max.reauth.ms",
     "retention_check_interval_ms": "log.retention.check.interval.ms",

@@ -154,6 +154,25 @@ def _delete_acls(request: Message, code: int, message: str | None) -> Message:
     )
 
 
+def _alter_client_quotas(request: Message, code: int, message: str | None) -> Message:
+    assert isinstance(request, messages.AlterClientQuotasRequest)
+    return messages.AlterClientQuotasResponse(
+        entries=[
+            messages.AlterClientQuotasResponseEntryData(
+                error_code=code,
+                error_message=message,
+                entity=[
+                    messages.AlterClientQuotasResponseEntityData(
+                        entity_type=e.entity_type, entity_name=e.entity_name
+                    )
+                    for e in entry.entity
+                ],
+            )
+            for entry in request.entries
+        ]
+    )
+
+
 #: Error answers by API key: ``(request, error code, message) -> response``.
 ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] = {
     ApiKey.CREATE_TOPICS: _create_topics,
@@ -167,6 +186,7 @@ ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] =
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
     ApiKey.CREATE_ACLS: _create_acls,
     ApiKey.DELETE_ACLS: _delete_acls,
+    ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
 }
 
 

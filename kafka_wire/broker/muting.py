@@ -16,7 +16,10 @@ Each client connection is in one :class:`MuteState`, moved only through
 - ``CLOSING``: an acks=0 produce failed after earlier requests of the connection were answered in
   the same call: closed once those answers are out;
 - ``AUTHENTICATION_DELAY``: an authentication failed: answered and closed when
-  ``connection.failed.authentication.delay.ms`` is over (``connections.py`` holds the timer).
+  ``connection.failed.authentication.delay.ms`` is over (``connections.py`` holds the timer);
+- ``THROTTLED``: an answer of it went over a client quota (``kafka_wire.broker.quotas``): once
+  the answer is out, not read until the throttle time is over (KIP-219), then read on as
+  ``ANSWERED``.
 
 Leaving ``READING`` tells the driver ``PauseReading`` and stops the connection's idle and receive
 timers; going back tells it ``ResumeReading``. While muted, bytes the driver had already read are
@@ -51,6 +54,7 @@ class MuteState(enum.Enum):
     CALL_BLOCKED = "call blocked"
     CLOSING = "closing after answers"
     AUTHENTICATION_DELAY = "authentication delay"
+    THROTTLED = "throttled"
 
 
 class MuteInput(enum.Enum):
@@ -67,6 +71,10 @@ class MuteInput(enum.Enum):
     #: An acks=0 produce failed while answers of the connection are on their way.
     FAILED_WITHOUT_ANSWER = "acks=0 produce failed"
     AUTHENTICATION_FAILED = "authentication failed"
+    #: Its answer went over a client quota: muted for the throttle time (KIP-219).
+    THROTTLE = "over a quota"
+    #: The throttle time is over.
+    THROTTLE_OVER = "throttle time over"
 
 
 S, In = MuteState, MuteInput
@@ -86,6 +94,14 @@ def _table() -> dict[tuple[MuteState, MuteInput], MuteState]:
         table[state, In.FAILED_WITHOUT_ANSWER] = S.CLOSING
         table[state, In.AUTHENTICATION_FAILED] = S.AUTHENTICATION_DELAY
         table[state, In.ANSWERED] = S.READING if state is S.READING else S.ANSWERED
+        table[state, In.THROTTLE] = S.THROTTLED
+    # Throttled: nothing is read until the throttle time is over, whatever else holds.
+    for move in (In.OWES_ANSWER, In.QUEUE_FULL, In.CALL_SPENT, In.ANSWERED, In.THROTTLE):
+        table[S.THROTTLED, move] = S.THROTTLED
+    table[S.THROTTLED, In.THROTTLE_OVER] = S.ANSWERED
+    table[S.THROTTLED, In.FAILED_WITHOUT_ANSWER] = S.CLOSING
+    table[S.CLOSING, In.THROTTLE] = S.CLOSING
+    table[S.AUTHENTICATION_DELAY, In.THROTTLE] = S.AUTHENTICATION_DELAY
     # Closing: nothing more is read; its answers are still owed until they leave.
     table[S.CLOSING, In.OWES_ANSWER] = S.CLOSING
     table[S.CLOSING, In.ANSWERED] = S.CLOSING
@@ -165,6 +181,8 @@ class Muting:
         """Whether the next request of the connection may be decoded now (``owed``: it has a
         request held or answers waiting; ``held``: requests held over all connections); if not,
         it is muted for the first reason that holds."""
+        if self._states.get(conn_id) is S.THROTTLED:
+            return False
         if owed:
             move = In.OWES_ANSWER
         elif held >= self._queued_max:
@@ -185,6 +203,11 @@ class Muting:
         if self._move(conn_id, In.NEED_DATA) is not S.READING:
             out.append(ResumeReading(conn_id))
             self._timers.active(conn_id, now_ms)
+
+    def throttle_over(self, conn_id: int) -> None:
+        """Its quota throttle time is over: read on before the call ends (as ``ANSWERED``)."""
+        if self._states.get(conn_id) is S.THROTTLED:
+            self._move(conn_id, In.THROTTLE_OVER)
 
     def answered(self, conn_id: int, *, owed: bool) -> None:
         """A held request of the connection was answered: read on once nothing is ``owed``."""

@@ -252,6 +252,7 @@ class Node:
         self.view.attach(parts.image, parts.raft)
         if self.config.authorizer_enabled:
             state.authorizer = build_authorizer(self.config, self.view.acls)
+        state.quotas.attach(parts.image.client_quotas)
         parts.raft.start(now_ms)
         if self.settings.is_broker:
             self.lifecycle = lifecycle = BrokerLifecycle(

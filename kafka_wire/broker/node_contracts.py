@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from kafka_wire.broker.cluster_view import BrokerInfo, ClusterView, Outbound, PartitionState
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
+from kafka_wire.broker.controller.quotas_image import ClientQuotasImage
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.broker.work import Steps
@@ -117,6 +118,11 @@ class ImagePart(Protocol):
     def partitions_of(self, topic: str) -> Sequence[PartitionState]: ...
 
     def topic_configs(self, topic: str) -> dict[str, str]: ...
+
+    @property
+    def client_quotas(self) -> ClientQuotasImage:
+        """The client quotas (the same object for the image's life)."""
+        ...
 
     def apply_steps(self, offset: int, records: Sequence[Message]) -> Steps[DeltaLike]:
         """Apply a committed batch in steps (``MetadataImage.apply_steps``)."""

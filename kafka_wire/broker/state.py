@@ -30,6 +30,7 @@ from kafka_wire.broker.metadata import (
     partition_metadata_effects,
 )
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
+from kafka_wire.broker.quotas.manager import QuotaManager
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.txn.verifier import TxnVerifier
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL, WorkBudget
@@ -132,6 +133,8 @@ class BrokerState:
     #: The ACL authorizer (``kafka_wire.broker.security``) when ``authorizer.class.name`` names
     #: one; None: every request is allowed.
     authorizer: Authorizer | None = None
+    #: Client quotas and the rates measured against them (``kafka_wire.broker.quotas``).
+    quotas: QuotaManager = field(default_factory=QuotaManager)
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""

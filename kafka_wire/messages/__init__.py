@@ -148,6 +148,10 @@ if TYPE_CHECKING:
     from kafka_wire.messages.broker_registration_change_record import (
         BrokerRegistrationChangeRecord,
     )
+    from kafka_wire.messages.client_quota_record import (
+        ClientQuotaRecord,
+        ClientQuotaRecordEntityData,
+    )
     from kafka_wire.messages.config_record import (
         ConfigRecord,
     )
@@ -920,6 +924,8 @@ _MODULE_OF: dict[str, str] = {
     'BrokerRegistrationRequestFeature': 'broker_registration',
     'BrokerRegistrationRequestListener': 'broker_registration',
     'BrokerRegistrationResponse': 'broker_registration',
+    'ClientQuotaRecord': 'client_quota_record',
+    'ClientQuotaRecordEntityData': 'client_quota_record',
     'ConfigRecord': 'config_record',
     'ConsumerGroupDescribeRequest': 'consumer_group_describe',
     'ConsumerGroupDescribeResponse': 'consumer_group_describe',
@@ -1384,7 +1390,7 @@ _MODULE_OF: dict[str, str] = {
     'WriteTxnMarkersResponseWritableTxnMarkerResult': 'write_txn_markers',
     'WriteTxnMarkersResponseWritableTxnMarkerTopicResult': 'write_txn_markers',
 }
-_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'AccessControlEntryRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveAccessControlEntryRecord', 'RemoveTopicRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
+_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'AccessControlEntryRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ClientQuotaRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveAccessControlEntryRecord', 'RemoveTopicRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
 
 
 def __getattr__(name: str) -> Any:
@@ -1652,6 +1658,8 @@ __all__ = [
     'BrokerRegistrationRequestFeature',
     'BrokerRegistrationRequestListener',
     'BrokerRegistrationResponse',
+    'ClientQuotaRecord',
+    'ClientQuotaRecordEntityData',
     'ConfigRecord',
     'ConsumerGroupDescribeRequest',
     'ConsumerGroupDescribeResponse',

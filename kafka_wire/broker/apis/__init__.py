@@ -33,6 +33,7 @@ FORWARDED: Final = frozenset(
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
         ApiKey.DESCRIBE_QUORUM,
+        ApiKey.ALTER_CLIENT_QUOTAS,
     }
 )
 
@@ -57,6 +58,7 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.CREATE_ACLS: "create_acls",
     ApiKey.DESCRIBE_ACLS: "describe_acls",
     ApiKey.DELETE_ACLS: "delete_acls",
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: "describe_client_quotas",
     # forwarded once checked against the ACLs (``guarded_forward``; ``forward`` without them)
     **dict.fromkeys(FORWARDED, "guarded_forward"),
 }

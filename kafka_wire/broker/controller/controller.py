@@ -6,7 +6,8 @@ registrations, heartbeats, fencing), the replication part
 (:class:`.replication_control.ReplicationControl`: topics, partitions, elections,
 reassignments), the configuration part (:class:`.configuration_control.ConfigurationControl`), the
 feature part (:class:`.feature_control.FeatureControl`), the producer-id part
-(:class:`.producer_id_control.ProducerIdControl`) and the ACL part (:class:`.acl_control.AclControl`). Each API goes to the part that owns it
+(:class:`.producer_id_control.ProducerIdControl`), the ACL part (:class:`.acl_control.AclControl`)
+and the quota part (:class:`.quota_control.QuotaControl`). Each API goes to the part that owns it
 (:meth:`QuorumController.handle`); a part decides the records to write and the answer
 (:class:`.result.ControllerResult`), and the controller does the rest:
 
@@ -22,7 +23,7 @@ from the committed image.
 APIs (Kafka's error codes): BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics,
 DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
 AlterPartitionReassignments, ListPartitionReassignments, AllocateProducerIds, CreateAcls,
-DeleteAcls. A request reaching a
+DeleteAcls, AlterClientQuotas. A request reaching a
 controller that is not active is answered NOT_CONTROLLER, as is a held request whose controller
 lost its leadership before its records were committed; a held request that is not committed by
 its deadline gets REQUEST_TIMED_OUT.
@@ -54,6 +55,7 @@ from kafka_wire.broker.controller.delta import DeltaBuilder, MetadataDelta
 from kafka_wire.broker.controller.feature_control import FeatureControl
 from kafka_wire.broker.controller.image import MetadataImage, route
 from kafka_wire.broker.controller.producer_id_control import ProducerIdControl
+from kafka_wire.broker.controller.quota_control import QuotaControl
 from kafka_wire.broker.controller.records import decode_record, encode_record
 from kafka_wire.broker.controller.replication_control import ReplicationControl
 from kafka_wire.broker.controller.result import ControllerResult, Decision
@@ -189,6 +191,7 @@ class QuorumController:
         self.cluster.moves = self.replication
         self.producer_ids = ProducerIdControl(self.cluster.epoch_ok)
         self.acls = AclControl(rng)
+        self.quotas = QuotaControl()
         self._handlers: dict[int, Callable[[int, Message, int], Decision]] = {
             ApiKey.BROKER_REGISTRATION: self.cluster.broker_registration,  # type: ignore[dict-item]
             ApiKey.BROKER_HEARTBEAT: self.cluster.broker_heartbeat,  # type: ignore[dict-item]
@@ -204,6 +207,7 @@ class QuorumController:
             ApiKey.ALLOCATE_PRODUCER_IDS: self.producer_ids.allocate_producer_ids,  # type: ignore[dict-item]
             ApiKey.CREATE_ACLS: self.acls.create_acls,  # type: ignore[dict-item]
             ApiKey.DELETE_ACLS: self.acls.delete_acls,  # type: ignore[dict-item]
+            ApiKey.ALTER_CLIENT_QUOTAS: self.quotas.alter_client_quotas,  # type: ignore[dict-item]
         }
         self._active_epoch: int | None = None
         self._last_proposed = -1
@@ -239,6 +243,7 @@ class QuorumController:
                     features=self.features,
                     producer_ids=self.producer_ids,
                     acls=self.acls,
+                    quotas=self.quotas,
                 )
             yield len(chunk)
 
@@ -251,6 +256,7 @@ class QuorumController:
             self.features,
             self.producer_ids,
             self.acls,
+            self.quotas,
         )
         for part in parts:
             part.reset()
@@ -470,6 +476,7 @@ CONTROLLER_APIS: Final = frozenset(
         ApiKey.ALLOCATE_PRODUCER_IDS,
         ApiKey.CREATE_ACLS,
         ApiKey.DELETE_ACLS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
     }
 )
 

@@ -4,8 +4,9 @@
 type (:data:`SECTION_OF`): the registered brokers (:class:`.cluster_image.ClusterImage`), topics
 and partitions (:class:`.topics_image.TopicsImage`), dynamic configs
 (:class:`.configs_image.ConfigsImage`), finalized features (:class:`.features_image.FeaturesImage`),
-the next producer id block (:class:`.producer_ids_image.ProducerIdsImage`) and the ACLs
-(:class:`.acls_image.AclsImage`). Every node keeps
+the next producer id block (:class:`.producer_ids_image.ProducerIdsImage`), the ACLs
+(:class:`.acls_image.AclsImage`) and client quotas (:class:`.quotas_image.ClientQuotasImage`).
+Every node keeps
 one (the controller's committed image is its node's). It answers the
 :class:`~kafka_wire.broker.cluster_view.ClusterView` queries (``broker``, ``brokers``,
 ``partition``, ``partitions_of``), and each applied batch yields a
@@ -28,6 +29,7 @@ from kafka_wire.broker.controller.configs_image import CONFIG_RECORDS, ConfigsIm
 from kafka_wire.broker.controller.delta import ConfigKey, DeltaBuilder, MetadataDelta
 from kafka_wire.broker.controller.features_image import FEATURE_RECORDS, FeaturesImage
 from kafka_wire.broker.controller.producer_ids_image import PRODUCER_ID_RECORDS, ProducerIdsImage
+from kafka_wire.broker.controller.quotas_image import QUOTA_RECORDS, ClientQuotasImage
 from kafka_wire.broker.controller.topics_image import TOPIC_RECORDS, TopicImage, TopicsImage, partition_state
 from kafka_wire.broker.work import Steps, chunks, run_steps
 from kafka_wire.codec.structs import Message
@@ -41,6 +43,7 @@ SECTION_OF: Final[dict[type[Message], str]] = {
     **dict.fromkeys(FEATURE_RECORDS, "features"),
     **dict.fromkeys(PRODUCER_ID_RECORDS, "producer_ids"),
     **dict.fromkeys(ACL_RECORDS, "acls"),
+    **dict.fromkeys(QUOTA_RECORDS, "quotas"),
 }
 
 
@@ -72,6 +75,7 @@ def route(
     features: Section,
     producer_ids: Section,
     acls: Section,
+    quotas: Section | None = None,
 ) -> None:
     """Apply ``record`` to the section owning its type (a removed topic's configs go too)."""
     section = SECTION_OF.get(type(record))
@@ -89,6 +93,8 @@ def route(
         producer_ids.replay(record, delta)
     elif section == "acls":
         acls.replay(record, delta)
+    elif section == "quotas" and quotas is not None:
+        quotas.replay(record, delta)
 
 
 class MetadataImage:
@@ -97,6 +103,8 @@ class MetadataImage:
     def __init__(self, hooks: Hooks = OFF) -> None:
         #: The simulator's planted bugs (``buggify.OFF`` outside it).
         self.hooks = hooks
+        #: One object for the image's life (a snapshot refills it): the quota manager reads it.
+        self.client_quotas = ClientQuotasImage()
         self._reset()
 
     def _reset(self) -> None:
@@ -106,6 +114,7 @@ class MetadataImage:
         self.features_image = FeaturesImage()
         self.producer_ids = ProducerIdsImage()
         self.acls_image = AclsImage()
+        self.client_quotas.quotas.clear()
         #: The offset of the last record applied (-1: none).
         self.offset: int = -1
         #: Open metadata transaction (BeginTransactionRecord seen, EndTransactionRecord not yet).
@@ -199,6 +208,7 @@ class MetadataImage:
             features=self.features_image,
             producer_ids=self.producer_ids,
             acls=self.acls_image,
+            quotas=self.client_quotas,
         )
         if isinstance(record, BeginTransactionRecord):
             self.in_transaction = True
@@ -216,6 +226,7 @@ class MetadataImage:
             + self.configs_image.snapshot_records()
             + self.producer_ids.snapshot_records()
             + self.acls_image.snapshot_records()
+            + self.client_quotas.snapshot_records()
         )
 
     def load_snapshot(self, offset: int, records: Sequence[Message]) -> MetadataDelta:

@@ -19,6 +19,7 @@ from kafka_wire.messages import (
     AccessControlEntryRecord,
     BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     EndTransactionRecord,
     FeatureLevelRecord,
@@ -59,6 +60,7 @@ RECORD_TYPES: Final[dict[int, type[Message]]] = {
         EndTransactionRecord,
         AccessControlEntryRecord,
         RemoveAccessControlEntryRecord,
+        ClientQuotaRecord,
     )
 }
 
