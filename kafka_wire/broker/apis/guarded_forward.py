@@ -6,8 +6,8 @@ forwarding (what reaches the controller carries no principal), with Kafka's answ
 DeleteTopics needs DELETE on the cluster or on each topic (TOPIC_AUTHORIZATION_FAILED; a topic named by an unknown
 id is left to the controller, UNKNOWN_TOPIC_ID); CreatePartitions ALTER on each topic
 (TOPIC_AUTHORIZATION_FAILED); ElectLeaders and AlterPartitionReassignments ALTER on the cluster,
-ListPartitionReassignments and DescribeQuorum DESCRIBE on the cluster (the whole request
-CLUSTER_AUTHORIZATION_FAILED); the config APIs need ALTER_CONFIGS on each
+ListPartitionReassignments and DescribeQuorum DESCRIBE on the cluster, AlterClientQuotas
+ALTER_CONFIGS on the cluster (the whole request CLUSTER_AUTHORIZATION_FAILED); the config APIs need ALTER_CONFIGS on each
 topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker or broker-logger resource, on the cluster
 (CLUSTER_AUTHORIZATION_FAILED; client metrics too), and for a group on the group
 (GROUP_AUTHORIZATION_FAILED). The answer lists the refused items and the controller's results
@@ -86,7 +86,10 @@ _CLUSTER_OPERATIONS: dict[int, AclOperation] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
     ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
+    ApiKey.ALTER_CLIENT_QUOTAS: AclOperation.ALTER_CONFIGS,
 }
+#: Those whose refusal carries the error's message (Kafka's ``getErrorResponse`` sets it).
+_WITH_MESSAGE = frozenset({ApiKey.ALTER_CLIENT_QUOTAS})
 
 
 def handle(ctx: Context, request: Message) -> Message | Forwarded | Reassembled:
@@ -95,7 +98,8 @@ def handle(ctx: Context, request: Message) -> Message | Forwarded | Reassembled:
     key = ctx.request.api_key
     if key in _CLUSTER_OPERATIONS:
         if not allowed(ctx, _CLUSTER_OPERATIONS[key], ResourceType.CLUSTER, CLUSTER_NAME):
-            return ERROR_ANSWERS[key](request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return ERROR_ANSWERS[key](request, code, code.description if key in _WITH_MESSAGE else None)
         return forward(ctx, ctx.state.cluster, request)
     if isinstance(request, messages.DeleteTopicsRequest):
         if allowed(ctx, AclOperation.DELETE, ResourceType.CLUSTER, CLUSTER_NAME):

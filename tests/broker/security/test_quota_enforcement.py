@@ -1,0 +1,30 @@
+"""The ACL checks of the client quota APIs: AlterClientQuotas needs ALTER_CONFIGS and
+DescribeClientQuotas DESCRIBE_CONFIGS on the cluster (``apis/guarded_forward.py``,
+``apis/describe_client_quotas.py``), as Kafka's controller and ``KafkaApis`` check them."""
+
+from __future__ import annotations
+
+from kafka_wire.broker.security.acls import AclOperation as Op
+from kafka_wire.broker.security.acls import ResourceType as Rt
+from kafka_wire.messages import ErrorCode
+from tests.broker.quotas.test_quota_admin import alter, describe, entry
+from tests.broker.security.engine_users import acl, create_acls, login, secured_engine
+
+
+def test_client_quota_apis_need_the_clusters_configs() -> None:
+    engine = secured_engine()
+    admin = login(engine, 1, "admin")
+    alice = login(engine, 2, "alice")
+    quota = entry({"client-id": "app"}, {"producer_byte_rate": 1000.0})
+    denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert alter(alice, quota) == [(denied, denied.description)]
+    refused = describe(alice)
+    assert refused.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and refused.entries is None
+    assert alter(admin, quota) == [(ErrorCode.NONE, None)]
+    create_acls(
+        admin,
+        acl(Rt.CLUSTER, "kafka-cluster", "User:alice", Op.DESCRIBE_CONFIGS),
+        acl(Rt.CLUSTER, "kafka-cluster", "User:alice", Op.ALTER_CONFIGS),
+    )
+    assert describe(alice).error_code == ErrorCode.NONE
+    assert alter(alice, entry({"client-id": "app"}, {"producer_byte_rate": None})) == [(ErrorCode.NONE, None)]
