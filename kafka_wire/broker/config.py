@@ -1,9 +1,10 @@
 """Broker configuration: one frozen dataclass, readable from Kafka's property names.
 
 :meth:`BrokerConfig.from_properties` reads the properties the engine acts on: the fields' own
-(``PROPERTY_OF``), the broker properties that set topic defaults (Kafka's synonym table,
-:mod:`kafka_wire.broker.topic_synonyms`: ``log.retention.hours``, ``message.max.bytes`` …) and
-``sasl.users.<MECHANISM>.<user>``. Other keys are left to the caller:
+(``PROPERTY_OF``) and the broker properties that set topic defaults (Kafka's synonym table,
+:mod:`kafka_wire.broker.topic_synonyms`: ``log.retention.hours``, ``message.max.bytes`` …). Other
+keys are left to the caller (the SASL listeners' settings need the listeners, so
+:mod:`kafka_wire.broker.sasl_config` reads them there):
 :func:`kafka_wire.broker.server_properties.load_server_properties` reads what the server needs
 (listeners, the log directory) and reports the rest.
 """
@@ -19,6 +20,7 @@ from kafka_wire.broker.config_properties import PROPERTY_OF
 from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
 from kafka_wire.broker.group.config import CONSUMER_ASSIGNORS, MIGRATION_POLICIES
 from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
+from kafka_wire.broker.sasl_config import SERVED_MECHANISMS, ListenerSasl
 from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL
 from kafka_wire.errors import KafkaWireError
@@ -234,9 +236,11 @@ class BrokerConfig:
     #: call may do before a request in progress yields to other connections (see
     #: ``kafka_wire.broker.work``).
     max_work_bytes_per_call: int = DEFAULT_MAX_WORK_BYTES_PER_CALL
-    #: SASL users, by mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``) then user to
-    #: password; empty means plaintext without authentication.
-    sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: The SASL listeners by name (``listener.security.protocol.map`` maps them to
+    #: SASL_PLAINTEXT): their mechanisms and PLAIN users (``sasl.enabled.mechanisms`` and the
+    #: JAAS entries, read by :func:`kafka_wire.broker.sasl_config.listener_sasl`). A single node's
+    #: one listener is :data:`STANDALONE_LISTENER`. A listener not here is PLAINTEXT.
+    sasl_listeners: Mapping[str, ListenerSasl] = field(default_factory=dict)
     # -- replication (read in cluster mode; a single node has no replicas to manage) --
     #: ``replica.lag.time.max.ms``: a follower that has not caught up for this long leaves the ISR.
     replica_lag_time_max_ms: int = 30_000
@@ -381,9 +385,6 @@ class BrokerConfig:
                 raise BrokerConfigError("max.connections.per.ip.overrides", f"bad override {host}:{limit}")
         if not 0 <= self.port <= 65535:
             raise BrokerConfigError("advertised.listeners", f"port {self.port} is not a TCP port")
-        for mechanism in self.sasl_users:
-            if mechanism not in SASL_MECHANISMS:
-                raise BrokerConfigError("sasl.enabled.mechanisms", f"unknown mechanism {mechanism!r}")
         for key in self.topic_default_properties:
             if key not in TOPIC_CONFIG_OF:
                 raise BrokerConfigError(key, "not a broker property that sets a topic default")
@@ -441,7 +442,7 @@ class BrokerConfig:
     @classmethod
     def from_properties(cls, properties: Mapping[str, str], base: BrokerConfig | None = None) -> BrokerConfig:
         """Apply the Kafka-named properties the engine acts on (``num.partitions=3``,
-        ``log.retention.hours=24``, ``sasl.users.PLAIN.alice=…``) to ``base``.
+        ``log.retention.hours=24``) to ``base``.
 
         Other keys are ignored here (see the module docstring); an invalid value raises
         :class:`BrokerConfigError` naming its key.
@@ -449,7 +450,6 @@ class BrokerConfig:
         base = base or cls()
         changes: dict[str, object] = {}
         defaults = dict(base.topic_default_properties)
-        users = {mechanism: dict(u) for mechanism, u in base.sasl_users.items()}
         for key, raw in properties.items():
             value = raw.strip()
             if key in _FIELD_OF:
@@ -460,18 +460,11 @@ class BrokerConfig:
                 )
             elif key in TOPIC_CONFIG_OF:
                 defaults[key] = value
-            elif key.startswith(SASL_USERS_PREFIX):
-                # sasl.users.<MECHANISM>.<user>=<password>
-                mechanism, _, user = key.removeprefix(SASL_USERS_PREFIX).partition(".")
-                users.setdefault(mechanism, {})[user] = value
         changes["topic_default_properties"] = defaults
-        changes["sasl_users"] = users
         return replace(base, **changes)  # type: ignore[arg-type]  # values parsed per field kind
 
 
-SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-#: ``sasl.users.<MECHANISM>.<user>=<password>``: kafka_wire's own way to configure SASL users.
-SASL_USERS_PREFIX: Final = "sasl.users."
+SASL_MECHANISMS: Final = SERVED_MECHANISMS
 
 _FIELD_OF: Final = {prop: name for name, prop in PROPERTY_OF.items()}
 #: Fields whose property is in another unit: the property's value times this.
@@ -481,7 +474,7 @@ _KINDS: Final = {f.name: f.type for f in fields(BrokerConfig)}
 
 def acts_on(key: str) -> bool:
     """Whether :meth:`BrokerConfig.from_properties` reads the property ``key``."""
-    return key in _FIELD_OF or key in TOPIC_CONFIG_OF or key.startswith(SASL_USERS_PREFIX)
+    return key in _FIELD_OF or key in TOPIC_CONFIG_OF
 
 
 def _parse(key: str, value: str, kind: object) -> object:

@@ -134,6 +134,19 @@ def _describe_quorum(request: Message, code: int, message: str | None) -> Messag
     return messages.DescribeQuorumResponse(error_code=code, error_message=message)
 
 
+def _alter_user_scram_credentials(request: Message, code: int, message: str | None) -> Message:
+    assert isinstance(request, messages.AlterUserScramCredentialsRequest)
+    users = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+    return messages.AlterUserScramCredentialsResponse(
+        results=[
+            messages.AlterUserScramCredentialsResponseResult(
+                user=user, error_code=code, error_message=message
+            )
+            for user in users
+        ]
+    )
+
+
 #: Error answers by API key: ``(request, error code, message) -> response``.
 ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] = {
     ApiKey.CREATE_TOPICS: _create_topics,
@@ -145,6 +158,7 @@ ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] =
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _list_reassignments,
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
 }
 
 

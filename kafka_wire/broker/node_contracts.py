@@ -12,7 +12,7 @@ import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from kafka_wire.broker.cluster_view import BrokerInfo, ClusterView, Outbound, PartitionState
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
@@ -20,6 +20,9 @@ from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.broker.work import Steps
 from kafka_wire.codec.structs import Message
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.controller.scram_image import ScramImage
 
 
 @runtime_checkable
@@ -117,6 +120,11 @@ class ImagePart(Protocol):
     def partitions_of(self, topic: str) -> Sequence[PartitionState]: ...
 
     def topic_configs(self, topic: str) -> dict[str, str]: ...
+
+    @property
+    def scram(self) -> ScramImage:
+        """The users' SCRAM credentials."""
+        ...
 
     def apply_steps(self, offset: int, records: Sequence[Message]) -> Steps[DeltaLike]:
         """Apply a committed batch in steps (``MetadataImage.apply_steps``)."""

@@ -9,7 +9,9 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
 - ``listeners``, ``advertised.listeners``, ``inter.broker.listener.name``,
   ``controller.listener.names``, ``listener.security.protocol.map``: the broker listener is the
   one ``inter.broker.listener.name`` names, else the first that is not a controller listener. It
-  must be PLAINTEXT or SASL_PLAINTEXT (SASL_PLAINTEXT exactly when ``sasl.users.*`` are set).
+  must be PLAINTEXT or SASL_PLAINTEXT; a SASL_PLAINTEXT listener's mechanisms and PLAIN users come
+  from ``sasl.enabled.mechanisms`` and its JAAS entries (:mod:`kafka_wire.broker.sasl_config`),
+  and ``sasl.mechanism.inter.broker.protocol`` must be one of them, as Kafka checks.
   An empty host (``PLAINTEXT://:9092``) binds 127.0.0.1, not every interface as Kafka does:
   kafka_wire listens on loopback unless told an address (``0.0.0.0`` binds all). Its advertised
   address comes from ``advertised.listeners`` (else the bind address). Without
@@ -23,7 +25,9 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
   as Kafka checks them (:func:`_cluster`): ``process.roles`` and ``node.id`` set; a controller
   is a voter and listens on the first of ``controller.listener.names``; a broker-only node is no
   voter and opens no controller listener; a controller-only node opens controller listeners
-  only; every listener is opened, all PLAINTEXT. Without voters :attr:`BrokerConfig.cluster` is
+  only; every listener is opened. Controller listeners and the inter-broker listener are
+  PLAINTEXT (the nodes speak no SASL to each other); the other broker listeners may be
+  SASL_PLAINTEXT, each with its own SASL settings. Without voters :attr:`BrokerConfig.cluster` is
   None: the node is a cluster of its own (``config.standalone``: broker and controller, the only
   voter, no controller listener), as ``kafka-wire serve`` runs by default (Kafka's stock
   combined-mode file, whose quorum is the node itself through
@@ -42,11 +46,25 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from kafka_wire.broker import cluster_view
-from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, ClusterSettings, Voter, acts_on
+from kafka_wire.broker.config import (
+    STANDALONE_LISTENER,
+    BrokerConfig,
+    BrokerConfigError,
+    ClusterSettings,
+    Voter,
+    acts_on,
+)
 from kafka_wire.broker.kafka_properties import (
     KAFKA_BROKER_PREFIXES,
     KAFKA_BROKER_PROPERTIES,
     REMOVED_BROKER_PROPERTIES,
+)
+from kafka_wire.broker.sasl_config import (
+    ListenerSasl,
+    SaslConfigError,
+    inter_broker_mechanism,
+    is_sasl_property,
+    listener_sasl,
 )
 
 #: Security protocols kafka_wire's broker listener can speak.
@@ -129,18 +147,19 @@ def load_server_properties(
     clustered = bool(props.get("controller.quorum.voters"))
     read = _SERVER_KEYS | _CLUSTER_KEYS if clustered else _SERVER_KEYS
     if clustered:
-        settings, bind, advertised = _cluster(props, config)
-        config = replace(config, cluster=settings)
+        settings, bind, advertised, sasl = _cluster(props, config)
+        config = replace(config, cluster=settings, sasl_listeners=sasl)
     else:
         _check_roles(props, notes)
         _check_offsets_replication(props, notes)
         config = replace(config, offsets_topic_replication_factor=1)
-        bind, advertised = _listeners(props, config, notes)
+        bind, advertised, gate = _listeners(props, config, notes)
+        config = replace(config, sasl_listeners={} if gate is None else {STANDALONE_LISTENER: gate})
     if advertised is not None:
         config = replace(config, host=advertised.host, port=advertised.port)
     data_dir = _data_dir(props)
     for key in properties:
-        if acts_on(key) or key in read:
+        if acts_on(key) or key in read or is_sasl_property(key):
             continue
         if key in REMOVED_BROKER_PROPERTIES or key.startswith("zookeeper."):
             notes.append(Note("warning", f"{key}: removed in Kafka 4.0; ignored"))
@@ -174,7 +193,7 @@ def parse_endpoints(key: str, value: str) -> list[Endpoint]:
 
 def _listeners(
     props: Mapping[str, str], config: BrokerConfig, notes: list[Note]
-) -> tuple[Endpoint | None, Endpoint | None]:
+) -> tuple[Endpoint | None, Endpoint | None, ListenerSasl | None]:
     listeners = parse_endpoints("listeners", props["listeners"]) if "listeners" in props else []
     advertised = parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))
     controllers = {
@@ -193,10 +212,11 @@ def _listeners(
             )
     name = _broker_listener(props, listeners or advertised, controllers)
     if name is None:
-        return None, None
+        return None, None, None
     bind = next((e for e in listeners if e.listener == name), None)
+    gate = None
     if bind is not None:
-        _check_protocol(name, protocols, config)
+        gate = _check_protocol(name, protocols, props)
         bind = replace(bind, host=bind.host or EMPTY_HOST_BINDS)
         for other in listeners:
             if other.listener not in controllers and other.listener != name:
@@ -213,10 +233,10 @@ def _listeners(
             key, f"clients cannot connect to {told.host}: set advertised.listeners to their address"
         )
     if told is None or told is bind:
-        return bind, bind
+        return bind, bind, gate
     if not told.host:
         told = replace(told, host=bind.host if bind is not None else EMPTY_HOST_BINDS)
-    return bind, told
+    return bind, told, gate
 
 
 def _broker_listener(
@@ -249,7 +269,9 @@ def _protocol_map(props: Mapping[str, str]) -> dict[str, str]:
     return protocols
 
 
-def _check_protocol(name: str, protocols: Mapping[str, str], config: BrokerConfig) -> None:
+def _check_protocol(name: str, protocols: Mapping[str, str], props: Mapping[str, str]) -> ListenerSasl | None:
+    """The single node's listener: PLAINTEXT (None) or SASL_PLAINTEXT (its SASL settings; it is
+    the inter-broker listener too)."""
     protocol = protocols.get(name)
     if protocol is None:
         raise BrokerConfigError("listener.security.protocol.map", f"no security protocol for listener {name}")
@@ -258,14 +280,21 @@ def _check_protocol(name: str, protocols: Mapping[str, str], config: BrokerConfi
             "listeners",
             f"listener {name} uses {protocol}; kafka_wire serves {' and '.join(SERVED_PROTOCOLS)} only",
         )
-    if protocol == "SASL_PLAINTEXT" and not config.sasl_users:
-        raise BrokerConfigError(
-            "listeners", f"listener {name} uses SASL_PLAINTEXT but no sasl.users.<MECHANISM>.<user> is set"
-        )
-    if protocol == "PLAINTEXT" and config.sasl_users:
-        raise BrokerConfigError(
-            "listeners", f"listener {name} uses PLAINTEXT but sasl.users.* are set (SASL_PLAINTEXT)"
-        )
+    if protocol != "SASL_PLAINTEXT":
+        return None
+    gate = _sasl_of(props, name)
+    try:
+        inter_broker_mechanism(props, name)
+    except SaslConfigError as exc:
+        raise BrokerConfigError(exc.key, exc.reason) from None
+    return gate
+
+
+def _sasl_of(props: Mapping[str, str], listener: str) -> ListenerSasl:
+    try:
+        return listener_sasl(props, listener)
+    except SaslConfigError as exc:
+        raise BrokerConfigError(exc.key, exc.reason) from None
 
 
 def parse_voters(value: str) -> tuple[Voter, ...]:
@@ -314,18 +343,13 @@ def _roles(props: Mapping[str, str]) -> frozenset[str]:
 
 def _cluster(
     props: Mapping[str, str], config: BrokerConfig
-) -> tuple[ClusterSettings, Endpoint | None, Endpoint | None]:
+) -> tuple[ClusterSettings, Endpoint | None, Endpoint | None, dict[str, ListenerSasl]]:
     """KRaft mode: the node's roles, listeners and quorum, checked (see the module docstring)."""
     if "process.roles" not in props:
         raise BrokerConfigError("process.roles", "must be set when controller.quorum.voters is (KRaft mode)")
     roles = _roles(props)
     if "node.id" not in props:
         raise BrokerConfigError("node.id", "must be set when process.roles is (KRaft mode)")
-    if config.sasl_users:
-        raise BrokerConfigError(
-            "listeners",
-            "a kafka_wire cluster speaks PLAINTEXT between its nodes: sasl.users.* are not served",
-        )
     voters = parse_voters(props["controller.quorum.voters"])
     bootstrap = parse_bootstrap_servers(props.get("controller.quorum.bootstrap.servers", ""))
     controllers = tuple(
@@ -341,15 +365,20 @@ def _cluster(
     if "listener.security.protocol.map" not in props:
         # Kafka's KRaft rule: with no map given, controller listeners default to PLAINTEXT.
         protocols.update({name: "PLAINTEXT" for name in controllers if name not in protocols})
+    sasl: dict[str, ListenerSasl] = {}
     for name in names:
         protocol = protocols.get(name)
         if protocol is None:
             raise BrokerConfigError(
                 "listener.security.protocol.map", f"no security protocol for listener {name}"
             )
-        if protocol != "PLAINTEXT":
+        if protocol == "SASL_PLAINTEXT" and name not in controllers:
+            sasl[name] = _sasl_of(props, name)
+        elif protocol != "PLAINTEXT":
             raise BrokerConfigError(
-                "listeners", f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT only"
+                "listeners",
+                f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT, and SASL_PLAINTEXT "
+                "on broker listeners other than the inter-broker one",
             )
     node_id = config.node_id
     voter_ids = [v.node_id for v in voters]
@@ -385,6 +414,12 @@ def _cluster(
     inter_broker = ""
     if "broker" in roles:
         inter_broker = _broker_listener(props, listeners, set(controllers)) or ""
+        if inter_broker in sasl:
+            raise BrokerConfigError(
+                "inter.broker.listener.name",
+                f"{inter_broker} uses SASL_PLAINTEXT: kafka_wire's nodes speak PLAINTEXT to each other, so the "
+                "inter-broker listener must be a PLAINTEXT one",
+            )
     bound = tuple(replace(e, host=e.host or EMPTY_HOST_BINDS) for e in listeners)
     told = {
         e.listener: e for e in parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))
@@ -413,7 +448,7 @@ def _cluster(
     )
     broker_bind = next((e for e in bound if e.listener == inter_broker), None)
     broker_told = next((e for e in advertised if e.listener == inter_broker), None)
-    return settings, broker_bind, broker_told
+    return settings, broker_bind, broker_told, sasl
 
 
 def _check_roles(props: Mapping[str, str], notes: list[Note]) -> None:

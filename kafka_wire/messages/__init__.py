@@ -616,6 +616,9 @@ if TYPE_CHECKING:
     from kafka_wire.messages.remove_topic_record import (
         RemoveTopicRecord,
     )
+    from kafka_wire.messages.remove_user_scram_credential_record import (
+        RemoveUserScramCredentialRecord,
+    )
     from kafka_wire.messages.renew_delegation_token import (
         RenewDelegationTokenRequest,
         RenewDelegationTokenResponse,
@@ -787,6 +790,9 @@ if TYPE_CHECKING:
         UpdateRaftVoterRequestListener,
         UpdateRaftVoterResponse,
         UpdateRaftVoterResponseCurrentLeader,
+    )
+    from kafka_wire.messages.user_scram_credential_record import (
+        UserScramCredentialRecord,
     )
     from kafka_wire.messages.vote import (
         VoteRequest,
@@ -1232,6 +1238,7 @@ _MODULE_OF: dict[str, str] = {
     'RemoveRaftVoterRequest': 'remove_raft_voter',
     'RemoveRaftVoterResponse': 'remove_raft_voter',
     'RemoveTopicRecord': 'remove_topic_record',
+    'RemoveUserScramCredentialRecord': 'remove_user_scram_credential_record',
     'RenewDelegationTokenRequest': 'renew_delegation_token',
     'RenewDelegationTokenResponse': 'renew_delegation_token',
     'RequestHeader': 'request_header',
@@ -1350,6 +1357,7 @@ _MODULE_OF: dict[str, str] = {
     'UpdateRaftVoterRequestListener': 'update_raft_voter',
     'UpdateRaftVoterResponse': 'update_raft_voter',
     'UpdateRaftVoterResponseCurrentLeader': 'update_raft_voter',
+    'UserScramCredentialRecord': 'user_scram_credential_record',
     'VoteRequest': 'vote',
     'VoteRequestPartitionData': 'vote',
     'VoteRequestTopicData': 'vote',
@@ -1376,7 +1384,7 @@ _MODULE_OF: dict[str, str] = {
     'WriteTxnMarkersResponseWritableTxnMarkerResult': 'write_txn_markers',
     'WriteTxnMarkersResponseWritableTxnMarkerTopicResult': 'write_txn_markers',
 }
-_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveTopicRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
+_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveTopicRecord', 'RemoveUserScramCredentialRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'UserScramCredentialRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
 
 
 def __getattr__(name: str) -> Any:
@@ -1963,6 +1971,7 @@ __all__ = [
     'RemoveRaftVoterRequest',
     'RemoveRaftVoterResponse',
     'RemoveTopicRecord',
+    'RemoveUserScramCredentialRecord',
     'RenewDelegationTokenRequest',
     'RenewDelegationTokenResponse',
     'RequestFor',
@@ -2082,6 +2091,7 @@ __all__ = [
     'UpdateRaftVoterRequestListener',
     'UpdateRaftVoterResponse',
     'UpdateRaftVoterResponseCurrentLeader',
+    'UserScramCredentialRecord',
     'VoteRequest',
     'VoteRequestPartitionData',
     'VoteRequestTopicData',

@@ -33,6 +33,7 @@ FORWARDED: Final = frozenset(
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
         ApiKey.DESCRIBE_QUORUM,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )
 
@@ -54,6 +55,7 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: "describe_topic_partitions",
     ApiKey.OFFSET_FOR_LEADER_EPOCH: "offset_for_leader_epoch",
     ApiKey.WRITE_TXN_MARKERS: "write_txn_markers",
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "describe_user_scram_credentials",
     **dict.fromkeys(FORWARDED, "forward"),
 }
 

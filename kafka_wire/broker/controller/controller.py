@@ -5,8 +5,9 @@ Kafka splits its controller: the cluster part (:class:`.cluster_control.ClusterC
 registrations, heartbeats, fencing), the replication part
 (:class:`.replication_control.ReplicationControl`: topics, partitions, elections,
 reassignments), the configuration part (:class:`.configuration_control.ConfigurationControl`), the
-feature part (:class:`.feature_control.FeatureControl`) and the producer-id part
-(:class:`.producer_id_control.ProducerIdControl`). Each API goes to the part that owns it
+feature part (:class:`.feature_control.FeatureControl`), the producer-id part
+(:class:`.producer_id_control.ProducerIdControl`) and the SCRAM part
+(:class:`.scram_control.ScramControl`). Each API goes to the part that owns it
 (:meth:`QuorumController.handle`); a part decides the records to write and the answer
 (:class:`.result.ControllerResult`), and the controller does the rest:
 
@@ -21,7 +22,8 @@ from the committed image.
 
 APIs (Kafka's error codes): BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics,
 DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
-AlterPartitionReassignments, ListPartitionReassignments, AllocateProducerIds. A request reaching a
+AlterPartitionReassignments, ListPartitionReassignments, AllocateProducerIds,
+AlterUserScramCredentials. A request reaching a
 controller that is not active is answered NOT_CONTROLLER, as is a held request whose controller
 lost its leadership before its records were committed; a held request that is not committed by
 its deadline gets REQUEST_TIMED_OUT.
@@ -55,6 +57,7 @@ from kafka_wire.broker.controller.producer_id_control import ProducerIdControl
 from kafka_wire.broker.controller.records import decode_record, encode_record
 from kafka_wire.broker.controller.replication_control import ReplicationControl
 from kafka_wire.broker.controller.result import ControllerResult, Decision
+from kafka_wire.broker.controller.scram_control import ScramControl
 from kafka_wire.broker.controller.settings import DEFAULT_COMMIT_TIMEOUT_MS, ControllerConfig
 from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.state import Waiting
@@ -186,6 +189,7 @@ class QuorumController:
         self.replication = ReplicationControl(config, self.cluster, self.configuration, rng, hooks)
         self.cluster.moves = self.replication
         self.producer_ids = ProducerIdControl(self.cluster.epoch_ok)
+        self.scram = ScramControl()
         self._handlers: dict[int, Callable[[int, Message, int], Decision]] = {
             ApiKey.BROKER_REGISTRATION: self.cluster.broker_registration,  # type: ignore[dict-item]
             ApiKey.BROKER_HEARTBEAT: self.cluster.broker_heartbeat,  # type: ignore[dict-item]
@@ -199,6 +203,7 @@ class QuorumController:
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.replication.alter_partition_reassignments,  # type: ignore[dict-item]
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.replication.list_partition_reassignments,  # type: ignore[dict-item]
             ApiKey.ALLOCATE_PRODUCER_IDS: self.producer_ids.allocate_producer_ids,  # type: ignore[dict-item]
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.scram.alter_user_scram_credentials,  # type: ignore[dict-item]
         }
         self._active_epoch: int | None = None
         self._last_proposed = -1
@@ -233,12 +238,20 @@ class QuorumController:
                     configs=self.configuration,
                     features=self.features,
                     producer_ids=self.producer_ids,
+                    scram=self.scram,
                 )
             yield len(chunk)
 
     def _rebuild_parts(self) -> None:
         """The parts hold the committed image (a new leadership drops what was not committed)."""
-        for part in (self.cluster, self.replication, self.configuration, self.features, self.producer_ids):
+        for part in (
+            self.cluster,
+            self.replication,
+            self.configuration,
+            self.features,
+            self.producer_ids,
+            self.scram,
+        ):
             part.reset()
         self._apply_to_parts(self.committed.snapshot_records())
         self.applied_offset = self.committed.offset
@@ -454,6 +467,7 @@ CONTROLLER_APIS: Final = frozenset(
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
         ApiKey.ALLOCATE_PRODUCER_IDS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )
 

@@ -4,7 +4,8 @@
 type (:data:`SECTION_OF`): the registered brokers (:class:`.cluster_image.ClusterImage`), topics
 and partitions (:class:`.topics_image.TopicsImage`), dynamic configs
 (:class:`.configs_image.ConfigsImage`), finalized features (:class:`.features_image.FeaturesImage`)
-and the next producer id block (:class:`.producer_ids_image.ProducerIdsImage`). Every node keeps
+the next producer id block (:class:`.producer_ids_image.ProducerIdsImage`) and the users' SCRAM
+credentials (:class:`.scram_image.ScramImage`). Every node keeps
 one (the controller's committed image is its node's). It answers the
 :class:`~kafka_wire.broker.cluster_view.ClusterView` queries (``broker``, ``brokers``,
 ``partition``, ``partitions_of``), and each applied batch yields a
@@ -26,6 +27,7 @@ from kafka_wire.broker.controller.configs_image import CONFIG_RECORDS, ConfigsIm
 from kafka_wire.broker.controller.delta import ConfigKey, DeltaBuilder, MetadataDelta
 from kafka_wire.broker.controller.features_image import FEATURE_RECORDS, FeaturesImage
 from kafka_wire.broker.controller.producer_ids_image import PRODUCER_ID_RECORDS, ProducerIdsImage
+from kafka_wire.broker.controller.scram_image import SCRAM_RECORDS, ScramImage
 from kafka_wire.broker.controller.topics_image import TOPIC_RECORDS, TopicImage, TopicsImage, partition_state
 from kafka_wire.broker.work import Steps, chunks, run_steps
 from kafka_wire.codec.structs import Message
@@ -38,6 +40,7 @@ SECTION_OF: Final[dict[type[Message], str]] = {
     **dict.fromkeys(CONFIG_RECORDS, "configs"),
     **dict.fromkeys(FEATURE_RECORDS, "features"),
     **dict.fromkeys(PRODUCER_ID_RECORDS, "producer_ids"),
+    **dict.fromkeys(SCRAM_RECORDS, "scram"),
 }
 
 
@@ -68,6 +71,7 @@ def route(
     configs: ConfigsSection,
     features: Section,
     producer_ids: Section,
+    scram: Section,
 ) -> None:
     """Apply ``record`` to the section owning its type (a removed topic's configs go too)."""
     section = SECTION_OF.get(type(record))
@@ -83,6 +87,8 @@ def route(
         features.replay(record, delta)
     elif section == "producer_ids":
         producer_ids.replay(record, delta)
+    elif section == "scram":
+        scram.replay(record, delta)
 
 
 class MetadataImage:
@@ -99,6 +105,7 @@ class MetadataImage:
         self.configs_image = ConfigsImage()
         self.features_image = FeaturesImage()
         self.producer_ids = ProducerIdsImage()
+        self.scram = ScramImage()
         #: The offset of the last record applied (-1: none).
         self.offset: int = -1
         #: Open metadata transaction (BeginTransactionRecord seen, EndTransactionRecord not yet).
@@ -191,6 +198,7 @@ class MetadataImage:
             configs=self.configs_image,
             features=self.features_image,
             producer_ids=self.producer_ids,
+            scram=self.scram,
         )
         if isinstance(record, BeginTransactionRecord):
             self.in_transaction = True
@@ -207,6 +215,7 @@ class MetadataImage:
             + self.topics_image.snapshot_records()
             + self.configs_image.snapshot_records()
             + self.producer_ids.snapshot_records()
+            + self.scram.snapshot_records()
         )
 
     def load_snapshot(self, offset: int, records: Sequence[Message]) -> MetadataDelta:

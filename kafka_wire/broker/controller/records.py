@@ -28,9 +28,11 @@ from kafka_wire.messages import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 #: ``MetadataRecordSerde``'s default frame version (``AbstractApiMessageSerde.DEFAULT_FRAME_VERSION``).
@@ -55,6 +57,8 @@ RECORD_TYPES: Final[dict[int, type[Message]]] = {
         NoOpRecord,
         BeginTransactionRecord,
         EndTransactionRecord,
+        UserScramCredentialRecord,
+        RemoveUserScramCredentialRecord,
     )
 }
 

@@ -149,12 +149,25 @@ def test_without_voters_a_node_stays_single() -> None:
         (
             {"listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"},
             "listeners",
-            "PLAINTEXT only",
+            "serves PLAINTEXT",
         ),
         ({"advertised.listeners": "PLAINTEXT://0.0.0.0:1"}, "advertised.listeners", "cannot connect"),
         ({"advertised.listeners": "NOPE://h:1"}, "advertised.listeners", "not among the listeners"),
         ({"inter.broker.listener.name": "CONTROLLER"}, "inter.broker.listener.name", "controller listener"),
-        ({"sasl.users.PLAIN.alice": "pw"}, "listeners", "PLAINTEXT between its nodes"),
+        (
+            {"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"},
+            "sasl.enabled.mechanisms",
+            "GSSAPI is not served",
+        ),
+        (
+            {
+                "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            },
+            "inter.broker.listener.name",
+            "speak PLAINTEXT to each other",
+        ),
         ({"broker.heartbeat.interval.ms": "9000"}, "broker.heartbeat.interval.ms", "less than"),
     ],
 )
