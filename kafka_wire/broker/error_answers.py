@@ -136,7 +136,8 @@ def _describe_quorum(request: Message, code: int, message: str | None) -> Messag
 
 def _alter_user_scram_credentials(request: Message, code: int, message: str | None) -> Message:
     assert isinstance(request, messages.AlterUserScramCredentialsRequest)
-    users = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+    # Kafka's getErrorResponse: each user once, sorted.
+    users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
     return messages.AlterUserScramCredentialsResponse(
         results=[
             messages.AlterUserScramCredentialsResponseResult(

@@ -13,7 +13,7 @@ from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.config import STANDALONE_LISTENER
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.records import decode_record, encode_record
-from kafka_wire.broker.controller.scram_image import ScramImage
+from kafka_wire.broker.controller.scram_image import ScramImage, java_hash_order
 from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import AuthenticationError
@@ -160,7 +160,7 @@ def test_a_deleted_credential_no_longer_logs_in() -> None:
     assert alter(conn, deletions=[delete("bob", SHA_256)]) == [("bob", 0, None)]
     with pytest.raises(AuthenticationError):
         scram_login(e, 2, "bob", "pw", "SCRAM-SHA-256")
-    assert describe(conn, "bob", "carol") == [
+    assert sorted(describe(conn, "bob", "carol")) == [
         ("bob", ErrorCode.RESOURCE_NOT_FOUND, []),
         ("carol", 0, [(SHA_512, 4096)]),
     ]
@@ -168,7 +168,7 @@ def test_a_deleted_credential_no_longer_logs_in() -> None:
 
 def test_kafka_checks_and_error_codes() -> None:
     conn = admin(engine())
-    assert alter(
+    results = alter(
         conn,
         deletions=[delete("nobody"), delete(""), delete("x", 0), delete("twice"), delete("twice")],
         upsertions=[
@@ -180,34 +180,43 @@ def test_kafka_checks_and_error_codes() -> None:
             upsert("again"),
             upsert("ok"),
         ],
-    ) == [
-        ("nobody", ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"),
-        ("", ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
-        ("x", ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
-        # the first deletion of "twice" failed, so its later entries are not looked at: all get its error
-        ("twice", ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"),
-        ("twice", ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"),
-        ("few", ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"),
-        ("many", ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"),
-        ("odd", ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
-        ("twice", ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"),
-        (
-            "again",
+    )
+    missing = "Attempt to delete a user credential that does not exist"
+    # One result per user: the users written first, then those refused, in Kafka's HashMap order.
+    assert results[0] == ("ok", 0, None)
+    assert [user for user, _, _ in results[1:]] == java_hash_order(
+        ["nobody", "", "x", "twice", "few", "many", "odd", "again"]
+    )
+    assert {user: (code, message) for user, code, message in results} == {
+        "ok": (0, None),
+        "nobody": (ErrorCode.RESOURCE_NOT_FOUND, missing),
+        "": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
+        "x": (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+        # the deletion of "twice" failed first, so its later entries are not looked at
+        "twice": (ErrorCode.RESOURCE_NOT_FOUND, missing),
+        "few": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"),
+        "many": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"),
+        "odd": (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+        "again": (
             ErrorCode.DUPLICATE_RESOURCE,
             "A user credential cannot be altered twice in the same request",
         ),
-        (
-            "again",
-            ErrorCode.DUPLICATE_RESOURCE,
-            "A user credential cannot be altered twice in the same request",
-        ),
-        ("ok", 0, None),
-    ]
+    }
     assert describe(conn) == [("ok", 0, [(SHA_512, 4096)])]
-    assert describe(conn, "ok", "ok", "none") == [
-        ("ok", ErrorCode.DUPLICATE_RESOURCE, []),
+    assert describe(conn, "ok", "ok", "none") == [  # Kafka's HashMap order
         ("none", ErrorCode.RESOURCE_NOT_FOUND, []),
+        ("ok", ErrorCode.DUPLICATE_RESOURCE, []),
     ]
+
+
+def test_results_come_in_the_order_of_kafkas_hash_maps() -> None:
+    """Orders Kafka 4.4 answered with (tests/e2e/test_scram_kafka.py compares them live)."""
+    assert java_hash_order(["erin", "erin2"]) == ["erin2", "erin"]
+    assert java_hash_order(["nobody", "", "x", "erin", "gone", "few", "many", "odd", "twice"]) == [
+        "", "twice", "x", "few", "nobody", "many", "erin", "odd", "gone",
+    ]  # fmt: skip
+    names = [f"user-{i}" for i in range(40)]  # a table grown to 64 buckets
+    assert sorted(java_hash_order(names)) == sorted(names) and java_hash_order(names) != names
 
 
 def test_the_records_round_trip_and_rebuild_the_image() -> None:

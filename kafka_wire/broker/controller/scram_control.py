@@ -4,7 +4,9 @@
 AlterUserScramCredentials, which brokers forward here. Each deletion and upsertion is checked as
 Kafka 4.4 checks it; the valid ones become one atomic batch of RemoveUserScramCredentialRecord and
 UserScramCredentialRecord (the stored and server keys derived here from the salted password the
-client sent), and the answer has one result per deletion then per upsertion, in request order:
+client sent). The answer has one result per user, as Kafka's: the users deleted, then those
+upserted, then those refused, each group in the order of the Java HashMap Kafka keeps it in
+(:func:`.scram_image.java_hash_order`):
 
 - a user named more than once in the request (deleted twice, or deleted or upserted again):
   DUPLICATE_RESOURCE for every entry of that user, and none of them is applied;
@@ -23,9 +25,10 @@ from typing import TYPE_CHECKING, Final
 from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.result import ControllerResult, Decision
-from kafka_wire.broker.controller.scram_image import MECHANISM_TYPES, ScramImage
+from kafka_wire.broker.controller.scram_image import MECHANISM_TYPES, ScramImage, java_hash_order
+from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ErrorCode
+from kafka_wire.messages import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from kafka_wire.messages import AlterUserScramCredentialsRequest
@@ -68,6 +71,7 @@ class ScramControl:
         errors: dict[str, _Error] = {}
         deletions: dict[str, messages.AlterUserScramCredentialsRequestScramCredentialDeletion] = {}
         upsertions: dict[str, messages.AlterUserScramCredentialsRequestScramCredentialUpsertion] = {}
+        most_deletions = most_upsertions = 0
         for deletion in req.deletions:
             name = deletion.name
             if name in errors:
@@ -78,6 +82,7 @@ class ScramControl:
                 errors[name] = error
             else:
                 deletions[name] = deletion
+                most_deletions = max(most_deletions, len(deletions))
         for upsertion in req.upsertions:
             name = upsertion.name
             if name in errors:
@@ -88,12 +93,16 @@ class ScramControl:
                 errors[name] = error
             else:
                 upsertions[name] = upsertion
+                most_upsertions = max(most_upsertions, len(upsertions))
+        deleted = java_hash_order(deletions, most_deletions)
+        upserted = java_hash_order(upsertions, most_upsertions)
         records: list[Message] = [
-            messages.RemoveUserScramCredentialRecord(name=d.name, mechanism=d.mechanism)
-            for d in deletions.values()
+            messages.RemoveUserScramCredentialRecord(name=name, mechanism=deletions[name].mechanism)
+            for name in deleted
         ]
-        records += [_credential_record(u) for u in upsertions.values()]
-        names = [d.name for d in req.deletions] + [u.name for u in req.upsertions]
+        records += [_credential_record(upsertions[name]) for name in upserted]
+        refused = java_hash_order(errors)
+        names = deleted + upserted + refused
 
         def answer() -> Message:
             results = []
@@ -107,16 +116,7 @@ class ScramControl:
             return messages.AlterUserScramCredentialsResponse(results=results)
 
         def fail(code: int) -> Message:
-            known = ErrorCode.lookup(code)
-            message = known.description if isinstance(known, ErrorCode) else None
-            return messages.AlterUserScramCredentialsResponse(
-                results=[
-                    messages.AlterUserScramCredentialsResponseResult(
-                        user=name, error_code=code, error_message=message
-                    )
-                    for name in names
-                ]
-            )
+            return failure_answer(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, req, code)
 
         return ControllerResult(records, answer, fail)
 

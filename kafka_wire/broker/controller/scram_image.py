@@ -10,6 +10,7 @@ holds the salt, the iteration count and the two keys.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -33,6 +34,27 @@ DESCRIBE_DUPLICATE_USER: Final = (
     "Cannot describe SCRAM credentials for the same user twice in a single request: "
 )
 DESCRIBE_MISSING_USER: Final = "Attempt to describe a user credential that does not exist: "
+
+
+def java_hash_order(names: Iterable[str], max_size: int = 0) -> list[str]:
+    """``names`` (in insertion order) in the order a Java ``HashMap<String, ?>`` holding them
+    iterates: by bucket (``String.hashCode`` spread as ``h ^ h >>> 16``, masked by the table's
+    capacity: 16, doubled while more than 3/4 full; ``max_size`` is the most entries the map
+    held, if entries were removed), then in insertion order within a bucket. Kafka builds the
+    SCRAM answers from such maps, so their results come in this order."""
+    unique = list(dict.fromkeys(names))
+    capacity = 16
+    while max(max_size, len(unique)) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = 0
+        encoded = name.encode("utf-16-le", "surrogatepass")
+        for i in range(0, len(encoded), 2):
+            h = (31 * h + int.from_bytes(encoded[i : i + 2], "little")) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(unique, key=bucket)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +126,8 @@ class ScramImage:
     def describe(self, request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
         """DescribeUserScramCredentials, as Kafka's broker answers it from its image: every user
         when none is named; a user named twice gets DUPLICATE_RESOURCE (once), a user without
-        credentials RESOURCE_NOT_FOUND."""
+        credentials RESOURCE_NOT_FOUND. The users come in the order of Kafka's HashMap of them.
+        """
         # Loaded on the first DescribeUserScramCredentials (a broker loads the messages it is sent).
         from kafka_wire.messages import (
             DescribeUserScramCredentialsResponse,
@@ -119,7 +142,8 @@ class ScramImage:
             for asked in request.users:
                 named[asked.name] = asked.name in named
         results = []
-        for user, twice in named.items():
+        for user in java_hash_order(named):
+            twice = named[user]
             if twice:
                 results.append(
                     DescribeUserScramCredentialsResponseResult(
