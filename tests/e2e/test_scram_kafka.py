@@ -32,6 +32,7 @@ from kafka_wire.protocol.sasl.scram import salted_password
 from tests.e2e.apache_kafka import KafkaNode, apache_kafka
 from tests.e2e.brokers import BrokerProcess, KafkaWireBroker, kafka_wire
 from tests.e2e.sasl_setup import ADMIN, PLAIN_USERS, client_settings, create_scram_users, sasl_properties
+from tests.interop.harness import java_command
 
 SALT: Final = b"salt-of-thirty-two-bytes-exactly"
 SHA_256: Final = 1
@@ -228,3 +229,24 @@ def test_a_wrong_password_fails_to_authenticate(
     [error] = result["errors"]
     assert isinstance(error, list)
     assert error[0] == LIBRDKAFKA_AUTHENTICATION and "Authentication failed" in str(error[1])
+
+
+PROBE: Final = Path(__file__).resolve().parent / "java" / "ScramProbe.java"
+
+
+@pytest.mark.parametrize("name", ["kafka_wire", "apache_kafka"])
+def test_the_java_client_creates_a_scram_user_and_logs_in(
+    brokers: dict[str, BrokerProcess], name: str
+) -> None:
+    """Kafka 4.4's Java client: Admin.alterUserScramCredentials, describeUserScramCredentials, a
+    SCRAM-SHA-512 and a PLAIN producer, and a wrong password refused
+    (SaslAuthenticationException: the broker's SASL_AUTHENTICATION_FAILED)."""
+    command = java_command(
+        PROBE, brokers[name].bootstrap, *ADMIN, "frank", "frank-secret", "java-scram", client="java4"
+    )
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0, (lines, run.stderr[-2000:])
+    assert lines[0] == "described SCRAM-SHA-512 8192"
+    assert lines[1].startswith("produced ") and lines[2].startswith("plain ")
+    assert lines[3] == "refused SaslAuthenticationException"
