@@ -71,6 +71,14 @@ class ClusterSettings:
     voters: tuple[Voter, ...]
     #: ``controller.quorum.bootstrap.servers`` as (host, port).
     bootstrap_servers: tuple[tuple[str, int], ...] = ()
+    #: The PLAIN user and password this node logs in to the other nodes' inter-broker listener
+    #: with, when that listener is SASL_PLAINTEXT (``sasl_config.inter_broker_login``).
+    inter_broker_login: tuple[str, str] | None = field(default=None, repr=False)
+
+    def logins(self) -> dict[str, tuple[str, str]]:
+        """The PLAIN login of each listener this node connects to with SASL."""
+        login = self.inter_broker_login
+        return {} if login is None else {self.inter_broker_listener: login}
 
     @property
     def is_broker(self) -> bool:

@@ -148,6 +148,27 @@ def inter_broker_mechanism(props: Mapping[str, str], listener: str) -> str:
     return mechanism
 
 
+def inter_broker_login(props: Mapping[str, str], listener: str) -> tuple[str, str]:
+    """The user and password a node logs in to other nodes' inter-broker ``listener`` (a SASL one)
+    with: the ``username`` and ``password`` options of the JAAS entry of
+    ``sasl.mechanism.inter.broker.protocol`` on that listener, as Kafka's broker logs in. kafka_wire
+    logs in with PLAIN only: a SCRAM login would need its credential in the metadata before the
+    node could register (Kafka bootstraps it with ``kafka-storage format --add-scram``)."""
+    mechanism = inter_broker_mechanism(props, listener)
+    if mechanism != "PLAIN":
+        raise SaslConfigError(
+            "sasl.mechanism.inter.broker.protocol",
+            f"{mechanism}: kafka_wire's nodes log in to each other with PLAIN only",
+        )
+    key = f"{LISTENER_PREFIX}{listener.lower()}.plain.sasl.jaas.config"
+    if key not in props:
+        key = "sasl.jaas.config"
+    options = parse_jaas(props.get(key, ""), key)[0].options
+    if "username" not in options or "password" not in options:
+        raise SaslConfigError(key, "the inter-broker login needs the username and password options")
+    return options["username"], options["password"]
+
+
 # -- JAAS ----------------------------------------------------------------------------------------
 
 

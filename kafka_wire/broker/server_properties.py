@@ -25,9 +25,9 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
   as Kafka checks them (:func:`_cluster`): ``process.roles`` and ``node.id`` set; a controller
   is a voter and listens on the first of ``controller.listener.names``; a broker-only node is no
   voter and opens no controller listener; a controller-only node opens controller listeners
-  only; every listener is opened. Controller listeners and the inter-broker listener are
-  PLAINTEXT (the nodes speak no SASL to each other); the other broker listeners may be
-  SASL_PLAINTEXT, each with its own SASL settings. Without voters :attr:`BrokerConfig.cluster` is
+  only; every listener is opened. Controller listeners are PLAINTEXT; broker listeners may be
+  SASL_PLAINTEXT, each with its own SASL settings, the inter-broker one too (the nodes then log
+  in to each other with PLAIN: :func:`kafka_wire.broker.sasl_config.inter_broker_login`). Without voters :attr:`BrokerConfig.cluster` is
   None: the node is a cluster of its own (``config.standalone``: broker and controller, the only
   voter, no controller listener), as ``kafka-wire serve`` runs by default (Kafka's stock
   combined-mode file, whose quorum is the node itself through
@@ -62,6 +62,7 @@ from kafka_wire.broker.kafka_properties import (
 from kafka_wire.broker.sasl_config import (
     ListenerSasl,
     SaslConfigError,
+    inter_broker_login,
     inter_broker_mechanism,
     is_sasl_property,
     listener_sasl,
@@ -412,14 +413,14 @@ def _cluster(
             f"a controller-only node listens on controller listeners only; {', '.join(others)} is not one",
         )
     inter_broker = ""
+    login = None
     if "broker" in roles:
         inter_broker = _broker_listener(props, listeners, set(controllers)) or ""
         if inter_broker in sasl:
-            raise BrokerConfigError(
-                "inter.broker.listener.name",
-                f"{inter_broker} uses SASL_PLAINTEXT: kafka_wire's nodes speak PLAINTEXT to each other, so the "
-                "inter-broker listener must be a PLAINTEXT one",
-            )
+            try:
+                login = inter_broker_login(props, inter_broker)
+            except SaslConfigError as exc:
+                raise BrokerConfigError(exc.key, exc.reason) from None
     bound = tuple(replace(e, host=e.host or EMPTY_HOST_BINDS) for e in listeners)
     told = {
         e.listener: e for e in parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))
@@ -445,6 +446,7 @@ def _cluster(
         inter_broker_listener=inter_broker,
         voters=voters,
         bootstrap_servers=bootstrap,
+        inter_broker_login=login,
     )
     broker_bind = next((e for e in bound if e.listener == inter_broker), None)
     broker_told = next((e for e in advertised if e.listener == inter_broker), None)

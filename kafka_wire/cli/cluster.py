@@ -11,7 +11,7 @@ with ``--set cluster.id=...``; ``--set KEY=VALUE`` is passed on to every node.
 ``--sasl-listener`` gives every node a SASL_PLAINTEXT client listener too, node ``i``'s on
 ``base-port + 2N + i`` (after the others), configured by Kafka's SASL properties given with
 ``--set`` (``sasl.enabled.mechanisms``, ``listener.name.sasl_plaintext.<mechanism>.sasl.jaas.config``;
-docs/guide/sasl.md). The nodes keep speaking PLAINTEXT to each other.
+docs/guide/sasl.md). The nodes keep speaking PLAINTEXT to each other on their broker listeners.
 
 It prints each node's addresses and the bootstrap servers, then waits. SIGINT (Ctrl-C) or SIGTERM
 stops every node (each with a controlled shutdown) and the command exits 0; a node that exits

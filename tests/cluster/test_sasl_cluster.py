@@ -16,12 +16,12 @@ from typing import Final
 import pytest
 
 from kafka_wire.adapters.asyncio import KafkaClient
-from kafka_wire.errors import AuthenticationError
+from kafka_wire.errors import AuthenticationError, ProtocolError
 from kafka_wire.messages import MetadataRequest, MetadataResponse
-from kafka_wire.protocol.sasl import ScramClient
+from kafka_wire.protocol.sasl import PlainClient, ScramClient
 from tests.cluster.conftest import ClusterFactory
 from tests.cluster.harness import HOST, LocalCluster, listener_port, wait_until
-from tests.e2e.sasl_setup import client_settings, create_scram_users, sasl_properties
+from tests.e2e.sasl_setup import ADMIN, client_settings, create_scram_users, sasl_properties
 
 pytestmark = pytest.mark.cluster
 
@@ -108,4 +108,72 @@ def _try(port: int, brokers: list[tuple[int, int]]) -> bool | None:
     try:
         return logs_in(port) == brokers or None
     except (AuthenticationError, OSError):
+        return None
+
+
+CREATE_AND_PRODUCE: Final = """
+import json, sys
+import confluent_kafka as ck
+from confluent_kafka.admin import AdminClient, NewTopic
+bootstrap, settings = sys.argv[1], json.loads(sys.argv[2])
+admin = AdminClient({"bootstrap.servers": bootstrap, **settings})
+admin.create_topics([NewTopic("replicated", 1, 3)])["replicated"].result(30)
+errors = []
+producer = ck.Producer({"bootstrap.servers": bootstrap, **settings, "acks": "all",
+    "message.timeout.ms": 30000, "error_cb": lambda e: errors.append(e.str())})
+delivered = []
+for i in range(3):
+    producer.produce("replicated", b"v%d" % i, callback=lambda err, msg: delivered.append(None if err is None else str(err)))
+producer.flush(40)
+isr = sorted(admin.list_topics("replicated", timeout=10).topics["replicated"].partitions[0].isrs)
+print(json.dumps({"delivered": delivered, "errors": errors[:1], "isr": isr}))
+"""
+
+
+def test_the_nodes_log_in_to_each_other_over_a_sasl_inter_broker_listener(
+    cluster_factory: ClusterFactory,
+) -> None:
+    """The broker listener, the inter-broker one, is SASL_PLAINTEXT (the controller listener stays
+    PLAINTEXT): followers fetch over PLAIN-authenticated links, so acks=all records are
+    acknowledged by a three-replica ISR."""
+    cluster = cluster_factory()
+    for node in cluster.nodes.values():
+        node.properties["listener.security.protocol.map"] = "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+        node.properties |= sasl_properties("PLAINTEXT")
+    cluster.start_many(cluster.nodes)  # each answers ApiVersions (before authentication)
+    ports = {node.node_id: node.port for node in cluster.nodes.values()}
+    for port in ports.values():  # every broker registered, as each node's Metadata tells a PLAIN login
+        wait_until("every broker", lambda p=port: _plain_metadata(p) == sorted(ports.items()) or None, 60)  # type: ignore[misc]
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CREATE_AND_PRODUCE,
+            cluster.bootstrap,
+            json.dumps(client_settings("PLAIN", *ADMIN)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parent,
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.splitlines()[-1]) == {
+        "delivered": [None] * 3,
+        "errors": [],
+        "isr": [1, 2, 3],
+    }
+
+
+async def _plain_brokers(port: int) -> list[tuple[int, int]]:
+    async with await KafkaClient.connect(HOST, port, sasl=PlainClient(*ADMIN)) as client:
+        answer = await client.request(MetadataRequest(topics=[]))
+        assert isinstance(answer, MetadataResponse)
+        return sorted((b.node_id, b.port) for b in answer.brokers)
+
+
+def _plain_metadata(port: int) -> list[tuple[int, int]] | None:
+    try:
+        return asyncio.run(_plain_brokers(port))
+    except (ProtocolError, OSError):
         return None
