@@ -134,7 +134,7 @@ class Broker:
             effects=self._effects,
             timer_queue=self._timer_queue,
             faults=self.faults,
-            sasl=server_sasl(config.sasl_listeners, scram_lookup(cluster.view), nonces),
+            sasl=server_sasl(config.sasl_listeners, scram_lookup(cluster.view), nonces, config.sasl_users),
             logger=self._log,
         )
 

@@ -249,6 +249,11 @@ class BrokerConfig:
     #: JAAS entries, read by :func:`kafka_wire.broker.sasl_config.listener_sasl`). A single node's
     #: one listener is :data:`STANDALONE_LISTENER`. A listener not here is PLAINTEXT.
     sasl_listeners: Mapping[str, ListenerSasl] = field(default_factory=dict)
+    #: SASL users, by mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``) then user to
+    #: password: ``sasl.users.<MECHANISM>.<user>``, kafka_wire's own shortcut, kept for existing
+    #: setups. A SASL listener without ``sasl.enabled.mechanisms`` serves these mechanisms, its
+    #: PLAIN users are these, and these SCRAM users log in beside those of the metadata.
+    sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # -- replication (read in cluster mode; a single node has no replicas to manage) --
     #: ``replica.lag.time.max.ms``: a follower that has not caught up for this long leaves the ISR.
     replica_lag_time_max_ms: int = 30_000
@@ -393,6 +398,9 @@ class BrokerConfig:
                 raise BrokerConfigError("max.connections.per.ip.overrides", f"bad override {host}:{limit}")
         if not 0 <= self.port <= 65535:
             raise BrokerConfigError("advertised.listeners", f"port {self.port} is not a TCP port")
+        for mechanism in self.sasl_users:
+            if mechanism not in SASL_MECHANISMS:
+                raise BrokerConfigError("sasl.enabled.mechanisms", f"unknown mechanism {mechanism!r}")
         for key in self.topic_default_properties:
             if key not in TOPIC_CONFIG_OF:
                 raise BrokerConfigError(key, "not a broker property that sets a topic default")
@@ -458,6 +466,7 @@ class BrokerConfig:
         base = base or cls()
         changes: dict[str, object] = {}
         defaults = dict(base.topic_default_properties)
+        users = {mechanism: dict(u) for mechanism, u in base.sasl_users.items()}
         for key, raw in properties.items():
             value = raw.strip()
             if key in _FIELD_OF:
@@ -468,11 +477,18 @@ class BrokerConfig:
                 )
             elif key in TOPIC_CONFIG_OF:
                 defaults[key] = value
+            elif key.startswith(SASL_USERS_PREFIX):
+                # sasl.users.<MECHANISM>.<user>=<password>
+                mechanism, _, user = key.removeprefix(SASL_USERS_PREFIX).partition(".")
+                users.setdefault(mechanism, {})[user] = value
         changes["topic_default_properties"] = defaults
+        changes["sasl_users"] = users
         return replace(base, **changes)  # type: ignore[arg-type]  # values parsed per field kind
 
 
 SASL_MECHANISMS: Final = SERVED_MECHANISMS
+#: ``sasl.users.<MECHANISM>.<user>=<password>``: kafka_wire's own way to configure SASL users.
+SASL_USERS_PREFIX: Final = "sasl.users."
 
 _FIELD_OF: Final = {prop: name for name, prop in PROPERTY_OF.items()}
 #: Fields whose property is in another unit: the property's value times this.
@@ -482,7 +498,7 @@ _KINDS: Final = {f.name: f.type for f in fields(BrokerConfig)}
 
 def acts_on(key: str) -> bool:
     """Whether :meth:`BrokerConfig.from_properties` reads the property ``key``."""
-    return key in _FIELD_OF or key in TOPIC_CONFIG_OF
+    return key in _FIELD_OF or key in TOPIC_CONFIG_OF or key.startswith(SASL_USERS_PREFIX)
 
 
 def _parse(key: str, value: str, kind: object) -> object:

@@ -6,16 +6,23 @@ PLAIN users. SCRAM credentials are looked up when a client authenticates, throug
 (``(user, mechanism) -> ScramCredential | None``), which reads the node's metadata image: a
 credential AlterUserScramCredentials wrote is usable on every node as soon as the node applied
 its record, and after a restart. A listener without SASL settings has no gate: plaintext.
+
+``sasl.users.<MECHANISM>.<user>`` (``BrokerConfig.sasl_users``, kafka_wire's own shortcut) still
+works: a single node given only those serves them on its listener, and their SCRAM credentials,
+derived once at start-up with a salt from the broker's nonce source and 4096 iterations, log in
+beside those of the metadata (which win).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
 from kafka_wire import messages
+from kafka_wire.broker.config import STANDALONE_LISTENER
 from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
@@ -31,13 +38,36 @@ ScramLookup = Callable[[str, str], "ScramCredential | None"]
 
 
 def server_sasl(
-    listeners: Mapping[str, ListenerSasl], scram: ScramLookup, nonce: Callable[[], str]
+    listeners: Mapping[str, ListenerSasl],
+    scram: ScramLookup,
+    nonce: Callable[[], str],
+    users: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, ServerSasl]:
-    """The gate of each SASL listener, by listener name."""
+    """The gate of each SASL listener, by listener name (``users``: ``sasl.users.*``)."""
+    if not listeners and users:
+        listeners = {
+            STANDALONE_LISTENER: ListenerSasl(
+                mechanisms=tuple(users), plain_users=dict(users.get("PLAIN", {}))
+            )
+        }
     if not listeners:
         return {}
     # The mechanisms load only for a broker with a SASL listener (kafka_wire.protocol.sasl is lazy).
-    from kafka_wire.protocol.sasl import PlainServer
+    from kafka_wire.protocol.sasl import MIN_SCRAM_ITERATIONS, PlainServer, ScramCredential
+
+    if users:
+        fixed = {
+            (user, mechanism): ScramCredential.from_password(
+                mechanism, password, hashlib.sha256(nonce().encode()).digest(), MIN_SCRAM_ITERATIONS
+            )
+            for mechanism, passwords in users.items()
+            if mechanism != "PLAIN"
+            for user, password in passwords.items()
+        }
+        image = scram
+
+        def scram(user: str, mechanism: str) -> ScramCredential | None:
+            return image(user, mechanism) or fixed.get((user, mechanism))
 
     gates: dict[str, ServerSasl] = {}
     for listener, settings in listeners.items():

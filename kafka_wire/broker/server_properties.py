@@ -62,6 +62,7 @@ from kafka_wire.broker.kafka_properties import (
 from kafka_wire.broker.sasl_config import (
     ListenerSasl,
     SaslConfigError,
+    enabled_mechanisms,
     inter_broker_login,
     inter_broker_mechanism,
     is_sasl_property,
@@ -217,7 +218,7 @@ def _listeners(
     bind = next((e for e in listeners if e.listener == name), None)
     gate = None
     if bind is not None:
-        gate = _check_protocol(name, protocols, props)
+        gate = _check_protocol(name, protocols, props, config)
         bind = replace(bind, host=bind.host or EMPTY_HOST_BINDS)
         for other in listeners:
             if other.listener not in controllers and other.listener != name:
@@ -270,7 +271,9 @@ def _protocol_map(props: Mapping[str, str]) -> dict[str, str]:
     return protocols
 
 
-def _check_protocol(name: str, protocols: Mapping[str, str], props: Mapping[str, str]) -> ListenerSasl | None:
+def _check_protocol(
+    name: str, protocols: Mapping[str, str], props: Mapping[str, str], config: BrokerConfig
+) -> ListenerSasl | None:
     """The single node's listener: PLAINTEXT (None) or SASL_PLAINTEXT (its SASL settings; it is
     the inter-broker listener too)."""
     protocol = protocols.get(name)
@@ -283,7 +286,10 @@ def _check_protocol(name: str, protocols: Mapping[str, str], props: Mapping[str,
         )
     if protocol != "SASL_PLAINTEXT":
         return None
-    gate = _sasl_of(props, name)
+    shortcut = _shortcut(props, name, config)
+    if shortcut is not None:
+        return shortcut
+    gate = _sasl_of(props, name, config)
     try:
         inter_broker_mechanism(props, name)
     except SaslConfigError as exc:
@@ -291,7 +297,20 @@ def _check_protocol(name: str, protocols: Mapping[str, str], props: Mapping[str,
     return gate
 
 
-def _sasl_of(props: Mapping[str, str], listener: str) -> ListenerSasl:
+def _shortcut(props: Mapping[str, str], listener: str, config: BrokerConfig) -> ListenerSasl | None:
+    """A SASL listener served from ``sasl.users.*`` (kafka_wire's own shortcut): set, and no
+    ``sasl.enabled.mechanisms`` for the listener."""
+    if not config.sasl_users or enabled_mechanisms(props, listener)[0] in props:
+        return None
+    return ListenerSasl(
+        mechanisms=tuple(config.sasl_users), plain_users=dict(config.sasl_users.get("PLAIN", {}))
+    )
+
+
+def _sasl_of(props: Mapping[str, str], listener: str, config: BrokerConfig) -> ListenerSasl:
+    shortcut = _shortcut(props, listener, config)
+    if shortcut is not None:
+        return shortcut
     try:
         return listener_sasl(props, listener)
     except SaslConfigError as exc:
@@ -374,7 +393,7 @@ def _cluster(
                 "listener.security.protocol.map", f"no security protocol for listener {name}"
             )
         if protocol == "SASL_PLAINTEXT" and name not in controllers:
-            sasl[name] = _sasl_of(props, name)
+            sasl[name] = _sasl_of(props, name, config)
         elif protocol != "PLAINTEXT":
             raise BrokerConfigError(
                 "listeners",

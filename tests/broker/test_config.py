@@ -34,7 +34,9 @@ def test_properties_file_and_flags(tmp_path: Path) -> None:
         "log.dirs=/somewhere\nlisteners = PLAINTEXT://:9092,\\\n    CONTROLLER://:9093\n",
         encoding="utf-8",
     )
-    props, origins = _properties(path, ["node.id=7", "sasl.jaas.config=x=y"])
+    props, origins = _properties(
+        path, ["node.id=7", "sasl.jaas.config=x=y", "sasl.users.PLAIN.alice=s3cret=x"]
+    )
     assert props["listeners"] == "PLAINTEXT://:9092,CONTROLLER://:9093"  # a continued line
     assert origins["num.partitions"] == str(path) and origins["node.id"] == "--set"
     config = BrokerConfig.from_properties(props)
@@ -42,6 +44,7 @@ def test_properties_file_and_flags(tmp_path: Path) -> None:
     assert config.topic_default_properties == {"log.segment.bytes": "1048576"}
     assert config.topic_defaults == {"segment.bytes": "1048576"}
     assert props["sasl.jaas.config"] == "x=y"  # split at the first =
+    assert config.sasl_users == {"PLAIN": {"alice": "s3cret=x"}}
 
 
 @pytest.mark.parametrize(
@@ -429,6 +432,10 @@ def test_roles_ids_and_the_offsets_replication_factor() -> None:
     }
     assert dict(sasl.config.sasl_listeners["PLAINTEXT"].plain_users) == {"admin": "a", "bob": 'b"c'}
     assert not [n for n in sasl.notes if "sasl" in n.message]  # read, not reported as ignored
+    shortcut = load_server_properties(
+        {"listeners": "SASL_PLAINTEXT://:9093", "sasl.users.SCRAM-SHA-256.bob": "pw"}
+    )
+    assert shortcut.config.sasl_listeners == {"PLAINTEXT": ListenerSasl(mechanisms=("SCRAM-SHA-256",))}
     assert load_server_properties({"offsets.retention.minutes": "2"}).config.offsets_retention_ms == 120_000
 
 

@@ -239,3 +239,16 @@ def test_the_records_round_trip_and_rebuild_the_image() -> None:
     assert image.credential("alice", "SCRAM-SHA-512") is None
     image.replay(removal, DeltaBuilder())
     assert image.snapshot_records() == [] and image.users == {}
+
+
+def test_the_sasl_users_shortcut_still_works() -> None:
+    """``sasl.users.*`` (kafka_wire's own): PLAIN and SCRAM users from the configuration, beside
+    SCRAM users of the metadata."""
+    users = {"PLAIN": {"admin": "admin-secret"}, "SCRAM-SHA-256": {"old": "old-pw"}}
+    e = Engine(BrokerConfig(group_initial_rebalance_delay_ms=0, sasl_users=users))
+    conn = admin(e)
+    assert scram_login(e, 2, "old", "old-pw", "SCRAM-SHA-256").client.state is ClientState.READY
+    assert alter(conn, upsertions=[upsert("new", "new-pw", SHA_256)]) == [("new", 0, None)]
+    assert scram_login(e, 3, "new", "new-pw", "SCRAM-SHA-256").client.state is ClientState.READY
+    with pytest.raises(AuthenticationError):
+        scram_login(e, 4, "old", "wrong", "SCRAM-SHA-256")

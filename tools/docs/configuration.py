@@ -67,6 +67,10 @@ def _broker_section() -> list[str]:
         f"`sasl.jaas.config`, `sasl.mechanism.inter.broker.protocol` | GSSAPI | `sasl_listeners` "
         f"(per SASL_PLAINTEXT listener; mechanisms: {mechanisms}; see docs/guide/sasl.md) |"
     )
+    lines.append(
+        f"| `{broker_config.SASL_USERS_PREFIX}<MECHANISM>.<user>` | none | `sasl_users` (kafka_wire's own "
+        "shortcut: password; a SASL listener without `sasl.enabled.mechanisms` serves these users) |"
+    )
     server_keys = ", ".join(f"`{key}`" for key in sorted(server_properties._SERVER_KEYS))
     lines += [
         "",
