@@ -66,7 +66,7 @@ from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.node import Node
 from kafka_wire.broker.quotas.manager import QuotaManager
-from kafka_wire.broker.sasl import server_sasl
+from kafka_wire.broker.sasl import scram_lookup, server_sasl
 from kafka_wire.broker.state import BrokerState, Spliced
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.storage_pipeline import StoragePipeline
@@ -136,7 +136,7 @@ class Broker:
             effects=self._effects,
             timer_queue=self._timer_queue,
             faults=self.faults,
-            sasl=server_sasl(config.sasl_users, nonces),
+            sasl=server_sasl(config.sasl_listeners, scram_lookup(cluster.view), nonces, config.sasl_users),
             logger=self._log,
         )
 

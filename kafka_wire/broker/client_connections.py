@@ -16,7 +16,7 @@ call, once the writes it depends on are applied: ``storage_pipeline.py``), or a 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Final
 
 from kafka_wire import messages
@@ -69,7 +69,7 @@ class ClientConnections:
         effects: EffectSink,
         timer_queue: TimerQueue,
         faults: FaultInjector,
-        sasl: ServerSasl | None,
+        sasl: Mapping[str, ServerSasl],
         logger: logging.Logger,
     ) -> None:
         self.config = config
@@ -132,7 +132,8 @@ class ClientConnections:
             raise LocalProtocolError(f"connection {conn_id} is already open")
         if self._admission.refuses(host, now_ms):
             return False
-        server = ServerConnection(self._server_config_of(listener), sasl=self._sasl, now_ms=now_ms)
+        gate = self._sasl.get(listener)
+        server = ServerConnection(self._server_config_of(listener), sasl=gate, now_ms=now_ms)
         self._conns[conn_id] = Channel(server, host, listener=listener)
         self.muting.opened(conn_id)
         self._admission.opened(host)

@@ -1,9 +1,10 @@
 """Broker configuration: one frozen dataclass, readable from Kafka's property names.
 
 :meth:`BrokerConfig.from_properties` reads the properties the engine acts on: the fields' own
-(``PROPERTY_OF``), the broker properties that set topic defaults (Kafka's synonym table,
-:mod:`kafka_wire.broker.topic_synonyms`: ``log.retention.hours``, ``message.max.bytes`` …) and
-``sasl.users.<MECHANISM>.<user>``. Other keys are left to the caller:
+(``PROPERTY_OF``) and the broker properties that set topic defaults (Kafka's synonym table,
+:mod:`kafka_wire.broker.topic_synonyms`: ``log.retention.hours``, ``message.max.bytes`` …). Other
+keys are left to the caller (the SASL listeners' settings need the listeners, so
+:mod:`kafka_wire.broker.sasl_config` reads them there):
 :func:`kafka_wire.broker.server_properties.load_server_properties` reads what the server needs
 (listeners, the log directory) and reports the rest.
 """
@@ -19,6 +20,7 @@ from kafka_wire.broker.config_properties import PROPERTY_OF
 from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
 from kafka_wire.broker.group.config import CONSUMER_ASSIGNORS, MIGRATION_POLICIES
 from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
+from kafka_wire.broker.sasl_config import SERVED_MECHANISMS, ListenerSasl
 from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL
 from kafka_wire.errors import KafkaWireError
@@ -72,6 +74,14 @@ class ClusterSettings:
     #: Each listener's security protocol (``listener.security.protocol.map``), by name: what
     #: the broker's registration announces.
     security_protocols: tuple[tuple[str, str], ...] = ()
+    #: The PLAIN user and password this node logs in to the other nodes' inter-broker listener
+    #: with, when that listener is SASL_PLAINTEXT (``sasl_config.inter_broker_login``).
+    inter_broker_login: tuple[str, str] | None = field(default=None, repr=False)
+
+    def logins(self) -> dict[str, tuple[str, str]]:
+        """The PLAIN login of each listener this node connects to with SASL."""
+        login = self.inter_broker_login
+        return {} if login is None else {self.inter_broker_listener: login}
 
     @property
     def is_broker(self) -> bool:
@@ -241,8 +251,15 @@ class BrokerConfig:
     #: call may do before a request in progress yields to other connections (see
     #: ``kafka_wire.broker.work``).
     max_work_bytes_per_call: int = DEFAULT_MAX_WORK_BYTES_PER_CALL
+    #: The SASL listeners by name (``listener.security.protocol.map`` maps them to
+    #: SASL_PLAINTEXT or SASL_SSL): their mechanisms and PLAIN users (``sasl.enabled.mechanisms`` and the
+    #: JAAS entries, read by :func:`kafka_wire.broker.sasl_config.listener_sasl`). A single node's
+    #: one listener is :data:`STANDALONE_LISTENER`. A listener not here is PLAINTEXT.
+    sasl_listeners: Mapping[str, ListenerSasl] = field(default_factory=dict)
     #: SASL users, by mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``) then user to
-    #: password; empty means plaintext without authentication.
+    #: password: ``sasl.users.<MECHANISM>.<user>``, kafka_wire's own shortcut, kept for existing
+    #: setups. A SASL listener without ``sasl.enabled.mechanisms`` serves these mechanisms, its
+    #: PLAIN users are these, and these SCRAM users log in beside those of the metadata.
     sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: ``authorizer.class.name``: Kafka's ``org.apache.kafka.metadata.authorizer.StandardAuthorizer``
     #: turns ACL authorization on (``kafka_wire.broker.security``); empty: every request allowed.
@@ -469,7 +486,7 @@ class BrokerConfig:
     @classmethod
     def from_properties(cls, properties: Mapping[str, str], base: BrokerConfig | None = None) -> BrokerConfig:
         """Apply the Kafka-named properties the engine acts on (``num.partitions=3``,
-        ``log.retention.hours=24``, ``sasl.users.PLAIN.alice=…``) to ``base``.
+        ``log.retention.hours=24``) to ``base``.
 
         Other keys are ignored here (see the module docstring); an invalid value raises
         :class:`BrokerConfigError` naming its key.
@@ -499,7 +516,7 @@ class BrokerConfig:
 
 #: The authorizer class kafka_wire implements (Kafka's KRaft ``StandardAuthorizer``).
 STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS: Final = SERVED_MECHANISMS
 #: ``sasl.users.<MECHANISM>.<user>=<password>``: kafka_wire's own way to configure SASL users.
 SASL_USERS_PREFIX: Final = "sasl.users."
 

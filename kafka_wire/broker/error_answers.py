@@ -173,6 +173,20 @@ def _alter_client_quotas(request: Message, code: int, message: str | None) -> Me
     )
 
 
+def _alter_user_scram_credentials(request: Message, code: int, message: str | None) -> Message:
+    assert isinstance(request, messages.AlterUserScramCredentialsRequest)
+    # Kafka's getErrorResponse: each user once, sorted.
+    users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
+    return messages.AlterUserScramCredentialsResponse(
+        results=[
+            messages.AlterUserScramCredentialsResponseResult(
+                user=user, error_code=code, error_message=message
+            )
+            for user in users
+        ]
+    )
+
+
 #: Error answers by API key: ``(request, error code, message) -> response``.
 ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] = {
     ApiKey.CREATE_TOPICS: _create_topics,
@@ -187,6 +201,7 @@ ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] =
     ApiKey.CREATE_ACLS: _create_acls,
     ApiKey.DELETE_ACLS: _delete_acls,
     ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
 }
 
 

@@ -156,6 +156,7 @@ class Node:
             reconnect_backoff_ms=config.reconnect_backoff_ms,
             reconnect_backoff_max_ms=config.reconnect_backoff_max_ms,
             max_frame_bytes=config.max_frame_bytes,
+            logins=self.settings.logins(),
             logger=self._log,
         )
         self.view = MetadataView(config.node_id, self.settings, self._send)
@@ -175,8 +176,7 @@ class Node:
         #: Deltas applied to the image and not yet to the broker's parts (until first caught up).
         self._unpublished: list[DeltaLike] = []
         self._published = False
-        #: Committed batches (or snapshots) taken from the raft replica and not replayed yet, and
-        #: the one being replayed in steps.
+        #: Committed batches (or snapshots) from the raft replica not replayed yet; the one in steps.
         self._committed: deque[object] = deque()
         self._replaying: Stepping[DeltaLike] | None = None
         #: The deltas being published to the broker's parts, in steps.

@@ -12,7 +12,7 @@ import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from kafka_wire.broker.cluster_view import BrokerInfo, ClusterView, Outbound, PartitionState
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
@@ -21,6 +21,9 @@ from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.broker.work import Steps
 from kafka_wire.codec.structs import Message
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.controller.scram_image import ScramImage
 
 
 @runtime_checkable
@@ -122,6 +125,9 @@ class ImagePart(Protocol):
     @property
     def client_quotas(self) -> ClientQuotasImage:
         """The client quotas (the same object for the image's life)."""
+
+    def scram(self) -> ScramImage:
+        """The users' SCRAM credentials."""
         ...
 
     def apply_steps(self, offset: int, records: Sequence[Message]) -> Steps[DeltaLike]:

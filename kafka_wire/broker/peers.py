@@ -19,7 +19,10 @@ The node's parts hand requests for other nodes to ``send`` as
 :class:`~kafka_wire.broker.cluster_view.Outbound` values; each link runs a
 :class:`~kafka_wire.protocol.client.ClientConnection` (ApiVersions first, client id
 ``kafka-wire-node-<id>``) over an outbound connection the driver opens on
-:class:`~kafka_wire.broker.effects.OpenConnection`. Outbound connection ids are negative (-1, -2,
+:class:`~kafka_wire.broker.effects.OpenConnection`. On a listener with a login (``logins``: the
+inter-broker listener when it is SASL_PLAINTEXT) the link authenticates with PLAIN after
+ApiVersions, and is READY once authenticated (a refused login loses the link, as a lost
+connection does). Outbound connection ids are negative (-1, -2,
 ...), a new one per attempt.
 
 A link's life is :data:`LINK_TRANSITIONS`: IDLE (no connection, nothing to send) -> CONNECTING
@@ -53,6 +56,7 @@ from kafka_wire.errors import EncodeError, ProtocolError, UnsupportedVersionErro
 from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.events import (
     NEED_DATA,
+    Authenticated,
     ConnectionClosed,
     RequestTimedOut,
     Response,
@@ -146,6 +150,8 @@ class _Link:
     in_flight: list[Outbound] = field(default_factory=list)
     backoff_ms: int = 0
     backoff_until_ms: int = 0
+    #: Whether the connection authenticates (READY after Authenticated, not VersionsNegotiated).
+    sasl: bool = False
 
     def move(self, event: LinkInput) -> None:
         self.state = step(
@@ -167,6 +173,7 @@ class PeerLinks:
         reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
         reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        logins: Mapping[str, tuple[str, str]] | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         if reconnect_backoff_ms < 0 or reconnect_backoff_max_ms < reconnect_backoff_ms:
@@ -176,6 +183,8 @@ class PeerLinks:
         self._backoff_ms = reconnect_backoff_ms
         self._backoff_max_ms = reconnect_backoff_max_ms
         self._max_frame_bytes = max_frame_bytes
+        #: PLAIN user and password by listener (see the module docstring).
+        self._logins = dict(logins or {})
         #: Built with the first link (a one-voter node never opens one, nor loads the client side).
         self._client_config: ClientConfig | None = None
         self._log = logger or _SILENT
@@ -201,7 +210,7 @@ class PeerLinks:
         elif link.state is LinkState.READY:
             self._write_waiting(link, now_ms)
 
-    def _new_client(self, now_ms: int) -> ClientConnection:
+    def _new_client(self, link: _Link, now_ms: int) -> ClientConnection:
         from kafka_wire.protocol.client import ClientConfig, ClientConnection
 
         if self._client_config is None:
@@ -210,7 +219,13 @@ class PeerLinks:
                 request_timeout_ms=None,  # each request brings its own
                 max_frame_bytes=self._max_frame_bytes,
             )
-        return ClientConnection(self._client_config, now_ms=now_ms)
+        login = self._logins.get(link.listener)
+        link.sasl = login is not None
+        if login is None:
+            return ClientConnection(self._client_config, now_ms=now_ms)
+        from kafka_wire.protocol.sasl import PlainClient
+
+        return ClientConnection(self._client_config, sasl=PlainClient(*login), now_ms=now_ms)
 
     def owns(self, conn_id: int) -> bool:
         return conn_id in self._by_conn
@@ -220,7 +235,7 @@ class PeerLinks:
         if link is None or link.state is not LinkState.CONNECTING:
             return  # a connection given up meanwhile: its close was already asked
         link.move(LinkInput.ESTABLISHED)
-        link.client = self._new_client(now_ms)
+        link.client = self._new_client(link, now_ms)
         self._flush(link)
 
     def receive_data(self, conn_id: int, data: bytes, now_ms: int) -> None:
@@ -316,7 +331,9 @@ class PeerLinks:
                 return
             if event is NEED_DATA:
                 break
-            if isinstance(event, VersionsNegotiated):
+            if isinstance(event, VersionsNegotiated | Authenticated) and (
+                isinstance(event, Authenticated) or not link.sasl
+            ):
                 link.move(LinkInput.NEGOTIATED)
                 link.backoff_ms = 0
                 self._write_waiting(link, now_ms)

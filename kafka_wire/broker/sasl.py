@@ -1,8 +1,16 @@
-"""The broker's SASL gate: PLAIN and SCRAM users from configuration.
+"""The broker's SASL gates: one per SASL listener, PLAIN users from its JAAS entry and SCRAM
+users from the cluster's metadata.
 
-``sasl_users`` maps a mechanism to users and passwords. SCRAM credentials are derived once at
-start-up with a salt drawn from the broker's nonce source (so the engine stays deterministic under
-test) and Kafka's minimum of 4096 iterations. No users means no gate: plaintext.
+A listener's :class:`~kafka_wire.broker.sasl_config.ListenerSasl` names its mechanisms and its
+PLAIN users. SCRAM credentials are looked up when a client authenticates, through ``scram``
+(``(user, mechanism) -> ScramCredential | None``), which reads the node's metadata image: a
+credential AlterUserScramCredentials wrote is usable on every node as soon as the node applied
+its record, and after a restart. A listener without SASL settings has no gate: plaintext.
+
+``sasl.users.<MECHANISM>.<user>`` (``BrokerConfig.sasl_users``, kafka_wire's own shortcut) still
+works: a single node given only those serves them on its listener, and their SCRAM credentials,
+derived once at start-up with a salt from the broker's nonce source and 4096 iterations, log in
+beside those of the metadata (which win).
 """
 
 from __future__ import annotations
@@ -14,7 +22,10 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from kafka_wire import messages
+from kafka_wire.broker.config import STANDALONE_LISTENER
+from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.codec.structs import Message
+from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
 from kafka_wire.protocol.server import ServerSasl
@@ -22,27 +33,53 @@ from kafka_wire.protocol.server import ServerSasl
 if TYPE_CHECKING:
     from kafka_wire.protocol.sasl import ScramCredential, ScramServer
 
+#: ``(user, mechanism) -> credential``: the SCRAM credentials of the node's metadata image.
+ScramLookup = Callable[[str, str], "ScramCredential | None"]
 
-def server_sasl(users: Mapping[str, Mapping[str, str]], nonce: Callable[[], str]) -> ServerSasl | None:
-    if not users:
-        return None
-    # The mechanisms load only for a broker that has users (kafka_wire.protocol.sasl is lazy).
+
+def server_sasl(
+    listeners: Mapping[str, ListenerSasl],
+    scram: ScramLookup,
+    nonce: Callable[[], str],
+    users: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, ServerSasl]:
+    """The gate of each SASL listener, by listener name (``users``: ``sasl.users.*``)."""
+    if not listeners and users:
+        listeners = {
+            STANDALONE_LISTENER: ListenerSasl(
+                mechanisms=tuple(users), plain_users=dict(users.get("PLAIN", {}))
+            )
+        }
+    if not listeners:
+        return {}
+    # The mechanisms load only for a broker with a SASL listener (kafka_wire.protocol.sasl is lazy).
     from kafka_wire.protocol.sasl import MIN_SCRAM_ITERATIONS, PlainServer, ScramCredential
 
-    mechanisms: dict[str, Callable[[], SaslServerMechanism]] = {}
-    for mechanism, passwords in users.items():
-        if mechanism == "PLAIN":
-            table = dict(passwords)
-            mechanisms[mechanism] = partial(PlainServer, partial(_check_plain, table))
-        else:
-            credentials = {
-                user: ScramCredential.from_password(
-                    mechanism, password, hashlib.sha256(nonce().encode()).digest(), MIN_SCRAM_ITERATIONS
-                )
-                for user, password in passwords.items()
-            }
-            mechanisms[mechanism] = partial(_scram_server, mechanism, credentials, nonce)
-    return ServerSasl(mechanisms=mechanisms)
+    if users:
+        fixed = {
+            (user, mechanism): ScramCredential.from_password(
+                mechanism, password, hashlib.sha256(nonce().encode()).digest(), MIN_SCRAM_ITERATIONS
+            )
+            for mechanism, passwords in users.items()
+            if mechanism != "PLAIN"
+            for user, password in passwords.items()
+        }
+        image = scram
+
+        def scram(user: str, mechanism: str) -> ScramCredential | None:
+            return image(user, mechanism) or fixed.get((user, mechanism))
+
+    gates: dict[str, ServerSasl] = {}
+    for listener, settings in listeners.items():
+        mechanisms: dict[str, Callable[[], SaslServerMechanism]] = {}
+        for mechanism in settings.mechanisms:
+            if mechanism == "PLAIN":
+                table = dict(settings.plain_users)
+                mechanisms[mechanism] = partial(PlainServer, partial(_check_plain, table))
+            else:
+                mechanisms[mechanism] = partial(_scram_server, mechanism, scram, nonce)
+        gates[listener] = ServerSasl(mechanisms=mechanisms)
+    return gates
 
 
 def sasl_refusal(api_key: int) -> Message:
@@ -60,9 +97,24 @@ def _check_plain(table: Mapping[str, str], user: str, password: str) -> bool:
     return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
 
 
-def _scram_server(
-    mechanism: str, credentials: Mapping[str, ScramCredential], nonce: Callable[[], str]
-) -> ScramServer:
+def _scram_server(mechanism: str, scram: ScramLookup, nonce: Callable[[], str]) -> ScramServer:
     from kafka_wire.protocol.sasl import ScramServer
 
-    return ScramServer(mechanism, credentials.get, nonce())
+    return ScramServer(mechanism, lambda user: scram(user, mechanism), nonce())
+
+
+def scram_lookup(view: object) -> ScramLookup:
+    """The SCRAM credentials of ``view``'s metadata image (a node's
+    :class:`~kafka_wire.broker.metadata_view.MetadataView`; none for another view)."""
+    from kafka_wire.broker.metadata_view import MetadataView
+
+    def lookup(user: str, mechanism: str) -> ScramCredential | None:
+        if not isinstance(view, MetadataView):
+            return None
+        try:
+            image = view.image
+        except LocalProtocolError:  # the node's parts are not built yet
+            return None
+        return image.scram.credential(user, mechanism)
+
+    return lookup

@@ -9,9 +9,11 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
 - ``listeners``, ``advertised.listeners``, ``inter.broker.listener.name``,
   ``controller.listener.names``, ``listener.security.protocol.map``: the broker listener is the
   one ``inter.broker.listener.name`` names, else the first that is not a controller listener. It
-  is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (SASL_* exactly when ``sasl.users.*`` are set);
-  an SSL or SASL_SSL listener's ``ssl.*`` settings are read by
-  :func:`~kafka_wire.broker.tls_settings.listener_tls` (:attr:`ServerProperties.tls`).
+  is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; an SSL or SASL_SSL listener's ``ssl.*`` settings
+  are read by :func:`~kafka_wire.broker.tls_settings.listener_tls` (:attr:`ServerProperties.tls`),
+  a SASL listener's mechanisms and PLAIN users come from ``sasl.enabled.mechanisms`` and its JAAS
+  entries (:mod:`kafka_wire.broker.sasl_config`; or kafka_wire's own ``sasl.users.*``), and
+  ``sasl.mechanism.inter.broker.protocol`` must be one of them, as Kafka checks.
   An empty host (``PLAINTEXT://:9092``) binds 127.0.0.1, not every interface as Kafka does:
   kafka_wire listens on loopback unless told an address (``0.0.0.0`` binds all). Its advertised
   address comes from ``advertised.listeners`` (else the bind address). Without
@@ -25,8 +27,11 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
   as Kafka checks them (:func:`_cluster`): ``process.roles`` and ``node.id`` set; a controller
   is a voter and listens on the first of ``controller.listener.names``; a broker-only node is no
   voter and opens no controller listener; a controller-only node opens controller listeners
-  only; every listener is opened, PLAINTEXT or SSL (the node's links to an SSL listener of
-  another node speak TLS with that listener's ``ssl.*`` settings). Without voters :attr:`BrokerConfig.cluster` is
+  only; every listener is opened. Controller listeners are PLAINTEXT or SSL (the node's links to
+  an SSL listener of another node speak TLS with that listener's ``ssl.*`` settings); broker
+  listeners may also be SASL_PLAINTEXT, each with its own SASL settings, the inter-broker one too
+  (the nodes then log in to each other with PLAIN:
+  :func:`kafka_wire.broker.sasl_config.inter_broker_login`). Without voters :attr:`BrokerConfig.cluster` is
   None: the node is a cluster of its own (``config.standalone``: broker and controller, the only
   voter, no controller listener), as ``kafka-wire serve`` runs by default (Kafka's stock
   combined-mode file, whose quorum is the node itself through
@@ -45,11 +50,27 @@ from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from kafka_wire.broker import cluster_view
-from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, ClusterSettings, Voter, acts_on
+from kafka_wire.broker.config import (
+    STANDALONE_LISTENER,
+    BrokerConfig,
+    BrokerConfigError,
+    ClusterSettings,
+    Voter,
+    acts_on,
+)
 from kafka_wire.broker.kafka_properties import (
     KAFKA_BROKER_PREFIXES,
     KAFKA_BROKER_PROPERTIES,
     REMOVED_BROKER_PROPERTIES,
+)
+from kafka_wire.broker.sasl_config import (
+    ListenerSasl,
+    SaslConfigError,
+    enabled_mechanisms,
+    inter_broker_login,
+    inter_broker_mechanism,
+    is_sasl_property,
+    listener_sasl,
 )
 from kafka_wire.broker.tls_settings import TLS_PROTOCOLS, TlsSettings, is_ssl_key, listener_tls
 
@@ -136,8 +157,8 @@ def load_server_properties(
     read = _SERVER_KEYS | _CLUSTER_KEYS if clustered else _SERVER_KEYS
     tls: dict[str, TlsSettings] = {}
     if clustered:
-        settings, bind, advertised = _cluster(props, config)
-        config = replace(config, cluster=settings)
+        settings, bind, advertised, sasl = _cluster(props, config)
+        config = replace(config, cluster=settings, sasl_listeners=sasl)
         protocols = dict(settings.security_protocols)
         for endpoint in settings.listeners:
             if protocols.get(endpoint.listener) in TLS_PROTOCOLS:
@@ -146,14 +167,15 @@ def load_server_properties(
         _check_roles(props, notes)
         _check_offsets_replication(props, notes)
         config = replace(config, offsets_topic_replication_factor=1)
-        bind, advertised = _listeners(props, config, notes)
+        bind, advertised, gate = _listeners(props, config, notes)
+        config = replace(config, sasl_listeners={} if gate is None else {STANDALONE_LISTENER: gate})
         if bind is not None and _protocol_map(props).get(bind.listener) in TLS_PROTOCOLS:
             tls[bind.listener] = listener_tls(props, bind.listener)
     if advertised is not None:
         config = replace(config, host=advertised.host, port=advertised.port)
     data_dir = _data_dir(props)
     for key in properties:
-        if acts_on(key) or key in read or (tls and is_ssl_key(key)):
+        if acts_on(key) or key in read or (tls and is_ssl_key(key)) or is_sasl_property(key):
             continue
         if key in REMOVED_BROKER_PROPERTIES or key.startswith("zookeeper."):
             notes.append(Note("warning", f"{key}: removed in Kafka 4.0; ignored"))
@@ -187,7 +209,7 @@ def parse_endpoints(key: str, value: str) -> list[Endpoint]:
 
 def _listeners(
     props: Mapping[str, str], config: BrokerConfig, notes: list[Note]
-) -> tuple[Endpoint | None, Endpoint | None]:
+) -> tuple[Endpoint | None, Endpoint | None, ListenerSasl | None]:
     listeners = parse_endpoints("listeners", props["listeners"]) if "listeners" in props else []
     advertised = parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))
     controllers = {
@@ -206,10 +228,11 @@ def _listeners(
             )
     name = _broker_listener(props, listeners or advertised, controllers)
     if name is None:
-        return None, None
+        return None, None, None
     bind = next((e for e in listeners if e.listener == name), None)
+    gate = None
     if bind is not None:
-        _check_protocol(name, protocols, config)
+        gate = _check_protocol(name, protocols, props, config)
         bind = replace(bind, host=bind.host or EMPTY_HOST_BINDS)
         for other in listeners:
             if other.listener not in controllers and other.listener != name:
@@ -226,10 +249,10 @@ def _listeners(
             key, f"clients cannot connect to {told.host}: set advertised.listeners to their address"
         )
     if told is None or told is bind:
-        return bind, bind
+        return bind, bind, gate
     if not told.host:
         told = replace(told, host=bind.host if bind is not None else EMPTY_HOST_BINDS)
-    return bind, told
+    return bind, told, gate
 
 
 def _broker_listener(
@@ -262,7 +285,11 @@ def _protocol_map(props: Mapping[str, str]) -> dict[str, str]:
     return protocols
 
 
-def _check_protocol(name: str, protocols: Mapping[str, str], config: BrokerConfig) -> None:
+def _check_protocol(
+    name: str, protocols: Mapping[str, str], props: Mapping[str, str], config: BrokerConfig
+) -> ListenerSasl | None:
+    """The single node's listener: PLAINTEXT or SSL (None), SASL_PLAINTEXT or SASL_SSL (its SASL
+    settings; it is the inter-broker listener too)."""
     protocol = protocols.get(name)
     if protocol is None:
         raise BrokerConfigError("listener.security.protocol.map", f"no security protocol for listener {name}")
@@ -271,15 +298,41 @@ def _check_protocol(name: str, protocols: Mapping[str, str], config: BrokerConfi
             "listeners",
             f"listener {name} uses {protocol}; kafka_wire serves {' and '.join(SERVED_PROTOCOLS)} only",
         )
-    sasl = protocol.startswith("SASL_")
-    if sasl and not config.sasl_users:
-        raise BrokerConfigError(
-            "listeners", f"listener {name} uses {protocol} but no sasl.users.<MECHANISM>.<user> is set"
-        )
-    if not sasl and config.sasl_users:
-        raise BrokerConfigError(
-            "listeners", f"listener {name} uses {protocol} but sasl.users.* are set (SASL_{protocol})"
-        )
+    if not protocol.startswith("SASL_"):
+        if config.sasl_users:
+            raise BrokerConfigError(
+                "listeners", f"listener {name} uses {protocol} but sasl.users.* are set (SASL_{protocol})"
+            )
+        return None
+    shortcut = _shortcut(props, name, config)
+    if shortcut is not None:
+        return shortcut
+    gate = _sasl_of(props, name, config)
+    try:
+        inter_broker_mechanism(props, name)
+    except SaslConfigError as exc:
+        raise BrokerConfigError(exc.key, exc.reason) from None
+    return gate
+
+
+def _shortcut(props: Mapping[str, str], listener: str, config: BrokerConfig) -> ListenerSasl | None:
+    """A SASL listener served from ``sasl.users.*`` (kafka_wire's own shortcut): set, and no
+    ``sasl.enabled.mechanisms`` for the listener."""
+    if not config.sasl_users or enabled_mechanisms(props, listener)[0] in props:
+        return None
+    return ListenerSasl(
+        mechanisms=tuple(config.sasl_users), plain_users=dict(config.sasl_users.get("PLAIN", {}))
+    )
+
+
+def _sasl_of(props: Mapping[str, str], listener: str, config: BrokerConfig) -> ListenerSasl:
+    shortcut = _shortcut(props, listener, config)
+    if shortcut is not None:
+        return shortcut
+    try:
+        return listener_sasl(props, listener)
+    except SaslConfigError as exc:
+        raise BrokerConfigError(exc.key, exc.reason) from None
 
 
 def parse_voters(value: str) -> tuple[Voter, ...]:
@@ -328,18 +381,13 @@ def _roles(props: Mapping[str, str]) -> frozenset[str]:
 
 def _cluster(
     props: Mapping[str, str], config: BrokerConfig
-) -> tuple[ClusterSettings, Endpoint | None, Endpoint | None]:
+) -> tuple[ClusterSettings, Endpoint | None, Endpoint | None, dict[str, ListenerSasl]]:
     """KRaft mode: the node's roles, listeners and quorum, checked (see the module docstring)."""
     if "process.roles" not in props:
         raise BrokerConfigError("process.roles", "must be set when controller.quorum.voters is (KRaft mode)")
     roles = _roles(props)
     if "node.id" not in props:
         raise BrokerConfigError("node.id", "must be set when process.roles is (KRaft mode)")
-    if config.sasl_users:
-        raise BrokerConfigError(
-            "listeners",
-            "a kafka_wire cluster speaks PLAINTEXT between its nodes: sasl.users.* are not served",
-        )
     voters = parse_voters(props["controller.quorum.voters"])
     bootstrap = parse_bootstrap_servers(props.get("controller.quorum.bootstrap.servers", ""))
     controllers = tuple(
@@ -355,16 +403,20 @@ def _cluster(
     if "listener.security.protocol.map" not in props:
         # Kafka's KRaft rule: with no map given, controller listeners default to PLAINTEXT.
         protocols.update({name: "PLAINTEXT" for name in controllers if name not in protocols})
+    sasl: dict[str, ListenerSasl] = {}
     for name in names:
         protocol = protocols.get(name)
         if protocol is None:
             raise BrokerConfigError(
                 "listener.security.protocol.map", f"no security protocol for listener {name}"
             )
-        if protocol not in ("PLAINTEXT", "SSL"):
+        if protocol == "SASL_PLAINTEXT" and name not in controllers:
+            sasl[name] = _sasl_of(props, name, config)
+        elif protocol not in ("PLAINTEXT", "SSL"):
             raise BrokerConfigError(
                 "listeners",
-                f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT and SSL only",
+                f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT and SSL, and "
+                "SASL_PLAINTEXT on broker listeners",
             )
     node_id = config.node_id
     voter_ids = [v.node_id for v in voters]
@@ -398,8 +450,14 @@ def _cluster(
             f"a controller-only node listens on controller listeners only; {', '.join(others)} is not one",
         )
     inter_broker = ""
+    login = None
     if "broker" in roles:
         inter_broker = _broker_listener(props, listeners, set(controllers)) or ""
+        if inter_broker in sasl:
+            try:
+                login = inter_broker_login(props, inter_broker)
+            except SaslConfigError as exc:
+                raise BrokerConfigError(exc.key, exc.reason) from None
     bound = tuple(replace(e, host=e.host or EMPTY_HOST_BINDS) for e in listeners)
     told = {
         e.listener: e for e in parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))
@@ -426,10 +484,11 @@ def _cluster(
         voters=voters,
         bootstrap_servers=bootstrap,
         security_protocols=tuple((name, protocols[name]) for name in names),
+        inter_broker_login=login,
     )
     broker_bind = next((e for e in bound if e.listener == inter_broker), None)
     broker_told = next((e for e in advertised if e.listener == inter_broker), None)
-    return settings, broker_bind, broker_told
+    return settings, broker_bind, broker_told, sasl
 
 
 def _check_roles(props: Mapping[str, str], notes: list[Note]) -> None:

@@ -8,6 +8,11 @@
 cluster (kept in ``<data-dir>/cluster.id``, so a restart finds its data) and given to every node
 with ``--set cluster.id=...``; ``--set KEY=VALUE`` is passed on to every node.
 
+``--sasl-listener`` gives every node a SASL_PLAINTEXT client listener too, node ``i``'s on
+``base-port + 2N + i`` (after the others), configured by Kafka's SASL properties given with
+``--set`` (``sasl.enabled.mechanisms``, ``listener.name.sasl_plaintext.<mechanism>.sasl.jaas.config``;
+docs/guide/sasl.md). The nodes keep speaking PLAINTEXT to each other on their broker listeners.
+
 It prints each node's addresses and the bootstrap servers, then waits. SIGINT (Ctrl-C) or SIGTERM
 stops every node (each with a controlled shutdown) and the command exits 0; a node that exits
 on its own is reported and the others are stopped (exit 1). Children run in their own session, so
@@ -68,6 +73,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="a broker property for every node, e.g. min.insync.replicas=2",
     )
     parser.add_argument(
+        "--sasl-listener",
+        action="store_true",
+        help="also give node i a SASL_PLAINTEXT listener on BASE_PORT+2N+i (its SASL properties with --set)",
+    )
+    parser.add_argument(
         "--log-level",
         default="WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -83,15 +93,16 @@ class NodePlan:
     controller_port: int
     data_dir: Path
     properties_file: Path
+    #: The SASL_PLAINTEXT client listener's port (``--sasl-listener``), else None.
+    sasl_port: int | None = None
 
 
-def plan(nodes: int, base_port: int, data_dir: Path) -> list[NodePlan]:
+def plan(nodes: int, base_port: int, data_dir: Path, sasl: bool = False) -> list[NodePlan]:
     if not 1 <= nodes <= MAX_NODES:
         raise ClusterArgumentError(f"--nodes {nodes}: must be between 1 and {MAX_NODES}")
-    if not 1 <= base_port or base_port + 2 * nodes - 1 > 65535:
-        raise ClusterArgumentError(
-            f"--base-port {base_port}: ports {base_port} to {base_port + 2 * nodes - 1} must be TCP ports"
-        )
+    last = base_port + (3 if sasl else 2) * nodes - 1
+    if not 1 <= base_port or last > 65535:
+        raise ClusterArgumentError(f"--base-port {base_port}: ports {base_port} to {last} must be TCP ports")
     return [
         NodePlan(
             i,
@@ -99,6 +110,7 @@ def plan(nodes: int, base_port: int, data_dir: Path) -> list[NodePlan]:
             base_port + 2 * i + 1,
             data_dir / f"node-{i}",
             data_dir / f"node-{i}.properties",
+            base_port + 2 * nodes + i if sasl else None,
         )
         for i in range(nodes)
     ]
@@ -108,7 +120,7 @@ def node_properties(node: NodePlan, nodes: Sequence[NodePlan], host: str) -> dic
     """The ``server.properties`` of one node."""
     voters = ",".join(f"{n.node_id}@{host}:{n.controller_port}" for n in nodes)
     factor = str(min(3, len(nodes)))
-    return {
+    properties = {
         "process.roles": "broker,controller",
         "node.id": str(node.node_id),
         "controller.quorum.voters": voters,
@@ -121,6 +133,12 @@ def node_properties(node: NodePlan, nodes: Sequence[NodePlan], host: str) -> dic
         "default.replication.factor": factor,
         "offsets.topic.replication.factor": factor,
     }
+    if node.sasl_port is not None:
+        sasl = f",SASL_PLAINTEXT://{host}:{node.sasl_port}"
+        properties["listeners"] += sasl
+        properties["advertised.listeners"] += sasl
+        properties["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+    return properties
 
 
 def cluster_id_of(data_dir: Path) -> str:
@@ -146,7 +164,7 @@ def _write_properties(path: Path, properties: dict[str, str]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        nodes = plan(args.nodes, args.base_port, args.data_dir)
+        nodes = plan(args.nodes, args.base_port, args.data_dir, args.sasl_listener)
         for pair in args.set:
             key, sep, _ = pair.partition("=")
             if not sep or not key.strip():
@@ -171,7 +189,9 @@ def run(args: argparse.Namespace) -> int:
     for node in nodes:
         print(
             f"  node {node.node_id}: broker {args.host}:{node.broker_port}, "
-            f"controller {args.host}:{node.controller_port}, data in {node.data_dir}",
+            f"controller {args.host}:{node.controller_port}, "
+            + (f"SASL {args.host}:{node.sasl_port}, " if node.sasl_port is not None else "")
+            + f"data in {node.data_dir}",
             flush=True,
         )
     print(

@@ -626,6 +626,9 @@ if TYPE_CHECKING:
     from kafka_wire.messages.remove_topic_record import (
         RemoveTopicRecord,
     )
+    from kafka_wire.messages.remove_user_scram_credential_record import (
+        RemoveUserScramCredentialRecord,
+    )
     from kafka_wire.messages.renew_delegation_token import (
         RenewDelegationTokenRequest,
         RenewDelegationTokenResponse,
@@ -797,6 +800,9 @@ if TYPE_CHECKING:
         UpdateRaftVoterRequestListener,
         UpdateRaftVoterResponse,
         UpdateRaftVoterResponseCurrentLeader,
+    )
+    from kafka_wire.messages.user_scram_credential_record import (
+        UserScramCredentialRecord,
     )
     from kafka_wire.messages.vote import (
         VoteRequest,
@@ -1246,6 +1252,7 @@ _MODULE_OF: dict[str, str] = {
     'RemoveRaftVoterRequest': 'remove_raft_voter',
     'RemoveRaftVoterResponse': 'remove_raft_voter',
     'RemoveTopicRecord': 'remove_topic_record',
+    'RemoveUserScramCredentialRecord': 'remove_user_scram_credential_record',
     'RenewDelegationTokenRequest': 'renew_delegation_token',
     'RenewDelegationTokenResponse': 'renew_delegation_token',
     'RequestHeader': 'request_header',
@@ -1364,6 +1371,7 @@ _MODULE_OF: dict[str, str] = {
     'UpdateRaftVoterRequestListener': 'update_raft_voter',
     'UpdateRaftVoterResponse': 'update_raft_voter',
     'UpdateRaftVoterResponseCurrentLeader': 'update_raft_voter',
+    'UserScramCredentialRecord': 'user_scram_credential_record',
     'VoteRequest': 'vote',
     'VoteRequestPartitionData': 'vote',
     'VoteRequestTopicData': 'vote',
@@ -1390,7 +1398,7 @@ _MODULE_OF: dict[str, str] = {
     'WriteTxnMarkersResponseWritableTxnMarkerResult': 'write_txn_markers',
     'WriteTxnMarkersResponseWritableTxnMarkerTopicResult': 'write_txn_markers',
 }
-_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'AccessControlEntryRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ClientQuotaRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveAccessControlEntryRecord', 'RemoveTopicRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
+_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'AccessControlEntryRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ClientQuotaRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveAccessControlEntryRecord', 'RemoveTopicRecord', 'RemoveUserScramCredentialRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'UserScramCredentialRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
 
 
 def __getattr__(name: str) -> Any:
@@ -1981,6 +1989,7 @@ __all__ = [
     'RemoveRaftVoterRequest',
     'RemoveRaftVoterResponse',
     'RemoveTopicRecord',
+    'RemoveUserScramCredentialRecord',
     'RenewDelegationTokenRequest',
     'RenewDelegationTokenResponse',
     'RequestFor',
@@ -2100,6 +2109,7 @@ __all__ = [
     'UpdateRaftVoterRequestListener',
     'UpdateRaftVoterResponse',
     'UpdateRaftVoterResponseCurrentLeader',
+    'UserScramCredentialRecord',
     'VoteRequest',
     'VoteRequestPartitionData',
     'VoteRequestTopicData',

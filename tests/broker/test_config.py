@@ -11,6 +11,9 @@ import pytest
 from kafka_wire.broker import BrokerConfig, BrokerConfigError
 from kafka_wire.broker.kafka_properties import KAFKA_BROKER_PROPERTIES
 from kafka_wire.broker.log.config import CONFIG_KEYS, LONG_MAX, LogConfig
+from kafka_wire.broker.sasl_config import PLAIN_LOGIN_MODULE as PLAIN_MODULE
+from kafka_wire.broker.sasl_config import SCRAM_LOGIN_MODULE as SCRAM_MODULE
+from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.broker.server_properties import Endpoint, Note, load_server_properties, parse_endpoints
 from kafka_wire.broker.topic_synonyms import (
     DEFAULT_CONFIG,
@@ -31,13 +34,16 @@ def test_properties_file_and_flags(tmp_path: Path) -> None:
         "log.dirs=/somewhere\nlisteners = PLAINTEXT://:9092,\\\n    CONTROLLER://:9093\n",
         encoding="utf-8",
     )
-    props, origins = _properties(path, ["node.id=7", "sasl.users.PLAIN.alice=s3cret=x"])
+    props, origins = _properties(
+        path, ["node.id=7", "sasl.jaas.config=x=y", "sasl.users.PLAIN.alice=s3cret=x"]
+    )
     assert props["listeners"] == "PLAINTEXT://:9092,CONTROLLER://:9093"  # a continued line
     assert origins["num.partitions"] == str(path) and origins["node.id"] == "--set"
     config = BrokerConfig.from_properties(props)
     assert (config.num_partitions, config.node_id, config.auto_create_topics) == (3, 7, False)
     assert config.topic_default_properties == {"log.segment.bytes": "1048576"}
     assert config.topic_defaults == {"segment.bytes": "1048576"}
+    assert props["sasl.jaas.config"] == "x=y"  # split at the first =
     assert config.sasl_users == {"PLAIN": {"alice": "s3cret=x"}}
 
 
@@ -47,7 +53,6 @@ def test_properties_file_and_flags(tmp_path: Path) -> None:
         ({"num.partitions": "zero"}, "num.partitions"),
         ({"num.partitions": "0"}, "num.partitions"),
         ({"auto.create.topics.enable": "maybe"}, "auto.create.topics.enable"),
-        ({"sasl.users.GSSAPI.bob": "x"}, "sasl.enabled.mechanisms"),
         ({"group.max.size": "0"}, "group.max.size"),
         ({"offsets.retention.minutes": "soon"}, "offsets.retention.minutes"),
         ({"node.id": "-1"}, "node.id"),
@@ -330,14 +335,37 @@ def test_listeners() -> None:
     ("props", "key", "reason"),
     [
         ({"listeners": "SSL://:9093"}, "ssl.keystore.location", "uses TLS: set ssl.keystore.location"),
-        ({"listeners": "SASL_SSL://:9093"}, "listeners", "uses SASL_SSL but no sasl.users"),
+        ({"listeners": "SASL_SSL://:9093"}, "sasl.enabled.mechanisms", "GSSAPI is not served"),
         (
             {"listeners": "SSL://:9093", "sasl.users.PLAIN.a": "b"},
             "listeners",
             r"sasl.users.\* are set \(SASL_SSL\)",
         ),
-        ({"listeners": "SASL_PLAINTEXT://:9093"}, "listeners", "no sasl.users"),
         ({"listeners": "PLAINTEXT://:9093", "sasl.users.PLAIN.a": "b"}, "listeners", "sasl.users"),
+        ({"listeners": "SASL_PLAINTEXT://:9093"}, "sasl.enabled.mechanisms", "GSSAPI is not served"),
+        (
+            {"listeners": "SASL_PLAINTEXT://:9093", "sasl.enabled.mechanisms": "PLAIN"},
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+            "no JAAS configuration",
+        ),
+        (
+            {
+                "listeners": "SASL_PLAINTEXT://:9093",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                "sasl.jaas.config": f"{SCRAM_MODULE} required;",
+            },
+            "sasl.mechanism.inter.broker.protocol",
+            "GSSAPI must be included in sasl.enabled.mechanisms",
+        ),
+        (
+            {
+                "listeners": "SASL_PLAINTEXT://:9093",
+                "sasl.enabled.mechanisms": "PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": f"{SCRAM_MODULE} required;",
+            },
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+            "PLAIN needs",
+        ),
         (
             {"listeners": "CLIENT://:9093"},
             "listener.security.protocol.map",
@@ -392,9 +420,28 @@ def test_roles_ids_and_the_offsets_replication_factor() -> None:
         ),
     )
     sasl = load_server_properties(
-        {"listeners": "SASL_PLAINTEXT://:9093", "sasl.users.SCRAM-SHA-256.bob": "pw"}
+        {
+            "listeners": "SASL_PLAINTEXT://:9093",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                f'{PLAIN_MODULE} required username="admin" password="a" user_admin="a" user_bob="b\\"c";'
+            ),
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": f"{SCRAM_MODULE} required;",
+        }
     )
     assert sasl.bind == Endpoint("SASL_PLAINTEXT", "127.0.0.1", 9093)
+    assert sasl.config.sasl_listeners == {
+        "PLAINTEXT": ListenerSasl(
+            mechanisms=("PLAIN", "SCRAM-SHA-256"), plain_users={"admin": "a", "bob": 'b"c'}
+        )
+    }
+    assert dict(sasl.config.sasl_listeners["PLAINTEXT"].plain_users) == {"admin": "a", "bob": 'b"c'}
+    assert not [n for n in sasl.notes if "sasl" in n.message]  # read, not reported as ignored
+    shortcut = load_server_properties(
+        {"listeners": "SASL_PLAINTEXT://:9093", "sasl.users.SCRAM-SHA-256.bob": "pw"}
+    )
+    assert shortcut.config.sasl_listeners == {"PLAINTEXT": ListenerSasl(mechanisms=("SCRAM-SHA-256",))}
     assert load_server_properties({"offsets.retention.minutes": "2"}).config.offsets_retention_ms == 120_000
 
 

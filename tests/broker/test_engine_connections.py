@@ -5,11 +5,14 @@ delay after a failed authentication."""
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 import pytest
 
 from kafka_wire.broker import BrokerConfig
+from kafka_wire.broker.config import STANDALONE_LISTENER
 from kafka_wire.broker.effects import CloseConnection, PauseReading, ResumeReading
+from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.errors import AuthenticationError, LocalProtocolError
 from kafka_wire.messages import (
     FetchRequest,
@@ -28,6 +31,9 @@ from kafka_wire.protocol.sasl import PlainClient
 from kafka_wire.records import NewRecord, build_batch
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, records_of
+
+#: The one listener of a single node, with SASL PLAIN and one user.
+ALICE: Final = {STANDALONE_LISTENER: ListenerSasl(mechanisms=("PLAIN",), plain_users={"alice": "right"})}
 
 
 def config(**settings: object) -> BrokerConfig:
@@ -198,7 +204,7 @@ def pump(engine: Engine, client: ClientConnection) -> None:
 
 
 def test_a_failed_authentication_is_answered_and_closed_after_the_delay() -> None:
-    engine = Engine(config(sasl_users={"PLAIN": {"alice": "right"}}))  # Kafka's delay: 100 ms
+    engine = Engine(config(sasl_listeners=ALICE))  # Kafka's delay: 100 ms
     engine.open(1)
     client = ClientConnection(ClientConfig(), sasl=PlainClient("alice", "wrong"))
     pump(engine, client)  # ApiVersions and SaslHandshake are answered; SaslAuthenticate is held
@@ -213,7 +219,7 @@ def test_a_failed_authentication_is_answered_and_closed_after_the_delay() -> Non
 
 
 def test_without_a_delay_a_failed_authentication_closes_at_once() -> None:
-    engine = Engine(config(sasl_users={"PLAIN": {"alice": "right"}}, failed_authentication_delay_ms=0))
+    engine = Engine(config(sasl_listeners=ALICE, failed_authentication_delay_ms=0))
     engine.open(1)
     client = ClientConnection(ClientConfig(), sasl=PlainClient("alice", "wrong"))
     with pytest.raises(AuthenticationError):
@@ -222,7 +228,7 @@ def test_without_a_delay_a_failed_authentication_closes_at_once() -> None:
 
 
 def test_a_session_that_ends_without_reauthentication_is_closed() -> None:
-    engine = Engine(config(sasl_users={"PLAIN": {"alice": "right"}}, connections_max_reauth_ms=1000))
+    engine = Engine(config(sasl_listeners=ALICE, connections_max_reauth_ms=1000))
     engine.open(1)
     client = ClientConnection(ClientConfig(), sasl=PlainClient("alice", "right"), now_ms=engine.now_ms)
     pump(engine, client)
@@ -234,7 +240,7 @@ def test_a_session_that_ends_without_reauthentication_is_closed() -> None:
 
 
 def test_a_client_that_reauthenticates_in_time_keeps_its_connection() -> None:
-    engine = Engine(config(sasl_users={"PLAIN": {"alice": "right"}}, connections_max_reauth_ms=1000))
+    engine = Engine(config(sasl_listeners=ALICE, connections_max_reauth_ms=1000))
     engine.open(1)
     client = ClientConnection(
         ClientConfig(), sasl=lambda: PlainClient("alice", "right"), now_ms=engine.now_ms

@@ -4,6 +4,7 @@ others are stopped; SIGINT stops every node)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -16,8 +17,12 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from tests.cluster.harness import listener_port
+from kafka_wire.adapters.asyncio import KafkaClient
+from kafka_wire.errors import AuthenticationError
+from kafka_wire.protocol.sasl import ScramClient
+from tests.cluster.harness import listener_port, wait_until
 from tests.e2e.brokers import kafka_wire_cli
+from tests.e2e.sasl_setup import ADMIN, client_settings, create_scram_users, sasl_properties
 
 
 def free_ports(count: int) -> int:
@@ -221,3 +226,64 @@ def kill_nodes_of(data_dir: Path) -> None:
                 os.kill(int(proc.name), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_the_cluster_serves_sasl_clients(tmp_path: Path) -> None:
+    """``--sasl-listener``: every node's SASL_PLAINTEXT listener (BASE+2N+i) serves the SASL
+    properties given with ``--set``; a SCRAM user created through one node logs in on each."""
+    base = free_ports(9)
+    sets = [arg for key, value in sasl_properties().items() for arg in ("--set", f"{key}={value}")]
+    parent = subprocess.Popen(
+        [
+            *(str(kafka_wire_cli()), "cluster", "--nodes", "3", "--base-port", str(base)),
+            *("--sasl-listener", "--data-dir", str(tmp_path), *sets),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sasl_ports = [base + 6 + node for node in range(3)]
+    try:
+        wait_until("the SASL listeners", lambda: all(_accepts(port) for port in sasl_ports) or None, 30)
+        assert parent.poll() is None, parent.communicate()
+        # The three brokers registered: a PLAIN admin on the SASL listeners lists them all.
+        bootstrap = ",".join(f"127.0.0.1:{port}" for port in sasl_ports)
+        admin = AdminClient({"bootstrap.servers": bootstrap, **client_settings("PLAIN", *ADMIN)})
+        wait_until("every broker", lambda: _brokers(admin) == {0, 1, 2} or None, 60)
+        create_scram_users(f"127.0.0.1:{sasl_ports[0]}", {"SCRAM-SHA-512": ("gina", "gina-secret")})
+        for port in sasl_ports:
+            wait_until("a SCRAM login", lambda p=port: _scram_login(p) or None, 30)  # type: ignore[misc]
+        parent.send_signal(signal.SIGINT)
+        out, err = parent.communicate(timeout=60)
+        assert parent.returncode == 0, (out, err)
+        assert f"SASL 127.0.0.1:{sasl_ports[2]}" in out
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        kill_nodes_of(tmp_path)
+
+
+def _brokers(admin: AdminClient) -> set[int]:
+    try:
+        return set(admin.list_topics(timeout=5).brokers)
+    except KafkaException:  # no answer yet: the quorum is electing
+        return set()
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _scram_login(port: int) -> bool:
+    async def login() -> None:
+        sasl = ScramClient("SCRAM-SHA-512", "gina", "gina-secret", "cluster-command-nonce")
+        async with await KafkaClient.connect("127.0.0.1", port, sasl=sasl):
+            pass
+
+    try:
+        asyncio.run(login())
+    except (AuthenticationError, OSError):
+        return False
+    return True

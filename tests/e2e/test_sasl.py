@@ -1,5 +1,6 @@
-"""SASL against ``kafka-wire serve``: librdkafka authenticates with PLAIN, SCRAM-SHA-256 and
-SCRAM-SHA-512 users from the broker's configuration, and a wrong password is refused clearly."""
+"""SASL against ``kafka-wire serve``: librdkafka authenticates with a PLAIN user of the listener's
+JAAS entry and with SCRAM-SHA-256 and SCRAM-SHA-512 users created through AlterUserScramCredentials
+(as Kafka's are), and a wrong password is refused clearly."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.brokers import BrokerProcess, KafkaWireBroker, kafka_wire
+from tests.e2e.brokers import START_TIMEOUT_S, BrokerProcess, KafkaWireBroker, kafka_wire
+from tests.e2e.sasl_setup import PLAIN_USERS, create_scram_users, sasl_properties
 
 USERS = {
-    "PLAIN": ("alice", "alice-secret"),
+    "PLAIN": ("alice", PLAIN_USERS["alice"]),
     "SCRAM-SHA-256": ("bob", "b0b-pw"),
     "SCRAM-SHA-512": ("carol", "c4rol"),
 }
@@ -35,9 +37,17 @@ print(json.dumps({"delivered": delivered, "errors": errors[:1]}))
 
 
 class SaslBroker(KafkaWireBroker):
+    """``kafka-wire serve`` with a SASL_PLAINTEXT listener and its SCRAM users created once started."""
+
     def command(self) -> list[str]:
-        sets = [f"sasl.users.{m}.{u}={p}" for m, (u, p) in USERS.items()]
-        return [*super().command(), *(arg for s in sets for arg in ("--set", s))]
+        self.settings |= {"listeners": f"SASL_PLAINTEXT://{self.address.host}:{self.address.port}"}
+        self.settings |= sasl_properties()
+        return super().command()
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> float:
+        took = super().start(timeout_s)
+        create_scram_users(self.bootstrap, {m: u for m, u in USERS.items() if m != "PLAIN"})
+        return took
 
 
 @pytest.fixture(scope="module")

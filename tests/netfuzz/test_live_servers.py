@@ -10,19 +10,8 @@ from pathlib import Path
 import pytest
 
 from kafka_wire.netfuzz.report import Report, loads
-from tests.e2e.brokers import BrokerProcess, KafkaWireBroker, kafka_wire, kafka_wire_cli, tansu
-
-USERS = {
-    "PLAIN": ("alice", "alice-secret"),
-    "SCRAM-SHA-256": ("bob", "b0b-pw"),
-    "SCRAM-SHA-512": ("carol", "c4rol"),
-}
-
-
-class SaslBroker(KafkaWireBroker):
-    def command(self) -> list[str]:
-        sets = [f"sasl.users.{m}.{u}={p}" for m, (u, p) in USERS.items()]
-        return [*super().command(), *(arg for s in sets for arg in ("--set", s))]
+from tests.e2e.brokers import BrokerProcess, kafka_wire, kafka_wire_cli, tansu
+from tests.e2e.test_sasl import USERS, SaslBroker
 
 
 def run_fuzz(

@@ -61,10 +61,15 @@ def _broker_section() -> list[str]:
         if field in scale and isinstance(default, int):
             default //= scale[field]
         lines.append(f"| `{prop}` | {_cell(default)} | `{field}` |")
-    prefix = broker_config.SASL_USERS_PREFIX
     mechanisms = ", ".join(broker_config.SASL_MECHANISMS)
     lines.append(
-        f"| `{prefix}<MECHANISM>.<user>` | none | `sasl_users` (password; mechanisms: {mechanisms}) |"
+        "| `sasl.enabled.mechanisms`, `listener.name.<listener>.<mechanism>.sasl.jaas.config`, "
+        f"`sasl.jaas.config`, `sasl.mechanism.inter.broker.protocol` | GSSAPI | `sasl_listeners` "
+        f"(per SASL_PLAINTEXT listener; mechanisms: {mechanisms}; see docs/guide/sasl.md) |"
+    )
+    lines.append(
+        f"| `{broker_config.SASL_USERS_PREFIX}<MECHANISM>.<user>` | none | `sasl_users` (kafka_wire's own "
+        "shortcut: password; a SASL listener without `sasl.enabled.mechanisms` serves these users) |"
     )
     server_keys = ", ".join(f"`{key}`" for key in sorted(server_properties._SERVER_KEYS))
     lines += [

@@ -34,6 +34,7 @@ FORWARDED: Final = frozenset(
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
         ApiKey.DESCRIBE_QUORUM,
         ApiKey.ALTER_CLIENT_QUOTAS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )
 
@@ -59,6 +60,7 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.DESCRIBE_ACLS: "describe_acls",
     ApiKey.DELETE_ACLS: "delete_acls",
     ApiKey.DESCRIBE_CLIENT_QUOTAS: "describe_client_quotas",
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "describe_user_scram_credentials",
     # forwarded once checked against the ACLs (``guarded_forward``; ``forward`` without them)
     **dict.fromkeys(FORWARDED, "guarded_forward"),
 }

@@ -7,7 +7,8 @@ DeleteTopics needs DELETE on the cluster or on each topic (TOPIC_AUTHORIZATION_F
 id is left to the controller, UNKNOWN_TOPIC_ID); CreatePartitions ALTER on each topic
 (TOPIC_AUTHORIZATION_FAILED); ElectLeaders and AlterPartitionReassignments ALTER on the cluster,
 ListPartitionReassignments and DescribeQuorum DESCRIBE on the cluster, AlterClientQuotas
-ALTER_CONFIGS on the cluster (the whole request CLUSTER_AUTHORIZATION_FAILED); the config APIs need ALTER_CONFIGS on each
+ALTER_CONFIGS and AlterUserScramCredentials ALTER on the cluster (the whole request
+CLUSTER_AUTHORIZATION_FAILED); the config APIs need ALTER_CONFIGS on each
 topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker or broker-logger resource, on the cluster
 (CLUSTER_AUTHORIZATION_FAILED; client metrics too), and for a group on the group
 (GROUP_AUTHORIZATION_FAILED). The answer lists the refused items and the controller's results
@@ -87,9 +88,10 @@ _CLUSTER_OPERATIONS: dict[int, AclOperation] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
     ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
     ApiKey.ALTER_CLIENT_QUOTAS: AclOperation.ALTER_CONFIGS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AclOperation.ALTER,
 }
 #: Those whose refusal carries the error's message (Kafka's ``getErrorResponse`` sets it).
-_WITH_MESSAGE = frozenset({ApiKey.ALTER_CLIENT_QUOTAS})
+_WITH_MESSAGE = frozenset({ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
 
 
 def handle(ctx: Context, request: Message) -> Message | Forwarded | Reassembled:

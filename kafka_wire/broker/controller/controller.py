@@ -6,8 +6,9 @@ registrations, heartbeats, fencing), the replication part
 (:class:`.replication_control.ReplicationControl`: topics, partitions, elections,
 reassignments), the configuration part (:class:`.configuration_control.ConfigurationControl`), the
 feature part (:class:`.feature_control.FeatureControl`), the producer-id part
-(:class:`.producer_id_control.ProducerIdControl`), the ACL part (:class:`.acl_control.AclControl`)
-and the quota part (:class:`.quota_control.QuotaControl`). Each API goes to the part that owns it
+(:class:`.producer_id_control.ProducerIdControl`), the ACL part (:class:`.acl_control.AclControl`),
+the quota part (:class:`.quota_control.QuotaControl`) and the SCRAM part
+(:class:`.scram_control.ScramControl`). Each API goes to the part that owns it
 (:meth:`QuorumController.handle`); a part decides the records to write and the answer
 (:class:`.result.ControllerResult`), and the controller does the rest:
 
@@ -23,7 +24,8 @@ from the committed image.
 APIs (Kafka's error codes): BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics,
 DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
 AlterPartitionReassignments, ListPartitionReassignments, AllocateProducerIds, CreateAcls,
-DeleteAcls, AlterClientQuotas. A request reaching a
+DeleteAcls, AlterClientQuotas,
+AlterUserScramCredentials. A request reaching a
 controller that is not active is answered NOT_CONTROLLER, as is a held request whose controller
 lost its leadership before its records were committed; a held request that is not committed by
 its deadline gets REQUEST_TIMED_OUT.
@@ -59,6 +61,7 @@ from kafka_wire.broker.controller.quota_control import QuotaControl
 from kafka_wire.broker.controller.records import decode_record, encode_record
 from kafka_wire.broker.controller.replication_control import ReplicationControl
 from kafka_wire.broker.controller.result import ControllerResult, Decision
+from kafka_wire.broker.controller.scram_control import ScramControl
 from kafka_wire.broker.controller.settings import DEFAULT_COMMIT_TIMEOUT_MS, ControllerConfig
 from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.state import Waiting
@@ -192,6 +195,7 @@ class QuorumController:
         self.producer_ids = ProducerIdControl(self.cluster.epoch_ok)
         self.acls = AclControl(rng)
         self.quotas = QuotaControl()
+        self.scram = ScramControl()
         self._handlers: dict[int, Callable[[int, Message, int], Decision]] = {
             ApiKey.BROKER_REGISTRATION: self.cluster.broker_registration,  # type: ignore[dict-item]
             ApiKey.BROKER_HEARTBEAT: self.cluster.broker_heartbeat,  # type: ignore[dict-item]
@@ -208,6 +212,7 @@ class QuorumController:
             ApiKey.CREATE_ACLS: self.acls.create_acls,  # type: ignore[dict-item]
             ApiKey.DELETE_ACLS: self.acls.delete_acls,  # type: ignore[dict-item]
             ApiKey.ALTER_CLIENT_QUOTAS: self.quotas.alter_client_quotas,  # type: ignore[dict-item]
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.scram.alter_user_scram_credentials,  # type: ignore[dict-item]
         }
         self._active_epoch: int | None = None
         self._last_proposed = -1
@@ -244,6 +249,7 @@ class QuorumController:
                     producer_ids=self.producer_ids,
                     acls=self.acls,
                     quotas=self.quotas,
+                    scram=self.scram,
                 )
             yield len(chunk)
 
@@ -257,6 +263,7 @@ class QuorumController:
             self.producer_ids,
             self.acls,
             self.quotas,
+            self.scram,
         )
         for part in parts:
             part.reset()
@@ -477,6 +484,7 @@ CONTROLLER_APIS: Final = frozenset(
         ApiKey.CREATE_ACLS,
         ApiKey.DELETE_ACLS,
         ApiKey.ALTER_CLIENT_QUOTAS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )
 

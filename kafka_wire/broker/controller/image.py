@@ -5,8 +5,8 @@ type (:data:`SECTION_OF`): the registered brokers (:class:`.cluster_image.Cluste
 and partitions (:class:`.topics_image.TopicsImage`), dynamic configs
 (:class:`.configs_image.ConfigsImage`), finalized features (:class:`.features_image.FeaturesImage`),
 the next producer id block (:class:`.producer_ids_image.ProducerIdsImage`), the ACLs
-(:class:`.acls_image.AclsImage`) and client quotas (:class:`.quotas_image.ClientQuotasImage`).
-Every node keeps
+(:class:`.acls_image.AclsImage`), client quotas (:class:`.quotas_image.ClientQuotasImage`) and the
+users' SCRAM credentials (:class:`.scram_image.ScramImage`). Every node keeps
 one (the controller's committed image is its node's). It answers the
 :class:`~kafka_wire.broker.cluster_view.ClusterView` queries (``broker``, ``brokers``,
 ``partition``, ``partitions_of``), and each applied batch yields a
@@ -30,6 +30,7 @@ from kafka_wire.broker.controller.delta import ConfigKey, DeltaBuilder, Metadata
 from kafka_wire.broker.controller.features_image import FEATURE_RECORDS, FeaturesImage
 from kafka_wire.broker.controller.producer_ids_image import PRODUCER_ID_RECORDS, ProducerIdsImage
 from kafka_wire.broker.controller.quotas_image import QUOTA_RECORDS, ClientQuotasImage
+from kafka_wire.broker.controller.scram_image import SCRAM_RECORDS, ScramImage
 from kafka_wire.broker.controller.topics_image import TOPIC_RECORDS, TopicImage, TopicsImage, partition_state
 from kafka_wire.broker.work import Steps, chunks, run_steps
 from kafka_wire.codec.structs import Message
@@ -44,6 +45,7 @@ SECTION_OF: Final[dict[type[Message], str]] = {
     **dict.fromkeys(PRODUCER_ID_RECORDS, "producer_ids"),
     **dict.fromkeys(ACL_RECORDS, "acls"),
     **dict.fromkeys(QUOTA_RECORDS, "quotas"),
+    **dict.fromkeys(SCRAM_RECORDS, "scram"),
 }
 
 
@@ -75,6 +77,7 @@ def route(
     features: Section,
     producer_ids: Section,
     acls: Section,
+    scram: Section,
     quotas: Section | None = None,
 ) -> None:
     """Apply ``record`` to the section owning its type (a removed topic's configs go too)."""
@@ -95,6 +98,8 @@ def route(
         acls.replay(record, delta)
     elif section == "quotas" and quotas is not None:
         quotas.replay(record, delta)
+    elif section == "scram":
+        scram.replay(record, delta)
 
 
 class MetadataImage:
@@ -115,6 +120,7 @@ class MetadataImage:
         self.producer_ids = ProducerIdsImage()
         self.acls_image = AclsImage()
         self.client_quotas.quotas.clear()
+        self.scram = ScramImage()
         #: The offset of the last record applied (-1: none).
         self.offset: int = -1
         #: Open metadata transaction (BeginTransactionRecord seen, EndTransactionRecord not yet).
@@ -209,6 +215,7 @@ class MetadataImage:
             producer_ids=self.producer_ids,
             acls=self.acls_image,
             quotas=self.client_quotas,
+            scram=self.scram,
         )
         if isinstance(record, BeginTransactionRecord):
             self.in_transaction = True
@@ -227,6 +234,7 @@ class MetadataImage:
             + self.producer_ids.snapshot_records()
             + self.acls_image.snapshot_records()
             + self.client_quotas.snapshot_records()
+            + self.scram.snapshot_records()
         )
 
     def load_snapshot(self, offset: int, records: Sequence[Message]) -> MetadataDelta:

@@ -31,9 +31,11 @@ from kafka_wire.messages import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 #: ``MetadataRecordSerde``'s default frame version (``AbstractApiMessageSerde.DEFAULT_FRAME_VERSION``).
@@ -61,6 +63,8 @@ RECORD_TYPES: Final[dict[int, type[Message]]] = {
         AccessControlEntryRecord,
         RemoveAccessControlEntryRecord,
         ClientQuotaRecord,
+        UserScramCredentialRecord,
+        RemoveUserScramCredentialRecord,
     )
 }
 

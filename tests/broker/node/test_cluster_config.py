@@ -6,6 +6,7 @@ import pytest
 
 from kafka_wire.broker.cluster_view import Endpoint
 from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, Voter
+from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.broker.server_properties import load_server_properties, parse_bootstrap_servers, parse_voters
 
 VOTERS = "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097"
@@ -149,7 +150,7 @@ def test_without_voters_a_node_stays_single() -> None:
         (
             {"listener.security.protocol.map": "PLAINTEXT:SASL_SSL,CONTROLLER:PLAINTEXT"},
             "listeners",
-            "PLAINTEXT and SSL only",
+            "PLAINTEXT and SSL, and SASL_PLAINTEXT",
         ),
         (
             {"listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"},
@@ -159,7 +160,40 @@ def test_without_voters_a_node_stays_single() -> None:
         ({"advertised.listeners": "PLAINTEXT://0.0.0.0:1"}, "advertised.listeners", "cannot connect"),
         ({"advertised.listeners": "NOPE://h:1"}, "advertised.listeners", "not among the listeners"),
         ({"inter.broker.listener.name": "CONTROLLER"}, "inter.broker.listener.name", "controller listener"),
-        ({"sasl.users.PLAIN.alice": "pw"}, "listeners", "PLAINTEXT between its nodes"),
+        (
+            {"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"},
+            "sasl.enabled.mechanisms",
+            "GSSAPI is not served",
+        ),
+        (
+            {
+                "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            },
+            "sasl.mechanism.inter.broker.protocol",
+            "GSSAPI must be included in sasl.enabled.mechanisms",
+        ),
+        (
+            {
+                "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+                "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            },
+            "sasl.mechanism.inter.broker.protocol",
+            "PLAIN only",
+        ),
+        (
+            {
+                "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "sasl.enabled.mechanisms": "PLAIN",
+                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";',
+            },
+            "sasl.jaas.config",
+            "needs the username and password options",
+        ),
         ({"broker.heartbeat.interval.ms": "9000"}, "broker.heartbeat.interval.ms", "less than"),
     ],
 )
@@ -193,3 +227,26 @@ def test_voters_and_bootstrap_servers_parse_as_kafka_writes_them() -> None:
     assert parse_bootstrap_servers("a:1,b:2") == (("a", 1), ("b", 2))
     with pytest.raises(BrokerConfigError):
         parse_bootstrap_servers("a")
+
+
+def test_sasl_listeners_of_a_cluster_node() -> None:
+    """A SASL_PLAINTEXT client listener gets its gate; a SASL inter-broker listener also gives the
+    node its PLAIN login to the other nodes (the username/password of its JAAS entry)."""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="n" password="p" user_n="p";'
+    props = combined(listeners="PLAINTEXT://:9092,CONTROLLER://:9093,CLIENT://:9094")
+    props |= {
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,CLIENT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.client.plain.sasl.jaas.config": jaas,
+    }
+    config = load_server_properties(props).config
+    assert config.sasl_listeners == {"CLIENT": ListenerSasl(mechanisms=("PLAIN",), plain_users={"n": "p"})}
+    assert config.cluster is not None and config.cluster.logins() == {}
+    props["listener.security.protocol.map"] = (
+        "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT,CLIENT:SASL_PLAINTEXT"
+    )
+    props["sasl.mechanism.inter.broker.protocol"] = "PLAIN"
+    props["listener.name.plaintext.plain.sasl.jaas.config"] = jaas
+    config = load_server_properties(props).config
+    assert set(config.sasl_listeners) == {"PLAINTEXT", "CLIENT"}
+    assert config.cluster is not None and config.cluster.logins() == {"PLAINTEXT": ("n", "p")}

@@ -11,6 +11,7 @@ from kafka_wire.broker.broker import Broker
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, PartitionState
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.controller.quotas_image import ClientQuotasImage
+from kafka_wire.broker.controller.scram_image import ScramImage
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import Effect, OpenConnection, Send
 from kafka_wire.broker.node import MetadataView, Node, NodeParts, PartsContext
@@ -109,6 +110,7 @@ class FakeImage:
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     registered: dict[int, BrokerInfo] = field(default_factory=dict)
     client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
+    scram: ScramImage = field(default_factory=ScramImage)
 
     def brokers(self) -> Sequence[BrokerInfo]:
         return list(self.registered.values())

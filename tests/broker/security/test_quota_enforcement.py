@@ -1,6 +1,8 @@
-"""The ACL checks of the client quota APIs: AlterClientQuotas needs ALTER_CONFIGS and
-DescribeClientQuotas DESCRIBE_CONFIGS on the cluster (``apis/guarded_forward.py``,
-``apis/describe_client_quotas.py``), as Kafka's controller and ``KafkaApis`` check them."""
+"""The ACL checks of the client quota and SCRAM credential APIs: AlterClientQuotas needs
+ALTER_CONFIGS and DescribeClientQuotas DESCRIBE_CONFIGS on the cluster, AlterUserScramCredentials
+ALTER and DescribeUserScramCredentials DESCRIBE (``apis/guarded_forward.py``,
+``apis/describe_client_quotas.py``, ``apis/describe_user_scram_credentials.py``), as Kafka's
+controller and ``KafkaApis`` check them."""
 
 from __future__ import annotations
 
@@ -28,3 +30,32 @@ def test_client_quota_apis_need_the_clusters_configs() -> None:
     )
     assert describe(alice).error_code == ErrorCode.NONE
     assert alter(alice, entry({"client-id": "app"}, {"producer_byte_rate": None})) == [(ErrorCode.NONE, None)]
+
+
+def test_scram_credential_apis_need_the_cluster() -> None:
+    from kafka_wire.messages import (
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsResponse,
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsResponse,
+    )
+    from tests.broker.test_scram_credentials import upsert
+
+    engine = secured_engine()
+    admin = login(engine, 1, "admin")
+    alice = login(engine, 2, "alice")
+    denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    described = alice.request(DescribeUserScramCredentialsRequest(users=None)).body
+    assert isinstance(described, DescribeUserScramCredentialsResponse) and described.error_code == denied
+    altered = alice.request(AlterUserScramCredentialsRequest(upsertions=[upsert("carol")])).body
+    assert isinstance(altered, AlterUserScramCredentialsResponse)
+    assert [(r.user, r.error_code) for r in altered.results] == [("carol", denied)]
+    altered = admin.request(AlterUserScramCredentialsRequest(upsertions=[upsert("carol")])).body
+    assert isinstance(altered, AlterUserScramCredentialsResponse)
+    assert [(r.user, r.error_code) for r in altered.results] == [("carol", ErrorCode.NONE)]
+    create_acls(admin, acl(Rt.CLUSTER, "kafka-cluster", "User:alice", Op.DESCRIBE))
+    described = alice.request(DescribeUserScramCredentialsRequest(users=None)).body
+    assert (
+        isinstance(described, DescribeUserScramCredentialsResponse) and described.error_code == ErrorCode.NONE
+    )
+    assert [r.user for r in described.results] == ["carol"]

@@ -1,0 +1,252 @@
+"""SCRAM users created through the admin API, on ``kafka-wire serve`` and on Apache Kafka 4.4
+configured the same way (the same SASL properties: ``sasl.enabled.mechanisms``, a JAAS entry per
+mechanism on the SASL_PLAINTEXT listener): the AlterUserScramCredentials and
+DescribeUserScramCredentials answers are compared field by field, then confluent-kafka and the Java
+4.4 client log in with a SCRAM-SHA-512 user created by confluent-kafka's AdminClient and with a
+PLAIN user of the JAAS entry, and a wrong password fails with SASL_AUTHENTICATION_FAILED on both."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from kafka_wire.adapters.asyncio import KafkaClient
+from kafka_wire.messages import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsRequestScramCredentialDeletion,
+    AlterUserScramCredentialsRequestScramCredentialUpsertion,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsRequestUserName,
+    DescribeUserScramCredentialsResponse,
+)
+from kafka_wire.protocol.sasl import PlainClient
+from kafka_wire.protocol.sasl.scram import salted_password
+from tests.e2e.apache_kafka import KafkaNode, apache_kafka
+from tests.e2e.brokers import BrokerProcess, KafkaWireBroker, kafka_wire
+from tests.e2e.sasl_setup import ADMIN, PLAIN_USERS, client_settings, create_scram_users, sasl_properties
+from tests.interop.harness import java_command
+
+SALT: Final = b"salt-of-thirty-two-bytes-exactly"
+SHA_256: Final = 1
+SHA_512: Final = 2
+#: A SCRAM-SHA-512 user created with confluent-kafka's AdminClient before the tests.
+DAVE: Final = ("dave", "dave-secret")
+
+
+class SaslWire(KafkaWireBroker):
+    def command(self) -> list[str]:
+        self.settings |= {"listeners": f"SASL_PLAINTEXT://{self.address.host}:{self.address.port}"}
+        self.settings |= sasl_properties()
+        return super().command()
+
+
+def sasl_kafka(workdir: Path) -> KafkaNode:
+    node = apache_kafka(workdir)
+    (host, port), controller = node.address, node.controller_port
+    node.overrides = {
+        "listeners": f"SASL_PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}",
+        "advertised.listeners": f"SASL_PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        **sasl_properties(),
+    }
+    return node
+
+
+@pytest.fixture(scope="module")
+def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, BrokerProcess]]:
+    plain = kafka_wire(tmp_path_factory.mktemp("scram-wire"))
+    wire = SaslWire(plain.name, plain.address, plain.data_dir, plain.log_path, persistent=True)
+    kafka = sasl_kafka(tmp_path_factory.mktemp("scram-kafka"))
+    started: list[BrokerProcess] = []
+    both: tuple[BrokerProcess, ...] = (wire, kafka)
+    try:
+        for broker in both:
+            broker.start()
+            started.append(broker)
+            create_scram_users(broker.bootstrap, {"SCRAM-SHA-512": DAVE})
+        yield {"kafka_wire": wire, "apache_kafka": kafka}
+    finally:
+        for broker in started:
+            broker.close()
+
+
+def _upsert(name: str, mechanism: int = SHA_512, iterations: int = 4096) -> object:
+    digest = "SCRAM-SHA-256" if mechanism == SHA_256 else "SCRAM-SHA-512"
+    return AlterUserScramCredentialsRequestScramCredentialUpsertion(
+        name=name,
+        mechanism=mechanism,
+        iterations=iterations,
+        salt=SALT,
+        salted_password=salted_password(digest, "pw", SALT, 4096),
+    )
+
+
+def _delete(name: str, mechanism: int = SHA_512) -> object:
+    return AlterUserScramCredentialsRequestScramCredentialDeletion(name=name, mechanism=mechanism)
+
+
+#: Requests sent in order, each answered by both brokers.
+ALTERATIONS: Final = [
+    ([], [_upsert("erin", SHA_256), _upsert("erin2")]),
+    (
+        [
+            _delete("nobody"),
+            _delete(""),
+            _delete("x", 0),
+            _delete("erin", SHA_512),
+            _delete("gone"),
+            _delete("gone"),
+        ],
+        [
+            _upsert("few", iterations=4095),
+            _upsert("many", iterations=16385),
+            _upsert("odd", mechanism=3),
+            _upsert("erin2"),
+            _upsert("twice"),
+            _upsert("twice"),
+            _upsert(""),
+            _upsert("ok", SHA_256, 16384),
+        ],
+    ),
+    ([_delete("erin", SHA_256), _delete("erin2")], [_upsert("ok", SHA_512)]),
+]
+DESCRIPTIONS: Final = [None, [], ["ok", "ok", "erin", "dave"], ["ok", "nobody"]]
+
+
+async def _answers(broker: BrokerProcess) -> dict[str, object]:
+    host, port = broker.address
+    alters: list[object] = []
+    describes: list[object] = []
+    async with await KafkaClient.connect(host, port, sasl=PlainClient(*ADMIN)) as client:
+        for deletions, upsertions in ALTERATIONS:
+            request = AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions)  # type: ignore[arg-type]
+            answer = await client.request(request)
+            assert isinstance(answer, AlterUserScramCredentialsResponse)
+            alters.append([(r.user, r.error_code, r.error_message) for r in answer.results])
+        for users in DESCRIPTIONS:
+            named = (
+                None
+                if users is None
+                else [DescribeUserScramCredentialsRequestUserName(name=u) for u in users]
+            )
+            described = await client.request(DescribeUserScramCredentialsRequest(users=named))
+            assert isinstance(described, DescribeUserScramCredentialsResponse)
+            describes.append(
+                (
+                    described.error_code,
+                    described.error_message,
+                    # Kafka's users come in its HashMap's order (kafka_wire's too); a user's
+                    # mechanisms in an order that changes from run to run (an enum-keyed HashMap).
+                    [
+                        (
+                            r.user,
+                            r.error_code,
+                            r.error_message,
+                            sorted((c.mechanism, c.iterations) for c in r.credential_infos),
+                        )
+                        for r in described.results
+                    ],
+                )
+            )
+    return {"alter": alters, "describe": describes}
+
+
+def test_the_admin_answers_are_kafkas(brokers: dict[str, BrokerProcess]) -> None:
+    answers = {name: asyncio.run(_answers(broker)) for name, broker in brokers.items()}
+    assert answers["kafka_wire"] == answers["apache_kafka"]
+    # and what they say: the records were written and read back
+    assert answers["kafka_wire"]["describe"][0][2] == [  # type: ignore[index]
+        ("dave", 0, "", [(SHA_512, 8192)]),
+        ("ok", 0, "", [(SHA_256, 16384), (SHA_512, 4096)]),
+    ]
+
+
+PRODUCE: Final = """
+import json, sys
+import confluent_kafka as ck
+bootstrap, settings = sys.argv[1], json.loads(sys.argv[2])
+errors = []
+producer = ck.Producer({"bootstrap.servers": bootstrap, **settings, "message.timeout.ms": 8000,
+    "error_cb": lambda e: errors.append((e.code(), e.str()))})
+delivered = []
+producer.produce("scram-topic", b"v", callback=lambda err, msg: delivered.append(None if err is None else err.code()))
+producer.flush(12)
+print(json.dumps({"delivered": delivered, "errors": errors[:1]}))
+"""
+
+
+def _produce(broker: BrokerProcess, mechanism: str, user: str, password: str) -> dict[str, list[object]]:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PRODUCE,
+            broker.bootstrap,
+            json.dumps(client_settings(mechanism, user, password)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent,
+    )
+    assert run.returncode == 0, run.stderr
+    result: dict[str, list[object]] = json.loads(run.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("name", ["kafka_wire", "apache_kafka"])
+@pytest.mark.parametrize(
+    ("mechanism", "user", "password"),
+    [("SCRAM-SHA-512", *DAVE), ("PLAIN", "alice", PLAIN_USERS["alice"])],
+)
+def test_confluent_kafka_logs_in(
+    brokers: dict[str, BrokerProcess], name: str, mechanism: str, user: str, password: str
+) -> None:
+    assert _produce(brokers[name], mechanism, user, password) == {"delivered": [None], "errors": []}
+
+
+#: librdkafka's RD_KAFKA_RESP_ERR__AUTHENTICATION: the broker's SASL_AUTHENTICATION_FAILED answer.
+LIBRDKAFKA_AUTHENTICATION: Final = -169
+
+
+@pytest.mark.parametrize("name", ["kafka_wire", "apache_kafka"])
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
+def test_a_wrong_password_fails_to_authenticate(
+    brokers: dict[str, BrokerProcess], name: str, mechanism: str
+) -> None:
+    user = DAVE[0] if mechanism != "PLAIN" else "alice"
+    result = _produce(brokers[name], mechanism, user, "wrong")
+    assert result["delivered"] and result["delivered"][0] is not None
+    [error] = result["errors"]
+    assert isinstance(error, list)
+    assert error[0] == LIBRDKAFKA_AUTHENTICATION and "Authentication failed" in str(error[1])
+
+
+PROBE: Final = Path(__file__).resolve().parent / "java" / "ScramProbe.java"
+
+
+@pytest.mark.parametrize("name", ["kafka_wire", "apache_kafka"])
+def test_the_java_client_creates_a_scram_user_and_logs_in(
+    brokers: dict[str, BrokerProcess], name: str
+) -> None:
+    """Kafka 4.4's Java client: Admin.alterUserScramCredentials, describeUserScramCredentials, a
+    SCRAM-SHA-512 and a PLAIN producer, and a wrong password refused
+    (SaslAuthenticationException: the broker's SASL_AUTHENTICATION_FAILED)."""
+    command = java_command(
+        PROBE, brokers[name].bootstrap, *ADMIN, "frank", "frank-secret", "java-scram", client="java4"
+    )
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0, (lines, run.stderr[-2000:])
+    assert lines[0] == "described SCRAM-SHA-512 8192"
+    assert lines[1].startswith("produced ") and lines[2].startswith("plain ")
+    assert lines[3] == "refused SaslAuthenticationException"
