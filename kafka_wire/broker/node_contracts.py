@@ -125,7 +125,9 @@ class ImagePart(Protocol):
     @property
     def client_quotas(self) -> ClientQuotasImage:
         """The client quotas (the same object for the image's life)."""
+        ...
 
+    @property
     def scram(self) -> ScramImage:
         """The users' SCRAM credentials."""
         ...
