@@ -161,6 +161,19 @@ class BrokerConfig:
     group_consumer_assignors: str = "uniform,range"
     group_consumer_max_size: int = INT32_MAX
     group_consumer_migration_policy: str = "bidirectional"
+    #: KIP-932 share groups (``kafka_wire.broker.group.share_groups``, ``kafka_wire.broker.share``):
+    #: ``group.share.session.timeout.ms``, ``group.share.heartbeat.interval.ms``,
+    #: ``group.share.max.size``, the acquisition lock (``group.share.record.lock.duration.ms``),
+    #: the deliveries before a record is archived (``group.share.delivery.count.limit``), the
+    #: in-flight records of a share-partition (``group.share.partition.max.record.locks``) and the
+    #: share sessions a broker keeps (``max.share.session.cache.size``); Kafka 4.4's defaults.
+    group_share_session_timeout_ms: int = 45_000
+    group_share_heartbeat_interval_ms: int = 5_000
+    group_share_max_size: int = 200
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_delivery_count_limit: int = 5
+    group_share_partition_max_record_locks: int = 2000
+    max_share_session_cache_size: int = 1000
     # -- transactions (the transaction coordinator, ``kafka_wire.broker.txn``) --
     #: ``transaction.state.log.num.partitions`` (Kafka: 50), ``.replication.factor`` (3),
     #: ``.min.isr`` (2) and ``.segment.bytes`` (100 MiB): ``__transaction_state`` when the broker
@@ -294,6 +307,13 @@ class BrokerConfig:
             "group_consumer_min_heartbeat_interval_ms",
             "group_consumer_max_heartbeat_interval_ms",
             "group_consumer_max_size",
+            "group_share_session_timeout_ms",
+            "group_share_heartbeat_interval_ms",
+            "group_share_max_size",
+            "group_share_record_lock_duration_ms",
+            "group_share_delivery_count_limit",
+            "group_share_partition_max_record_locks",
+            "max_share_session_cache_size",
             "offsets_retention_ms",
             "offsets_commit_timeout_ms",
             "request_receive_timeout_ms",

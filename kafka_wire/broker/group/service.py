@@ -40,6 +40,7 @@ in ``docs/internals/group-coordinator.md``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
@@ -93,6 +94,7 @@ from kafka_wire.broker.group.runtime import (
     GroupRuntime,
     timer_key,
 )
+from kafka_wire.broker.group.share_groups import SHARE_SESSION, ShareGroup, ShareGroups
 from kafka_wire.broker.group.states import GroupState, can_rebalance
 from kafka_wire.broker.group.txn_offsets import TxnOffsets
 from kafka_wire.broker.timers import DueTimer, TimerQueue
@@ -147,10 +149,10 @@ class GroupCoordinator:
         self._persistence = GroupPersistence(rt)
         self._rebalance = Rebalance(rt, self._persistence)
         self._membership = Membership(rt, self._persistence, self._rebalance)
-        self._consumer = ConsumerGroups(
-            rt, self._persistence.persist, topics if topics is not None else lambda: ()
-        )
-        self._admin = GroupAdmin(rt, self._persistence, self._rebalance)
+        topics_of: TopicsOf = topics if topics is not None else lambda: ()
+        self._consumer = ConsumerGroups(rt, self._persistence.persist, topics_of)
+        self._share = ShareGroups(rt, topics_of)
+        self._admin = GroupAdmin(rt, self._persistence, self._rebalance, self._share.groups)
         self._txn_offsets = TxnOffsets(rt, self._persistence, self._rebalance)
         self._offsets = Offsets(
             rt, self._persistence, self._rebalance, self._admin.delete_group, self._txn_offsets.has_pending
@@ -169,6 +171,8 @@ class GroupCoordinator:
             ApiKey.DESCRIBE_GROUPS: self._admin.describe_groups,
             ApiKey.DELETE_GROUPS: self._admin.delete_groups,
             ApiKey.TXN_OFFSET_COMMIT: self._txn_offsets.txn_offset_commit,
+            ApiKey.SHARE_GROUP_HEARTBEAT: self._share.heartbeat,
+            ApiKey.SHARE_GROUP_DESCRIBE: self._share.describe,
         }
 
     # -- public API -----------------------------------------------------------------------------
@@ -393,6 +397,7 @@ class GroupCoordinator:
     def _drop_partition(self, partition: int, answer: int = 0) -> None:
         rt = self._rt
         self._txn_offsets.drop_partition(partition)
+        self._share.drop_partition({g for g in self._share.groups if rt.partition_of(g) == partition})
         for group_id in [g for g in rt.groups if rt.partition_of(g) == partition]:
             group = rt.groups.pop(group_id)
             if group.consumer is not None:
@@ -440,6 +445,11 @@ class GroupCoordinator:
     def consumer_group_state(self, group_id: str) -> ConsumerGroupState | None:
         group = self._rt.groups.get(group_id)
         return None if group is None or group.consumer is None else group.consumer.state()
+
+    def share_group_view(self, group_id: str) -> ShareGroup | None:
+        """A copy of a KIP-932 share group (None: no such group)."""
+        group = self._share.groups.get(group_id)
+        return None if group is None else copy.deepcopy(group)
 
     def state_of(self, group_id: str) -> GroupState | None:
         group = self._rt.groups.get(group_id)
@@ -500,6 +510,9 @@ class GroupCoordinator:
         if kind == RETENTION:
             self._offsets.expire()
             self._rt.schedule(RETENTION_KEY, self.config.offsets_retention_check_interval_ms)
+            return
+        if kind == SHARE_SESSION:
+            self._share.expire(str(group_id), str(member_id))
             return
         group = self._rt.groups.get(str(group_id))
         if group is None:

@@ -52,6 +52,10 @@ from kafka_wire.messages import (
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
     OffsetFetchResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
     SyncGroupRequest,
     SyncGroupRequestAssignment,
     SyncGroupResponse,
@@ -77,6 +81,8 @@ RESPONSES: dict[type[Message], type[Message]] = {
     ListGroupsRequest: ListGroupsResponse,
     DescribeGroupsRequest: DescribeGroupsResponse,
     DeleteGroupsRequest: DeleteGroupsResponse,
+    ShareGroupHeartbeatRequest: ShareGroupHeartbeatResponse,
+    ShareGroupDescribeRequest: ShareGroupDescribeResponse,
 }
 
 
