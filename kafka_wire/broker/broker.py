@@ -65,6 +65,7 @@ from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.node import Node
 from kafka_wire.broker.sasl import server_sasl
+from kafka_wire.broker.share.manager import ShareConfig, ShareManager
 from kafka_wire.broker.state import BrokerState, Spliced
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.storage_pipeline import StoragePipeline
@@ -198,6 +199,15 @@ class Broker:
             directory_id=opened.directory_id,
             hooks=self._hooks,
             clean_shutdown=clean_shutdown,
+        )
+        state.share = ShareManager(
+            ShareConfig(
+                lock_duration_ms=config.group_share_record_lock_duration_ms,
+                delivery_limit=config.group_share_delivery_count_limit,
+                max_in_flight=config.group_share_partition_max_record_locks,
+                max_sessions=config.max_share_session_cache_size,
+            ),
+            self._timer_queue,
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step
@@ -333,6 +343,8 @@ class Broker:
         self._clients.group_answers(self._group.tick(now_ms))
         self._cluster.tick(now_ms)
         self._maintenance.run_due(self.state, now_ms)
+        if self.state.share is not None:
+            self.state.share.run_due(now_ms)  # acquisition locks that ran out
         self._clients.release_delayed(now_ms)
         self._clients.poll_held(now_ms, out)
         self._clients.resume(now_ms, out)

@@ -40,6 +40,7 @@ from kafka_wire.protocol.server import Splice
 
 if TYPE_CHECKING:  # replicas load with the first partition opened (open_partition)
     from kafka_wire.broker.partition.replica import PartitionReplica
+    from kafka_wire.broker.share.manager import ShareManager
 
 
 class Waiting(Protocol):
@@ -125,6 +126,9 @@ class BrokerState:
     #: The simulator's BUGGIFY points and planted bugs (``buggify.OFF`` outside it), handed to
     #: every part built from this state.
     hooks: Hooks = OFF
+    #: KIP-932 share sessions and share-partitions (``kafka_wire.broker.share``), set once the
+    #: broker starts.
+    share: ShareManager | None = None
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""

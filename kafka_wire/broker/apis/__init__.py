@@ -54,6 +54,8 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: "describe_topic_partitions",
     ApiKey.OFFSET_FOR_LEADER_EPOCH: "offset_for_leader_epoch",
     ApiKey.WRITE_TXN_MARKERS: "write_txn_markers",
+    ApiKey.SHARE_FETCH: "share_fetch",
+    ApiKey.SHARE_ACKNOWLEDGE: "share_acknowledge",
     **dict.fromkeys(FORWARDED, "forward"),
 }
 
@@ -101,8 +103,17 @@ TXN_APIS: Final = frozenset(
 )
 
 #: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully
-#: (WriteTxnMarkers v0: KIP-896, as Kafka 4.4's ApiVersions shows).
-_MIN_VERSION: Final[dict[int, int]] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4, ApiKey.WRITE_TXN_MARKERS: 1}
+#: (WriteTxnMarkers v0: KIP-896; the share APIs' v0, KIP-932's early access, gone in Kafka 4.1; as
+#: Kafka 4.4's ApiVersions shows).
+_MIN_VERSION: Final[dict[int, int]] = {
+    ApiKey.PRODUCE: 3,
+    ApiKey.FETCH: 4,
+    ApiKey.WRITE_TXN_MARKERS: 1,
+    ApiKey.SHARE_GROUP_HEARTBEAT: 1,
+    ApiKey.SHARE_GROUP_DESCRIBE: 1,
+    ApiKey.SHARE_FETCH: 1,
+    ApiKey.SHARE_ACKNOWLEDGE: 1,
+}
 #: Highest versions served where the codec knows versions Kafka 4.4 does not serve: InitProducerId
 #: v6 is KIP-939's two-phase commit, unreleased in 4.4 (and not served here).
 _MAX_VERSION: Final[dict[int, int]] = {ApiKey.INIT_PRODUCER_ID: 5}

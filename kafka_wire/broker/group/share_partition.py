@@ -132,10 +132,14 @@ class SharePartition:
 
     def acquire(self, member_id: str, high_watermark: int, max_records: int, now_ms: int) -> list[Acquired]:
         """Acquire up to ``max_records`` records for ``member_id``: available ones in the window
-        first, then new ones up to ``high_watermark`` and the in-flight limit."""
+        first, then new ones, all below ``high_watermark`` (or below the end of the batches a share
+        fetch read) and within the in-flight limit."""
         self.expire(now_ms)
         taken: list[tuple[int, int]] = []
-        for offset in sorted(o for o, r in self.records.items() if r.state is RecordState.AVAILABLE):
+        available = (
+            o for o, r in self.records.items() if r.state is RecordState.AVAILABLE and o < high_watermark
+        )
+        for offset in sorted(available):
             if len(taken) >= max_records:
                 break
             taken.append((offset, self._take(self.records[offset], member_id, now_ms)))
@@ -152,6 +156,18 @@ class SharePartition:
             else:
                 out.append(Acquired(offset, offset, count))
         return out
+
+    def next_fetch_offset(self) -> int:
+        """Where a share fetch reads from: the first available record of the window, else its end."""
+        available = [o for o, r in self.records.items() if r.state is RecordState.AVAILABLE]
+        return min(available, default=self.end_offset)
+
+    def can_acquire(self, high_watermark: int, now_ms: int) -> bool:
+        """Whether :meth:`acquire` would hand out a record now."""
+        self.expire(now_ms)
+        if any(r.state is RecordState.AVAILABLE for r in self.records.values()):
+            return True
+        return self.end_offset < min(high_watermark, self.start_offset + self.max_in_flight)
 
     def _take(self, record: InFlight, member_id: str, now_ms: int) -> int:
         record.state = step(RECORD_TRANSITIONS, record.state, I.ACQUIRE, machine="share record")
@@ -181,6 +197,33 @@ class SharePartition:
                 record.deadline_ms = now_ms + self.lock_duration_ms
             else:
                 self._settle(record, _BY_TYPE[kind])
+        self._advance()
+        return ErrorCode.NONE
+
+    def acknowledge_batches(
+        self, member_id: str, batches: list[tuple[int, int, AcknowledgeType]], now_ms: int
+    ) -> ErrorCode:
+        """Acknowledge several ranges (ascending, not overlapping: the caller checks) as one: all of
+        them, or none and the first error (Kafka rolls a partition's refused acknowledgements back)."""
+        self.expire(now_ms)
+        for first, last, _ in batches:
+            if last < first or first < 0 or last >= self.end_offset:
+                return ErrorCode.INVALID_REQUEST
+            for offset in range(first, last + 1):
+                record = self.records.get(offset)
+                if (
+                    record is None
+                    or record.state is not RecordState.ACQUIRED
+                    or record.member_id != member_id
+                ):
+                    return ErrorCode.INVALID_RECORD_STATE
+        for first, last, kind in batches:
+            for offset in range(first, last + 1):
+                record = self.records[offset]
+                if kind is AcknowledgeType.RENEW:
+                    record.deadline_ms = now_ms + self.lock_duration_ms
+                else:
+                    self._settle(record, _BY_TYPE[kind])
         self._advance()
         return ErrorCode.NONE
 
