@@ -97,8 +97,6 @@ CONTROLLER_APIS: Final = (
 )
 #: The internal topics whose partitions' leaders are coordinators.
 COORDINATOR_TOPICS: Final = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
-#: ``ConfigResource.Type.TOPIC``: config keys of the image are (resource type, name).
-_TOPIC_RESOURCE: Final = 2
 
 _SILENT: Final = logging.getLogger("kafka_wire.broker.node.silent")
 _SILENT.addHandler(logging.NullHandler())
@@ -548,8 +546,7 @@ class Node:
             topics[name].partitions = count
         topics.update(new)
         for kind, name in delta.configs:
-            if kind == _TOPIC_RESOURCE and name in topics:
-                self._state.update_topic_configs(topics[name], image.topic_configs(name))
+            self._state.configs_changed(kind, name, image.configs_of(kind, name))
         replication = self.parts.replication
         if replication is not None and (delta.partitions or removed):
             for i, chunk in enumerate(list(chunks(delta.partitions)) or [()]):

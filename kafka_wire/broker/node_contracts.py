@@ -118,6 +118,10 @@ class ImagePart(Protocol):
 
     def topic_configs(self, topic: str) -> dict[str, str]: ...
 
+    def configs_of(self, resource_type: int, name: str) -> dict[str, str]:
+        """The overrides of any config resource (a group's: type 32)."""
+        ...
+
     def apply_steps(self, offset: int, records: Sequence[Message]) -> Steps[DeltaLike]:
         """Apply a committed batch in steps (``MetadataImage.apply_steps``)."""
         ...

@@ -9,6 +9,10 @@ import uuid
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.messages import (
     ErrorCode,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestAlterableConfig,
+    IncrementalAlterConfigsRequestAlterConfigsResource,
+    IncrementalAlterConfigsResponse,
     MetadataRequest,
     MetadataResponse,
     ShareAcknowledgeRequest,
@@ -266,3 +270,33 @@ def test_a_held_fetch_answers_when_records_arrive() -> None:
     assert len(answered) == 1
     body = answered[0].body
     assert isinstance(body, ShareFetchResponse) and acquired(body) == [(0, 1, 1)]
+
+
+def alter_group(client: Client, name: str, value: str, group: str = "sg") -> int:
+    reply = client.request(
+        IncrementalAlterConfigsRequest(
+            resources=[
+                IncrementalAlterConfigsRequestAlterConfigsResource(
+                    resource_type=32,
+                    resource_name=group,
+                    configs=[
+                        IncrementalAlterConfigsRequestAlterableConfig(
+                            name=name, config_operation=0, value=value
+                        )
+                    ],
+                )
+            ]
+        )
+    ).body
+    assert isinstance(reply, IncrementalAlterConfigsResponse)
+    return reply.responses[0].error_code
+
+
+def test_share_auto_offset_reset_earliest_is_a_group_config() -> None:
+    engine, client, topic_id = setup()
+    produce_values(engine, client, [b"old"])
+    assert alter_group(client, "share.auto.offset.reset", "sometime") == E.INVALID_CONFIG
+    assert alter_group(client, "no.such.config", "1") == E.INVALID_CONFIG
+    assert alter_group(client, "share.auto.offset.reset", "earliest") == E.NONE
+    engine.advance(0)
+    assert acquired(fetch(client, topic_id, 0)) == [(0, 0, 1)]

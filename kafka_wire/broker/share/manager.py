@@ -87,7 +87,7 @@ class ShareManager:
         self,
         config: ShareConfig,
         timers: TimerQueue,
-        reset_of: Callable[[str], str] = lambda group_id: LATEST,
+        reset_of: Callable[[str], str | None] = lambda group_id: None,
     ) -> None:
         self.config = config
         self.sessions = ShareSessionCache(config.max_sessions)
@@ -101,6 +101,7 @@ class ShareManager:
         """The share-partition of ``key``, created at the offset ``share.auto.offset.reset`` says."""
         found = self.partitions.get(key)
         if found is None:
+            # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
             start = log_start_offset if self._reset_of(key[0]) == EARLIEST else high_watermark
             found = self.partitions[key] = SharePartition(
                 start,
