@@ -1,0 +1,229 @@
+"""KIP-932 share groups with real clients, on ``kafka-wire serve`` and on Apache Kafka 4.4 (the
+judge of the test itself): share consumers of one group drain a topic like a queue.
+
+Each consumer (``tests/e2e/java/ShareDriver.java``, the Java client 4.4's ``KafkaShareConsumer``)
+acknowledges every record explicitly, by its value: ``release-*`` records are released at their
+first delivery (they must come back, with a higher delivery count, and are accepted then),
+``reject-*`` records are rejected (never delivered again), the ``poison`` record is released at
+every delivery (the broker archives it at ``group.share.delivery.count.limit``, 5: it is delivered
+exactly five times), the rest are accepted. Checked from the consumers' event logs: every record
+accepted, delivery counts counting up from one, and no record held by two consumers at once (a
+record's holding runs from its delivery to the moment its holder acknowledges it; the next holder
+must get it after that).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.e2e.brokers import BrokerProcess
+from tests.interop.harness import java_command
+
+DRIVER: Final = Path(__file__).resolve().parent / "java" / "ShareDriver.java"
+#: Kafka's ``group.share.delivery.count.limit`` default.
+DELIVERY_LIMIT: Final = 5
+DRAIN_TIMEOUT_S: Final = 180.0
+#: What processing a record takes a consumer (ms), so that the members share the work.
+WORK_MS: Final = 2
+
+Event = dict[str, Any]
+
+
+class ShareConsumer:
+    """One ShareDriver process and the events it printed so far."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, name: str, *options: str) -> None:
+        argv = java_command(DRIVER, bootstrap, group, topic, name, *options, client="java4")
+        self.name = name
+        self.events: list[Event] = []
+        self.stderr: list[str] = []
+        self._lock = threading.Lock()
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self._readers = [
+            threading.Thread(target=self._read_events, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read_events(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            line = line.strip()
+            if line.startswith("{"):
+                with self._lock:
+                    self.events.append(json.loads(line))
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line.rstrip())
+
+    def snapshot(self) -> list[Event]:
+        with self._lock:
+            return list(self.events)
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Close stdin (the driver closes its consumer and exits) and wait for it."""
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        for reader in self._readers:
+            reader.join(10)
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
+
+    def describe(self) -> str:
+        errors = [e for e in self.snapshot() if e["event"] == "error"]
+        return f"{self.name}: rc={self.process.poll()} errors={errors} stderr tail={self.stderr[-8:]}"
+
+
+@pytest.fixture
+def consumers() -> Iterator[list[ShareConsumer]]:
+    started: list[ShareConsumer] = []
+    yield started
+    for consumer in started:
+        if consumer.process.poll() is None:
+            consumer.process.kill()
+        consumer.stop()
+
+
+def values_of(records: int) -> list[str]:
+    """The workload: mostly plain records, every 50th rejected, every 20th released once, and one
+    poison record."""
+    out = []
+    for i in range(records):
+        if i % 50 == 7:
+            out.append(f"reject-{i}")
+        elif i % 20 == 3:
+            out.append(f"release-{i}")
+        else:
+            out.append(f"plain-{i}")
+    out[len(out) // 2] = "poison"
+    return out
+
+
+def create_and_produce(bootstrap: str, topic: str, partitions: int, values: list[str]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+    futures[topic].result(60)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), key=str(i).encode(), partition=i % partitions)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def drained(events: list[Event], values: list[str]) -> bool:
+    """Every record to accept was accepted, and the poison record delivered to the limit."""
+    wanted = {v for v in values if not v.startswith("reject-") and v != "poison"}
+    poison = [e for e in events if e["event"] == "delivered" and e["value"] == "poison"]
+    return accepted_values(events) >= wanted and len(poison) >= DELIVERY_LIMIT
+
+
+def accepted_values(events: list[Event]) -> set[str]:
+    value_of = {
+        (e["member"], e["partition"], e["offset"]): e["value"] for e in events if e["event"] == "delivered"
+    }
+    return {
+        value_of[(e["member"], e["partition"], e["offset"])]
+        for e in events
+        if e["event"] == "acknowledging" and e["type"] == "ACCEPT"
+    }
+
+
+def violations(events: list[Event], values: list[str]) -> list[str]:
+    """What the share group got wrong, from every consumer's events (see the module docstring)."""
+    out: list[str] = []
+    deliveries: dict[tuple[int, int], list[Event]] = defaultdict(list)
+    acks: dict[tuple[str, int, int], list[Event]] = defaultdict(list)
+    for e in events:
+        if e["event"] == "delivered":
+            deliveries[e["partition"], e["offset"]].append(e)
+        elif e["event"] == "acknowledging":
+            acks[e["member"], e["partition"], e["offset"]].append(e)
+    by_value: dict[str, list[Event]] = defaultdict(list)
+    for where, got in deliveries.items():
+        got.sort(key=lambda e: (e["count"], e["t"]))
+        counts = [e["count"] for e in got]
+        if counts != list(range(1, len(got) + 1)):
+            out.append(f"{where}: delivery counts {counts} (members {[e['member'] for e in got]})")
+        for e in got:
+            by_value[e["value"]].append(e)
+        # Held by one member at a time: each delivery after the previous holder acknowledged.
+        for before, after in zip(got, got[1:], strict=False):
+            acked = acks.get((before["member"], *where), [])
+            released_at = min((a["t"] for a in acked if a["t"] >= before["t"]), default=None)
+            if released_at is None or after["t"] < released_at:
+                out.append(f"{where}: delivered to {after['member']} while {before['member']} held it")
+    for value in values:
+        got = by_value.get(value, [])
+        if value == "poison":
+            if len(got) != DELIVERY_LIMIT:
+                out.append(f"poison delivered {len(got)} times, not {DELIVERY_LIMIT}")
+        elif value.startswith("reject-"):
+            if len(got) != 1:
+                out.append(f"{value} delivered {len(got)} times after its rejection")
+        elif value.startswith("release-"):
+            if len(got) != 2:
+                out.append(f"{value} delivered {len(got)} times (released once, then accepted)")
+        elif len(got) != 1:
+            out.append(f"{value} delivered {len(got)} times")
+    missing = {v for v in values if not v.startswith("reject-") and v != "poison"} - accepted_values(events)
+    if missing:
+        out.append(f"{len(missing)} records never accepted: {sorted(missing)[:10]}")
+    return out
+
+
+@pytest.mark.parametrize(("members", "partitions", "records"), [(1, 1, 1000), (3, 2, 3000)])
+def test_share_consumers_drain_a_topic(
+    disk_target: BrokerProcess, consumers: list[ShareConsumer], members: int, partitions: int, records: int
+) -> None:
+    bootstrap = disk_target.bootstrap
+    name = f"share-{members}x{partitions}-{records}"
+    values = values_of(records)
+    create_and_produce(bootstrap, name, partitions, values)
+    # share.auto.offset.reset=earliest for the group first: its share-partitions start at the log
+    # start, whoever fetches first.
+    config = ShareConsumer(bootstrap, name, name, "config", "--earliest", "--config-only")
+    assert config.process.wait(60) == 0, config.describe()
+    config.stop()
+    assert [e["event"] for e in config.snapshot()] == ["configured"], config.describe()
+    for i in range(members):
+        consumers.append(ShareConsumer(bootstrap, name, name, f"m{i}", "--work-ms-per-record", str(WORK_MS)))
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        events = [e for c in consumers for e in c.snapshot()]
+        if drained(events, values) or any(c.process.poll() is not None for c in consumers):
+            break
+        time.sleep(0.5)  # polling the consumers' logs under the deadline
+    for consumer in consumers:
+        consumer.stop()
+    events = [e for c in consumers for e in c.snapshot()]
+    states = "; ".join(c.describe() for c in consumers)
+    assert drained(events, values), f"not drained in {DRAIN_TIMEOUT_S} s: {states}"
+    assert all(e["errors"] == 0 for e in events if e["event"] == "committed"), states
+    problems = violations(events, values)
+    assert problems == [], f"{len(problems)} violations: {problems[:10]}"
+    if members > 1:
+        assert len({e["member"] for e in events if e["event"] == "delivered"}) == members, (
+            "every member consumed"
+        )
