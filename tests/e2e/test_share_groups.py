@@ -14,6 +14,7 @@ must get it after that).
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import threading
@@ -25,7 +26,7 @@ from typing import Any, Final
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
 from tests.e2e.brokers import BrokerProcess
 from tests.interop.harness import java_command
@@ -169,7 +170,7 @@ def violations(events: list[Event], values: list[str]) -> list[str]:
         for e in got:
             by_value[e["value"]].append(e)
         # Held by one member at a time: each delivery after the previous holder acknowledged.
-        for before, after in zip(got, got[1:], strict=False):
+        for before, after in itertools.pairwise(got):
             acked = acks.get((before["member"], *where), [])
             released_at = min((a["t"] for a in acked if a["t"] >= before["t"]), default=None)
             if released_at is None or after["t"] < released_at:
