@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -32,6 +33,7 @@ from tests.e2e.brokers import BrokerProcess
 from tests.interop.harness import java_command
 
 DRIVER: Final = Path(__file__).resolve().parent / "java" / "ShareDriver.java"
+CONFLUENT_DRIVER: Final = Path(__file__).resolve().parent / "share_confluent_driver.py"
 #: Kafka's ``group.share.delivery.count.limit`` default.
 DELIVERY_LIMIT: Final = 5
 DRAIN_TIMEOUT_S: Final = 180.0
@@ -44,8 +46,11 @@ Event = dict[str, Any]
 class ShareConsumer:
     """One ShareDriver process and the events it printed so far."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, name: str, *options: str) -> None:
-        argv = java_command(DRIVER, bootstrap, group, topic, name, *options, client="java4")
+    def __init__(self, client: str, bootstrap: str, group: str, topic: str, name: str, *options: str) -> None:
+        if client == "java4":
+            argv = java_command(DRIVER, bootstrap, group, topic, name, *options, client="java4")
+        else:
+            argv = [sys.executable, str(CONFLUENT_DRIVER), bootstrap, group, topic, name, *options]
         self.name = name
         self.events: list[Event] = []
         self.stderr: list[str] = []
@@ -194,22 +199,30 @@ def violations(events: list[Event], values: list[str]) -> list[str]:
     return out
 
 
+@pytest.mark.parametrize("client", ["java4", "confluent"])
 @pytest.mark.parametrize(("members", "partitions", "records"), [(1, 1, 1000), (3, 2, 3000)])
 def test_share_consumers_drain_a_topic(
-    disk_target: BrokerProcess, consumers: list[ShareConsumer], members: int, partitions: int, records: int
+    disk_target: BrokerProcess,
+    consumers: list[ShareConsumer],
+    client: str,
+    members: int,
+    partitions: int,
+    records: int,
 ) -> None:
     bootstrap = disk_target.bootstrap
-    name = f"share-{members}x{partitions}-{records}"
+    name = f"share-{client}-{members}x{partitions}-{records}"
     values = values_of(records)
     create_and_produce(bootstrap, name, partitions, values)
     # share.auto.offset.reset=earliest for the group first: its share-partitions start at the log
     # start, whoever fetches first.
-    config = ShareConsumer(bootstrap, name, name, "config", "--earliest", "--config-only")
+    config = ShareConsumer("java4", bootstrap, name, name, "config", "--earliest", "--config-only")
     assert config.process.wait(60) == 0, config.describe()
     config.stop()
     assert [e["event"] for e in config.snapshot()] == ["configured"], config.describe()
     for i in range(members):
-        consumers.append(ShareConsumer(bootstrap, name, name, f"m{i}", "--work-ms-per-record", str(WORK_MS)))
+        consumers.append(
+            ShareConsumer(client, bootstrap, name, name, f"m{i}", "--work-ms-per-record", str(WORK_MS))
+        )
     deadline = time.monotonic() + DRAIN_TIMEOUT_S
     while time.monotonic() < deadline:
         events = [e for c in consumers for e in c.snapshot()]
