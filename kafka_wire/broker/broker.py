@@ -208,7 +208,7 @@ class Broker:
                 max_sessions=config.max_share_session_cache_size,
             ),
             self._timer_queue,
-            reset_of=lambda group_id: state.group_configs.get(group_id, {}).get("share.auto.offset.reset"),
+            configs_of=lambda group_id: state.group_configs.get(group_id, {}),
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step

@@ -300,3 +300,19 @@ def test_share_auto_offset_reset_earliest_is_a_group_config() -> None:
     assert alter_group(client, "share.auto.offset.reset", "earliest") == E.NONE
     engine.advance(0)
     assert acquired(fetch(client, topic_id, 0)) == [(0, 0, 1)]
+
+
+def test_group_configs_set_the_lock_duration_and_the_delivery_limit() -> None:
+    engine, client, topic_id = setup()
+    assert alter_group(client, "share.record.lock.duration.ms", "999") == E.INVALID_CONFIG  # Kafka: >= 1000
+    assert alter_group(client, "share.delivery.count.limit", "1") == E.INVALID_CONFIG  # Kafka: >= 2
+    assert alter_group(client, "share.record.lock.duration.ms", "2000") == E.NONE
+    assert alter_group(client, "share.delivery.count.limit", "2") == E.NONE
+    engine.advance(0)
+    assert fetch(client, topic_id, 0).acquisition_lock_timeout_ms == 2000
+    produce_values(engine, client, [b"p"])
+    assert acquired(fetch(client, topic_id, 1)) == [(0, 0, 1)]
+    engine.advance(2000)
+    assert acquired(fetch(client, topic_id, 2)) == [(0, 0, 2)]
+    engine.advance(2000)  # expired at the group's limit of two deliveries: archived
+    assert acquired(fetch(client, topic_id, 3)) == []

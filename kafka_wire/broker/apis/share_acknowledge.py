@@ -34,8 +34,8 @@ from kafka_wire.messages import (
 def handle(ctx: Context, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     state, now = ctx.state, ctx.now_ms
     share = share_manager(state)
-    lock_ms = share.config.lock_duration_ms if ctx.api_version >= 2 else 0
     group_id, member_id = request.group_id or "", request.member_id or ""
+    lock_ms = share.lock_duration_ms(group_id) if ctx.api_version >= 2 else 0
     if not group_id:
         return ShareAcknowledgeResponse(
             error_code=ErrorCode.INVALID_GROUP_ID, acquisition_lock_timeout_ms=lock_ms

@@ -67,7 +67,7 @@ def handle(ctx: Context, request: ShareFetchRequest) -> ShareFetchResponse | Sha
     state, now = ctx.state, ctx.now_ms
     share = share_manager(state)
     group_id, member_id = request.group_id or "", request.member_id or ""
-    lock_ms = share.config.lock_duration_ms
+    lock_ms = share.lock_duration_ms(group_id)
     if not group_id:
         return ShareFetchResponse(error_code=ErrorCode.INVALID_GROUP_ID, acquisition_lock_timeout_ms=lock_ms)
     if not member_id.strip():
@@ -193,6 +193,10 @@ class ShareFetchWait:
             return None
         return self._respond(results)
 
+    @property
+    def lock_duration_ms(self) -> int:
+        return self.share.lock_duration_ms(self.group_id)
+
     def _partition(
         self, key: TopicIdPartition, now_ms: int, bytes_left: int, records_left: int, *, first: bool
     ) -> ShareFetchResponsePartitionData:
@@ -272,7 +276,7 @@ class ShareFetchWait:
                     )
                 topic.partitions.append(data)
         return ShareFetchResponse(
-            acquisition_lock_timeout_ms=self.share.config.lock_duration_ms,
+            acquisition_lock_timeout_ms=self.lock_duration_ms,
             responses=list(topics.values()),
             node_endpoints=[self.endpoints[n] for n in sorted(self.endpoints)],
         )

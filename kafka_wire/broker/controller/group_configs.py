@@ -10,40 +10,59 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 
-def _positive_int(value: str) -> bool:
-    try:
-        return int(value) > 0
-    except ValueError:
-        return False
+def _int_at_least(low: int) -> Callable[[str], bool]:
+    def check(value: str) -> bool:
+        try:
+            return int(value.strip()) >= low
+        except ValueError:
+            return False
+
+    return check
 
 
-def _non_negative_int(value: str) -> bool:
-    try:
-        return int(value) >= 0
-    except ValueError:
-        return False
+def _boolean(value: str) -> bool:
+    return value.strip().lower() in ("true", "false")
+
+
+def _any(value: str) -> bool:
+    return True
 
 
 def _reset(value: str) -> bool:
     return value in ("latest", "earliest") or (value.startswith("by_duration:") and len(value) > 12)
 
 
-#: Each group config name Kafka 4.4 defines, and whether a value is valid for it.
+#: Each group config name Kafka 4.4's ``GroupConfig`` defines, and the check of its type and range
+#: (its ``ConfigDef``; Kafka also bounds some by broker settings, e.g. the record lock duration by
+#: ``group.share.min/max.record.lock.duration.ms``: not checked here).
 GROUP_CONFIGS: Final[dict[str, Callable[[str], bool]]] = {
-    "consumer.session.timeout.ms": _positive_int,
-    "consumer.heartbeat.interval.ms": _positive_int,
-    "share.session.timeout.ms": _positive_int,
-    "share.heartbeat.interval.ms": _positive_int,
-    "share.record.lock.duration.ms": _positive_int,
-    "share.delivery.count.limit": _positive_int,
-    "share.partition.max.record.locks": _positive_int,
+    "consumer.assignment.interval.ms": _int_at_least(0),
+    "consumer.assignor.offload.enable": _boolean,
+    "consumer.heartbeat.interval.ms": _int_at_least(1),
+    "consumer.session.timeout.ms": _int_at_least(1),
+    "errors.deadletterqueue.copy.record.enable": _boolean,
+    "errors.deadletterqueue.topic.name": _any,
+    "share.assignment.interval.ms": _int_at_least(0),
+    "share.assignor.offload.enable": _boolean,
     "share.auto.offset.reset": _reset,
+    "share.delivery.count.limit": _int_at_least(2),
+    "share.heartbeat.interval.ms": _int_at_least(1),
     "share.isolation.level": lambda v: v in ("read_uncommitted", "read_committed"),
-    "share.renew.acknowledge.enable": lambda v: v.lower() in ("true", "false"),
-    "streams.session.timeout.ms": _positive_int,
-    "streams.heartbeat.interval.ms": _positive_int,
-    "streams.num.standby.replicas": _non_negative_int,
-    "streams.initial.rebalance.delay.ms": _non_negative_int,
+    "share.partition.max.record.locks": _int_at_least(100),
+    "share.record.lock.duration.ms": _int_at_least(1000),
+    "share.renew.acknowledge.enable": _boolean,
+    "share.session.timeout.ms": _int_at_least(1),
+    "streams.acceptable.recovery.lag": _int_at_least(0),
+    "streams.assignment.interval.ms": _int_at_least(0),
+    "streams.assignor.name": _any,
+    "streams.assignor.offload.enable": _boolean,
+    "streams.heartbeat.interval.ms": _int_at_least(1),
+    "streams.initial.rebalance.delay.ms": _int_at_least(0),
+    "streams.num.standby.replicas": _int_at_least(0),
+    "streams.num.warmup.replicas": _int_at_least(0),
+    "streams.rack.aware.assignment.tags": _any,
+    "streams.session.timeout.ms": _int_at_least(1),
+    "streams.task.offset.interval.ms": _int_at_least(1),
 }
 
 

@@ -3,8 +3,10 @@ created at a group's first share fetch of a partition, acknowledged, released, a
 acquisition locks run out on the engine's timers.
 
 A share-partition starts (its start offset, the SPSO) at the partition's high watermark, or at its
-log start with ``share.auto.offset.reset=earliest`` (``reset_of(group)``, the group's config;
-``latest`` is Kafka's default). Its records are held in memory only (see
+log start with ``share.auto.offset.reset=earliest`` (the group's config; ``latest`` is Kafka's
+default). The group configs ``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
+``share.partition.max.record.locks`` override the broker's ``group.share.*`` settings, read at
+every fetch (``configs_of(group)``: the group's config overrides). Its records are held in memory only (see
 ``docs/internals/group-coordinator.md``, "Share groups": the share coordinator is not built).
 
 Timers live in the engine's :class:`~kafka_wire.broker.timers.TimerQueue` under the owner
@@ -16,7 +18,7 @@ delivery limit), and held share fetches see them at their next poll.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -54,6 +56,14 @@ class ShareConfig:
     max_sessions: int = DEFAULT_MAX_SHARE_SESSIONS
 
 
+def _int(configs: Mapping[str, str], name: str, default: int) -> int:
+    value = configs.get(name)
+    try:
+        return default if value is None else int(value)
+    except ValueError:  # the controller checks group configs: not expected
+        return default
+
+
 def ack_ranges(batches: list[AckBatch], renew: bool) -> list[tuple[int, int, AcknowledgeType]] | None:
     """The ranges of a partition's acknowledgement batches, one type each, or None when they are
     malformed (Kafka's INVALID_REQUEST): out of order or overlapping, ``last < first``, types
@@ -87,28 +97,33 @@ class ShareManager:
         self,
         config: ShareConfig,
         timers: TimerQueue,
-        reset_of: Callable[[str], str | None] = lambda group_id: None,
+        configs_of: Callable[[str], Mapping[str, str]] = lambda group_id: {},
     ) -> None:
         self.config = config
         self.sessions = ShareSessionCache(config.max_sessions)
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self._timers = timers
-        self._reset_of = reset_of
+        self._configs_of = configs_of
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        """``share.record.lock.duration.ms`` of the group, else the broker's."""
+        return _int(self._configs_of(group_id), "share.record.lock.duration.ms", self.config.lock_duration_ms)
 
     # -- share-partitions --------------------------------------------------------------------------
 
     def partition(self, key: SharePartitionKey, log_start_offset: int, high_watermark: int) -> SharePartition:
         """The share-partition of ``key``, created at the offset ``share.auto.offset.reset`` says."""
+        configs = self._configs_of(key[0])
         found = self.partitions.get(key)
         if found is None:
             # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
-            start = log_start_offset if self._reset_of(key[0]) == EARLIEST else high_watermark
+            reset = configs.get("share.auto.offset.reset")
             found = self.partitions[key] = SharePartition(
-                start,
-                lock_duration_ms=self.config.lock_duration_ms,
-                delivery_limit=self.config.delivery_limit,
-                max_in_flight=self.config.max_in_flight,
+                log_start_offset if reset == EARLIEST else high_watermark
             )
+        found.lock_duration_ms = _int(configs, "share.record.lock.duration.ms", self.config.lock_duration_ms)
+        found.delivery_limit = _int(configs, "share.delivery.count.limit", self.config.delivery_limit)
+        found.max_in_flight = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
         return found
 
     def rearm(self, key: SharePartitionKey) -> None:
