@@ -3,7 +3,7 @@ the same command line, acknowledgement rules and JSON-lines events as
 ``tests/e2e/java/ShareDriver.java`` (see there and ``tests/e2e/test_share_groups.py``)::
 
     python share_confluent_driver.py BOOTSTRAP GROUP TOPIC NAME [--work-ms-per-record MS]
-        [--timeout-s S]
+        [--hold] [--timeout-s S]
 
 It polls until its standard input closes (or the timeout), then closes the consumer. The group
 config (``--earliest``) is the Java driver's job: confluent-kafka's admin client is not needed for it.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -35,6 +36,7 @@ def main() -> int:
         parser.add_argument(name)
     parser.add_argument("--work-ms-per-record", type=int, default=0)
     parser.add_argument("--timeout-s", type=float, default=120.0)
+    parser.add_argument("--hold", action="store_true")
     args = parser.parse_args()
     stop = threading.Event()
 
@@ -77,6 +79,8 @@ def main() -> int:
                     count=-1 if count is None else count,
                     t=now(),
                 )
+                if args.hold:
+                    continue
                 if value == "poison":
                     kind = AcknowledgeType.RELEASE
                 elif value.startswith("reject-"):
@@ -94,6 +98,9 @@ def main() -> int:
                     t=now(),
                 )
                 consumer.acknowledge(m, kind)
+            if args.hold:  # a member that stopped working: no acknowledgement, no poll, no close
+                stop.wait()
+                os._exit(0)
             results = consumer.commit_sync(30.0)
             errors = sum(1 for error in results.values() if error is not None)
             emit(event="committed", member=member, errors=errors, t=now())

@@ -241,3 +241,57 @@ def test_share_consumers_drain_a_topic(
         assert len({e["member"] for e in events if e["event"] == "delivered"}) == members, (
             "every member consumed"
         )
+
+
+#: The group's ``share.record.lock.duration.ms`` in the stalled-member test: Kafka 4.4's lowest
+#: (its broker's ``group.share.min.record.lock.duration.ms``).
+LOCK_MS: Final = 15_000
+
+
+@pytest.mark.parametrize("client", ["java4", "confluent"])
+@pytest.mark.parametrize("failure", ["stalls", "is_killed"])
+def test_records_a_member_does_not_acknowledge_come_back(
+    disk_target: BrokerProcess, consumers: list[ShareConsumer], client: str, failure: str
+) -> None:
+    """A member takes records and stops: it stalls (its locks run out after the group's lock
+    duration) or is killed (SIGKILL: its connection closes). Either way another member gets its
+    records, each with delivery count 2, and accepts everything; while the stalled member holds
+    its locks, nobody else gets those records."""
+    bootstrap = disk_target.bootstrap
+    name = f"share-{client}-{failure}"
+    values = [f"plain-{i}" for i in range(200)]
+    create_and_produce(bootstrap, name, 1, values)
+    options = ["--earliest", "--config-only", "--lock-ms", str(LOCK_MS)]
+    config = ShareConsumer("java4", bootstrap, name, name, "config", *options)
+    assert config.process.wait(60) == 0, config.describe()
+    config.stop()
+    holder = ShareConsumer(client, bootstrap, name, name, "holder", "--hold")
+    consumers.append(holder)
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    while time.monotonic() < deadline and holder.process.poll() is None:
+        if any(e["event"] == "delivered" for e in holder.snapshot()):
+            break
+        time.sleep(0.2)  # polling the holder's log under the deadline
+    held = {(e["partition"], e["offset"]): e for e in holder.snapshot() if e["event"] == "delivered"}
+    assert held, holder.describe()
+    if failure == "is_killed":
+        holder.process.kill()
+    worker = ShareConsumer(client, bootstrap, name, name, "worker")
+    consumers.append(worker)
+    while time.monotonic() < deadline and worker.process.poll() is None:
+        if accepted_values(worker.snapshot()) >= set(values):
+            break
+        time.sleep(0.5)  # polling the worker's log under the deadline
+    worker.stop()
+    holder.stop()
+    events = worker.snapshot()
+    assert accepted_values(events) >= set(values), worker.describe()
+    again = {(e["partition"], e["offset"]): e for e in events if e["event"] == "delivered"}
+    assert all(again[where]["count"] == 2 for where in held), sorted(
+        (where, again[where]["count"]) for where in held
+    )[:10]
+    assert all(e["count"] == 1 for where, e in again.items() if where not in held)
+    if failure == "stalls":  # nobody else got them before the holder's locks ran out
+        slack_ms = 1000  # the lock starts at the broker's acquisition, before the holder saw it
+        early = [w for w in held if again[w]["t"] < held[w]["t"] + LOCK_MS - slack_ms]
+        assert early == [], f"{len(early)} records redelivered while their lock held: {early[:5]}"

@@ -8,12 +8,16 @@
 //   anything else       ACCEPT
 //
 //   java -cp JARS ShareDriver BOOTSTRAP GROUP TOPIC NAME [--earliest] [--config-only]
-//        [--work-ms-per-record MS] [--timeout-s S]
+//        [--work-ms-per-record MS] [--lock-ms MS] [--hold] [--timeout-s S]
 //
 // With --earliest it first sets the group config share.auto.offset.reset=earliest (Admin's
 // incrementalAlterConfigs on the GROUP resource); with --config-only it then exits. It polls until
 // its standard input closes (or the timeout), then closes the consumer; --work-ms-per-record
-// stands for the time processing a record takes (so that several members share the work). Output: JSON lines on stdout, one per event:
+// stands for the time processing a record takes (so that several members share the work).
+// --lock-ms sets the group config share.record.lock.duration.ms (with --earliest's admin call).
+// --hold: a member that stops working: it polls until it gets records, reports them delivered, and
+// then neither acknowledges nor polls again until it is killed or its stdin closes (then it halts
+// without closing the consumer). Output: JSON lines on stdout, one per event:
 //   {"event":"delivered","member":NAME,"partition":P,"offset":O,"value":V,"count":C,"t":MS}
 //   {"event":"acknowledging","member":NAME,"partition":P,"offset":O,"type":"ACCEPT","t":MS}
 //   {"event":"committed","member":NAME,"errors":N,"t":MS}   (after each commitSync)
@@ -69,12 +73,16 @@ public final class ShareDriver {
         boolean earliest = false;
         boolean configOnly = false;
         long workMs = 0;
+        String lockMs = null;
+        boolean hold = false;
         double timeoutS = 120.0;
         for (int i = 4; i < argv.length; i++) {
             switch (argv[i]) {
                 case "--earliest" -> earliest = true;
                 case "--config-only" -> configOnly = true;
                 case "--work-ms-per-record" -> workMs = Long.parseLong(argv[++i]);
+                case "--lock-ms" -> lockMs = argv[++i];
+                case "--hold" -> hold = true;
                 case "--timeout-s" -> timeoutS = Double.parseDouble(argv[++i]);
                 default -> throw new IllegalArgumentException("unknown option " + argv[i]);
             }
@@ -87,7 +95,12 @@ public final class ShareDriver {
                 ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
                 AlterConfigOp op = new AlterConfigOp(
                     new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
-                client.incrementalAlterConfigs(Map.of(resource, List.of(op))).all().get();
+                List<AlterConfigOp> ops = new java.util.ArrayList<>(List.of(op));
+                if (lockMs != null) {
+                    ops.add(new AlterConfigOp(
+                        new ConfigEntry("share.record.lock.duration.ms", lockMs), AlterConfigOp.OpType.SET));
+                }
+                client.incrementalAlterConfigs(Map.of(resource, ops)).all().get();
             }
             emit("{\"event\":\"configured\",\"member\":" + quote(member) + ",\"t\":" + now() + "}");
         }
@@ -127,6 +140,7 @@ public final class ShareDriver {
                     emit("{\"event\":\"delivered\",\"member\":" + quote(member) + ",\"partition\":" + r.partition()
                         + ",\"offset\":" + r.offset() + ",\"value\":" + quote(value) + ",\"count\":" + count
                         + ",\"t\":" + now() + "}");
+                    if (hold) continue;
                     AcknowledgeType type;
                     if (value.equals("poison")) type = AcknowledgeType.RELEASE;
                     else if (value.startsWith("reject-")) type = AcknowledgeType.REJECT;
@@ -136,6 +150,10 @@ public final class ShareDriver {
                         + r.partition() + ",\"offset\":" + r.offset() + ",\"type\":" + quote(type.name())
                         + ",\"t\":" + now() + "}");
                     consumer.acknowledge(r, type);
+                }
+                if (hold) {
+                    while (!stop.get()) Thread.sleep(50);
+                    Runtime.getRuntime().halt(0);
                 }
                 int errors = 0;
                 for (var result : consumer.commitSync(Duration.ofSeconds(30)).values()) {
