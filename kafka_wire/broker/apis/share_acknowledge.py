@@ -6,7 +6,8 @@ REJECT (archived, never delivered again), GAP (no record there); v2's RENEW (wit
 ``is_renew_ack``) holds them for another lock duration. The share session must exist
 (SHARE_SESSION_NOT_FOUND) and the request carry its epoch (INVALID_SHARE_SESSION_EPOCH; 0 is
 always that), except -1, which acknowledges and then closes the session, releasing what the
-member still holds in it. Each partition's acknowledgements are applied all or nothing:
+member still holds in it. These errors, and an empty member id (INVALID_REQUEST), answer the whole
+request with ``acquisition_lock_timeout_ms`` 0, as Kafka's. Each partition's acknowledgements are applied all or nothing:
 INVALID_RECORD_STATE for a record the member does not hold (never acquired, acquired by another
 member, its lock expired), INVALID_REQUEST for malformed batches (out of order, overlapping, a
 type list neither one long nor one per offset, an unknown type), UNKNOWN_TOPIC_OR_PARTITION for a
@@ -36,30 +37,20 @@ def handle(ctx: Context, request: ShareAcknowledgeRequest) -> ShareAcknowledgeRe
     share = share_manager(state)
     group_id, member_id = request.group_id or "", request.member_id or ""
     lock_ms = share.lock_duration_ms(group_id) if ctx.api_version >= 2 else 0
-    if not group_id:
-        return ShareAcknowledgeResponse(
-            error_code=ErrorCode.INVALID_GROUP_ID, acquisition_lock_timeout_ms=lock_ms
-        )
     if not member_id.strip():
-        return ShareAcknowledgeResponse(
-            error_code=ErrorCode.INVALID_REQUEST, acquisition_lock_timeout_ms=lock_ms
-        )
+        return ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
     epoch = request.share_session_epoch
     sessions = share.sessions
     if epoch == INITIAL_EPOCH:
-        return ShareAcknowledgeResponse(
-            error_code=ErrorCode.INVALID_SHARE_SESSION_EPOCH, acquisition_lock_timeout_ms=lock_ms
-        )
+        return ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_SHARE_SESSION_EPOCH)
     if epoch == FINAL_EPOCH:
         session = sessions.get(group_id, member_id)
         if session is None:
-            return ShareAcknowledgeResponse(
-                error_code=ErrorCode.SHARE_SESSION_NOT_FOUND, acquisition_lock_timeout_ms=lock_ms
-            )
+            return ShareAcknowledgeResponse(error_code=ErrorCode.SHARE_SESSION_NOT_FOUND)
     else:
         checked = sessions.check(group_id, member_id, epoch)
         if isinstance(checked, ErrorCode):
-            return ShareAcknowledgeResponse(error_code=checked, acquisition_lock_timeout_ms=lock_ms)
+            return ShareAcknowledgeResponse(error_code=checked)
         session = checked
     renew = ctx.api_version >= 2 and request.is_renew_ack
     acks: dict[TopicIdPartition, list[AckBatch]] = {}

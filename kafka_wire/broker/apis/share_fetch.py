@@ -5,7 +5,8 @@ Behaviour: a share group member's fetch from the partitions this broker leads. T
 INVALID_REQUEST), -1 closes it, any other epoch
 continues it, adding the partitions named and dropping the forgotten ones; these errors
 (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED) answer the
-whole request. The acknowledgements it carries are applied next, each partition's all or nothing,
+whole request (with ``acquisition_lock_timeout_ms`` 0, as Kafka's; an empty member id is
+INVALID_REQUEST, an empty group id is a group as any other). The acknowledgements it carries are applied next, each partition's all or nothing,
 its outcome in ``acknowledge_error_code``. Then the session's partitions are fetched: from each
 share-partition's next available offset, whole batches up to the partition's high watermark,
 ``max_bytes`` in all (the first batch always whole) and at most ``max_records`` records
@@ -67,11 +68,8 @@ def handle(ctx: Context, request: ShareFetchRequest) -> ShareFetchResponse | Sha
     state, now = ctx.state, ctx.now_ms
     share = share_manager(state)
     group_id, member_id = request.group_id or "", request.member_id or ""
-    lock_ms = share.lock_duration_ms(group_id)
-    if not group_id:
-        return ShareFetchResponse(error_code=ErrorCode.INVALID_GROUP_ID, acquisition_lock_timeout_ms=lock_ms)
     if not member_id.strip():
-        return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST, acquisition_lock_timeout_ms=lock_ms)
+        return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
     wanted = list(
         dict.fromkeys((t.topic_id, p.partition_index) for t in request.topics for p in t.partitions)
     )
@@ -100,9 +98,7 @@ def handle(ctx: Context, request: ShareFetchRequest) -> ShareFetchResponse | Sha
                 for index in forgotten.partitions:
                     session.partitions.pop((forgotten.topic_id, index), None)
     if error is not None or session is None:
-        return ShareFetchResponse(
-            error_code=error or ErrorCode.UNKNOWN_SERVER_ERROR, acquisition_lock_timeout_ms=lock_ms
-        )
+        return ShareFetchResponse(error_code=error or ErrorCode.UNKNOWN_SERVER_ERROR)
     renew = ctx.api_version >= 2 and request.is_renew_ack
     acknowledged = {
         key: share.acknowledge(group_id, member_id, (group_id, *key), batches, renew, now)

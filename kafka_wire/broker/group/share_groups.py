@@ -12,8 +12,8 @@ so a member moves to the target assignment at its next heartbeat. A heartbeat, i
 3. the group: created by a joining member; a group id held by a classic or consumer group is
    GROUP_ID_NOT_FOUND, as is a heartbeat for a group not here; members beyond
    ``group.share.max.size``: GROUP_MAX_SIZE_REACHED;
-4. the member: unknown with a non-zero epoch: UNKNOWN_MEMBER_ID; an epoch other than its own:
-   FENCED_MEMBER_EPOCH;
+4. the member: unknown with a non-zero epoch: UNKNOWN_MEMBER_ID; an epoch above its own, or below
+   it and not its previous one (a heartbeat whose answer was lost): FENCED_MEMBER_EPOCH;
 5. the group epoch is bumped by a new member, a changed subscription or a change of the subscribed
    topics (a hash of their names, ids and partition counts, recomputed every heartbeat);
 6. a group epoch ahead of the assignment epoch computes the whole target with ``simple``;
@@ -83,6 +83,8 @@ SHARE_GROUP_TRANSITIONS: Final[dict[tuple[ShareGroupState, ShareGroupInput], Sha
 class ShareMember:
     member_id: str
     member_epoch: int = 0
+    #: The epoch before the last change: a heartbeat at it is accepted (its answer was lost).
+    previous_epoch: int = 0
     rack_id: str | None = None
     client_id: str = ""
     client_host: str = ""
@@ -215,16 +217,19 @@ class ShareGroups:
                 machine=f"share group {group.group_id}",
             )
             bump = True
-        elif epoch != member.member_epoch:
+        elif epoch > member.member_epoch:
+            raise Refused(
+                E.FENCED_MEMBER_EPOCH,
+                f"The share group member has a greater member epoch ({epoch}) than the one known by the "
+                f"group coordinator ({member.member_epoch}). The member must abandon all its partitions "
+                "and rejoin.",
+            )
+        elif epoch < member.member_epoch and epoch != member.previous_epoch:
             raise Refused(
                 E.FENCED_MEMBER_EPOCH,
                 f"The share group member has a smaller member epoch ({epoch}) than the one known by the "
-                f"group coordinator ({member.member_epoch}). The member must abandon all its partitions "
-                "and rejoin."
-                if epoch < member.member_epoch
-                else f"The share group member has a greater member epoch ({epoch}) than the one known by the "
-                f"group coordinator ({member.member_epoch}). The member must abandon all its partitions "
-                "and rejoin.",
+                f"group coordinator ({member.member_epoch}), and it does not match the previous member "
+                f"epoch ({member.previous_epoch}). The member must abandon all its partitions and rejoin.",
             )
         if request.rack_id is not None:
             member.rack_id = request.rack_id
@@ -242,7 +247,9 @@ class ShareGroups:
             self._assign(group, topics)
         before = member.assigned
         target = group.targets.get(member_id, {})
-        member.member_epoch = group.assignment_epoch
+        if member.member_epoch != group.assignment_epoch:
+            member.previous_epoch = member.member_epoch
+            member.member_epoch = group.assignment_epoch
         member.assigned = target
         self._rt.schedule(
             timer_key(SHARE_SESSION, group.group_id, member_id), config.share_session_timeout_ms
@@ -252,7 +259,7 @@ class ShareGroups:
             member_epoch=member.member_epoch,
             heartbeat_interval_ms=config.share_heartbeat_interval_ms,
         )
-        if epoch == 0 or before != target:
+        if epoch == 0 or before != target or epoch != member.member_epoch:
             answer.assignment = messages.ShareGroupHeartbeatResponseAssignment(
                 topic_partitions=[
                     messages.ShareGroupHeartbeatResponseTopicPartitions(topic_id=t, partitions=list(ps))

@@ -81,7 +81,17 @@ def test_errors_as_kafka_gives_them() -> None:
     assert beat(h, "x", 3).error_code == E.UNKNOWN_MEMBER_ID
     assert beat(h, "x", -1).error_code == E.UNKNOWN_MEMBER_ID
     assert beat(h, "a", 7).error_code == E.FENCED_MEMBER_EPOCH
-    assert beat(h, "a", 0, ["t"]).error_code == E.FENCED_MEMBER_EPOCH
+    beat(h, "b", 0, ["t"])
+    assert beat(h, "a", 1).member_epoch == 2  # a's epoch moves to 2 (previous: 1)
+    lost = beat(h, "a", 1)  # the previous epoch: the answer that moved it was lost
+    assert (lost.error_code, lost.member_epoch) == (E.NONE, 2) and lost.assignment is not None
+    stale = beat(h, "a", 0, ["t"])
+    assert (stale.error_code, stale.error_message) == (
+        E.FENCED_MEMBER_EPOCH,
+        "The share group member has a smaller member epoch (0) than the one known by the group "
+        "coordinator (2), and it does not match the previous member epoch (1). The member must "
+        "abandon all its partitions and rejoin.",
+    )
     # A group id held by a consumer group is not a share group.
     joined = h.call(
         ConsumerGroupHeartbeatRequest(
