@@ -65,6 +65,7 @@ from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.node import Node
 from kafka_wire.broker.sasl import server_sasl
+from kafka_wire.broker.share.coordinator import ShareStateStore
 from kafka_wire.broker.share.manager import ShareConfig, ShareManager
 from kafka_wire.broker.state import BrokerState, Spliced
 from kafka_wire.broker.storage import StorageReader
@@ -209,6 +210,7 @@ class Broker:
             ),
             self._timer_queue,
             configs_of=lambda group_id: state.group_configs.get(group_id, {}),
+            store=ShareStateStore(state, self._log),
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step

@@ -37,7 +37,7 @@ E = ErrorCode
 LOCK_MS = 10_000
 
 
-def setup(records: int = 10, **config: int) -> tuple[Engine, Client, uuid.UUID]:
+def setup(records: int = 10, *, warm: bool = True, **config: int) -> tuple[Engine, Client, uuid.UUID]:
     engine = Engine(
         BrokerConfig(
             group_initial_rebalance_delay_ms=0,
@@ -61,7 +61,24 @@ def setup(records: int = 10, **config: int) -> tuple[Engine, Client, uuid.UUID]:
     ).body
     assert isinstance(joined, ShareGroupHeartbeatResponse) and joined.error_code == E.NONE
     assert joined.assignment is not None and joined.assignment.topic_partitions[0].partitions == [0]
+    if warm:
+        share_state_ready(engine, client, topic_id)
     return engine, client, topic_id
+
+
+def share_state_ready(engine: Engine, client: Client, topic_id: uuid.UUID) -> None:
+    """Fetch (as a member "warmup") until the share-partition exists: the first share fetch asks
+    the controller for ``__share_group_state``, and a share-partition starts once its state
+    partition is loaded. The warm-up session then closes."""
+    share = engine.broker.state.share
+    assert share is not None
+    for _ in range(50):
+        fetch(client, topic_id, 0, member="warmup")
+        if ("sg", topic_id, 0) in share.partitions:
+            fetch(client, topic_id, -1, member="warmup")
+            return
+        engine.advance(100)
+    raise AssertionError("the share-partition never started")
 
 
 def fetch(
@@ -293,13 +310,47 @@ def alter_group(client: Client, name: str, value: str, group: str = "sg") -> int
 
 
 def test_share_auto_offset_reset_earliest_is_a_group_config() -> None:
-    engine, client, topic_id = setup()
+    engine, client, topic_id = setup(warm=False)
     produce_values(engine, client, [b"old"])
     assert alter_group(client, "share.auto.offset.reset", "sometime") == E.INVALID_CONFIG
     assert alter_group(client, "no.such.config", "1") == E.INVALID_CONFIG
     assert alter_group(client, "share.auto.offset.reset", "earliest") == E.NONE
     engine.advance(0)
-    assert acquired(fetch(client, topic_id, 0)) == [(0, 0, 1)]
+    assert fetch_until_acquired(engine, client, topic_id) == [(0, 0, 1)]
+
+
+def fetch_until_acquired(
+    engine: Engine, client: Client, topic_id: uuid.UUID, member: str = "m1"
+) -> list[tuple[int, int, int]]:
+    """A new session's fetches until it acquires something (its share-partition starts once
+    ``__share_group_state`` exists and is loaded)."""
+    epoch = 0
+    for _ in range(50):
+        got = acquired(fetch(client, topic_id, epoch, member=member))
+        if got:
+            return got
+        epoch += 1
+        engine.advance(100)
+    raise AssertionError("nothing acquired")
+
+
+def test_the_share_state_survives_a_restart() -> None:
+    """The share-partition's state is written to ``__share_group_state`` with every change, so a
+    broker killed and started again on the same data knows what was acknowledged, rejected and
+    delivered: only unacknowledged records come back, with their delivery counts."""
+    engine, client, topic_id = setup()
+    produce_values(engine, client, [b"%d" % i for i in range(10)])
+    assert acquired(fetch(client, topic_id, 0)) == [(0, 9, 1)]
+    ok = acknowledge(client, topic_id, 1, [(0, 2, [1]), (3, 3, [3]), (4, 4, [2])])
+    assert ok.responses[0].partitions[0].error_code == E.NONE
+    store = engine.broker.state.share
+    assert store is not None and store.store is not None and store.store.states
+    # Killed: no shutdown; the next broker starts on what the first one stored.
+    restarted = Engine(storage=engine.storage)
+    again = Client(restarted, 1)
+    # 0-2 accepted and 3 rejected never come back; 4 (released) and 5-9 (acquired when the broker
+    # died) do, each delivered a second time.
+    assert fetch_until_acquired(restarted, again, topic_id, member="m2") == [(4, 9, 2)]
 
 
 def test_group_configs_set_the_lock_duration_and_the_delivery_limit() -> None:

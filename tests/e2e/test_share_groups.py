@@ -29,6 +29,14 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
+from kafka_wire.broker.share.state_records import (
+    SNAPSHOT,
+    ShareState,
+    decode_key,
+    decode_value,
+    merge_batches,
+)
+from kafka_wire.records import read_records
 from tests.e2e.brokers import BrokerProcess
 from tests.interop.harness import java_command
 
@@ -295,3 +303,60 @@ def test_records_a_member_does_not_acknowledge_come_back(
         slack_ms = 1000  # the lock starts at the broker's acquisition, before the holder saw it
         early = [w for w in held if again[w]["t"] < held[w]["t"] + LOCK_MS - slack_ms]
         assert early == [], f"{len(early)} records redelivered while their lock held: {early[:5]}"
+
+
+def share_state(data_dir: Path, group: str) -> tuple[int, ShareState | None]:
+    """The state of ``group``'s share-partition as its ``__share_group_state`` records in the
+    broker's data directory say, read with kafka_wire's decoder of Kafka's layouts: the number of
+    records, and the last snapshot with the updates after it merged in (None: no snapshot)."""
+    count, state = 0, None
+    for segment in sorted(data_dir.glob("__share_group_state-*/*.log")):
+        for record in read_records(segment.read_bytes()):
+            if record.key is None or record.value is None:
+                continue
+            record_type, key = decode_key(bytes(record.key))
+            if key.group_id != group:
+                continue
+            count += 1
+            value = decode_value(record_type, bytes(record.value))
+            if record_type == SNAPSHOT or state is None:
+                state = value
+            else:
+                state.start_offset = max(state.start_offset, value.start_offset)
+                state.batches = merge_batches(state.batches, value.batches, state.start_offset)
+    return count, state
+
+
+def done_with(state: ShareState | None, records: int) -> bool:
+    """Whether every offset below ``records`` is before the start offset or acknowledged."""
+    if state is None:
+        return False
+    acked = {o for first, last, kind, _ in state.batches if kind == 2 for o in range(first, last + 1)}
+    return all(o < state.start_offset or o in acked for o in range(records))
+
+
+@pytest.mark.parametrize("client", ["java4"])
+def test_share_state_is_kept_in_kafkas_layout(
+    disk_target: BrokerProcess, consumers: list[ShareConsumer], client: str
+) -> None:
+    """Kafka 4.4 and kafka-wire keep a share-partition's state in ``__share_group_state`` in the
+    same layout: after a member accepted ten records, the state read back by the same decoder
+    has them all done with (Kafka: acknowledged batches; kafka-wire: a start offset past them)."""
+    bootstrap = disk_target.bootstrap
+    name = f"share-state-{client}"
+    values = [f"plain-{i}" for i in range(10)]
+    create_and_produce(bootstrap, name, 1, values)
+    config = ShareConsumer("java4", bootstrap, name, name, "config", "--earliest", "--config-only")
+    assert config.process.wait(60) == 0, config.describe()
+    config.stop()
+    member = ShareConsumer(client, bootstrap, name, name, "m0")
+    consumers.append(member)
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    while time.monotonic() < deadline and member.process.poll() is None:
+        if done_with(share_state(disk_target.data_dir, name)[1], len(values)):
+            break
+        time.sleep(0.5)  # polling the data directory under the deadline
+    member.stop()
+    count, state = share_state(disk_target.data_dir, name)
+    assert count and done_with(state, len(values)), (count, state)
+    assert state is not None and state.state_epoch >= 0 and state.leader_epoch >= 0

@@ -18,7 +18,7 @@ from typing import Final
 
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.group import partition_for_group
-from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
+from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
@@ -28,8 +28,9 @@ from kafka_wire.messages import (
     FindCoordinatorResponseCoordinator,
 )
 
-#: The internal topic whose partition leaders coordinate each key type (0: groups, 1: transactions).
-_TOPICS = {0: OFFSETS_TOPIC, 1: TRANSACTION_STATE_TOPIC}
+#: The internal topic whose partition leaders coordinate each key type (0: groups, 1: transactions,
+#: 2: share-partitions' state, keyed "group:topic id:partition").
+_TOPICS = {0: OFFSETS_TOPIC, 1: TRANSACTION_STATE_TOPIC, 2: SHARE_GROUP_STATE_TOPIC}
 #: The message of Kafka's ``Errors.NONE`` (its name), which v1-v3 answers carry on success.
 NO_ERROR_MESSAGE: Final = "NONE"
 

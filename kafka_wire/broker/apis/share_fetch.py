@@ -165,8 +165,14 @@ class ShareFetchWait:
             replica = state.replica(topic.name, index) if topic is not None else None
             if replica is None or not replica.is_leader:
                 return True
-            found = self.share.partitions.get((self.group_id, topic_id, index))
-            if found is None or found.can_acquire(replica.high_watermark, now_ms):
+            found = self.share.partition(
+                (self.group_id, topic_id, index),
+                replica.log_start_offset,
+                replica.high_watermark,
+                now_ms,
+                replica.leader_epoch,
+            )
+            if found is not None and found.can_acquire(replica.high_watermark, now_ms):
                 return True
         return False
 
@@ -221,8 +227,12 @@ class ShareFetchWait:
                     )
             return data
         share_key = (self.group_id, topic_id, index)
-        partition = self.share.partition(share_key, replica.log_start_offset, replica.high_watermark)
+        partition = self.share.partition(
+            share_key, replica.log_start_offset, replica.high_watermark, now_ms, replica.leader_epoch
+        )
         high_watermark = replica.high_watermark
+        if partition is None:  # its state is not readable yet: nothing to acquire
+            return data
         if records_left <= 0 or bytes_left <= 0 or not partition.can_acquire(high_watermark, now_ms):
             return data
         offset = max(partition.next_fetch_offset(), replica.log_start_offset)
@@ -238,6 +248,7 @@ class ShareFetchWait:
         acquired = partition.acquire(self.member_id, min(high_watermark, last + 1), records_left, now_ms)
         self.share.rearm(share_key)
         if acquired:
+            self.share.persist(share_key, now_ms)  # the delivery counts
             data.records = outcome.records
             data.acquired_records = [
                 ShareFetchResponseAcquiredRecords(

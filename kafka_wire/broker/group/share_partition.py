@@ -269,6 +269,19 @@ class SharePartition:
             self._advance()
         return expired
 
+    def restore(self, batches: list[tuple[int, int, int, int]]) -> None:
+        """Take back in-flight records as the share coordinator kept them: ``(first, last, state,
+        delivery count)`` runs at or after the start offset (acquired ones were stored as
+        available)."""
+        for first, last, state, count in batches:
+            kept = RecordState(state) if state in RecordState._value2member_map_ else RecordState.AVAILABLE
+            if kept is RecordState.ACQUIRED:
+                kept = RecordState.AVAILABLE
+            for offset in range(max(first, self.start_offset), last + 1):
+                self.records[offset] = InFlight(state=kept, delivery_count=count)
+                self.end_offset = max(self.end_offset, offset + 1)
+        self._advance()
+
     # -- views -------------------------------------------------------------------------------------
 
     def state_batches(self) -> list[tuple[int, int, RecordState, int]]:

@@ -29,7 +29,9 @@ from kafka_wire.broker.group.share_partition import (
     AcknowledgeType,
     SharePartition,
 )
+from kafka_wire.broker.share.coordinator import ShareStateStore
 from kafka_wire.broker.share.sessions import DEFAULT_MAX_SHARE_SESSIONS, ShareSession, ShareSessionCache
+from kafka_wire.broker.share.state_records import ShareStateKey
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.messages import ErrorCode
 
@@ -98,12 +100,16 @@ class ShareManager:
         config: ShareConfig,
         timers: TimerQueue,
         configs_of: Callable[[str], Mapping[str, str]] = lambda group_id: {},
+        store: ShareStateStore | None = None,
     ) -> None:
         self.config = config
         self.sessions = ShareSessionCache(config.max_sessions)
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self._timers = timers
         self._configs_of = configs_of
+        self.store = store
+        #: The leader epoch each share-partition was last served at (written with its state).
+        self._leader_epochs: dict[SharePartitionKey, int] = {}
 
     def lock_duration_ms(self, group_id: str) -> int:
         """``share.record.lock.duration.ms`` of the group, else the broker's."""
@@ -111,20 +117,50 @@ class ShareManager:
 
     # -- share-partitions --------------------------------------------------------------------------
 
-    def partition(self, key: SharePartitionKey, log_start_offset: int, high_watermark: int) -> SharePartition:
-        """The share-partition of ``key``, created at the offset ``share.auto.offset.reset`` says."""
+    def partition(
+        self,
+        key: SharePartitionKey,
+        log_start_offset: int,
+        high_watermark: int,
+        now_ms: int,
+        leader_epoch: int = -1,
+    ) -> SharePartition | None:
+        """The share-partition of ``key``: created from the state the share coordinator kept, else
+        at the offset ``share.auto.offset.reset`` says (and that state written). None while its
+        state cannot be read yet (``__share_group_state`` being created or loaded)."""
         configs = self._configs_of(key[0])
         found = self.partitions.get(key)
+        self._leader_epochs[key] = leader_epoch
         if found is None:
-            # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
-            reset = configs.get("share.auto.offset.reset")
-            found = self.partitions[key] = SharePartition(
-                log_start_offset if reset == EARLIEST else high_watermark
-            )
+            store, state_key = self.store, ShareStateKey(*key)
+            if store is not None and not store.ready(state_key, now_ms):
+                return None
+            kept = None if store is None else store.read(state_key)
+            if kept is not None and kept.start_offset >= 0:
+                found = SharePartition(max(kept.start_offset, log_start_offset))
+                found.restore(kept.batches)
+            else:
+                # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
+                reset = configs.get("share.auto.offset.reset")
+                found = SharePartition(log_start_offset if reset == EARLIEST else high_watermark)
+            self.partitions[key] = found
+            self.persist(key, now_ms)
         found.lock_duration_ms = _int(configs, "share.record.lock.duration.ms", self.config.lock_duration_ms)
         found.delivery_limit = _int(configs, "share.delivery.count.limit", self.config.delivery_limit)
         found.max_in_flight = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
         return found
+
+    def persist(self, key: SharePartitionKey, now_ms: int) -> None:
+        """Write ``key``'s state to the share coordinator (when its state partition is here)."""
+        found, store = self.partitions.get(key), self.store
+        if found is not None and store is not None:
+            store.write(
+                ShareStateKey(*key),
+                found.start_offset,
+                [(f, last, int(s), c) for f, last, s, c in found.state_batches()],
+                self._leader_epochs.get(key, -1),
+                now_ms,
+            )
 
     def rearm(self, key: SharePartitionKey) -> None:
         """Put the timer of ``key`` at its earliest lock deadline (none: no timer)."""
@@ -146,7 +182,8 @@ class ShareManager:
             key = (group_id, topic_id, partition)
             found = self.partitions.get(key)
             if found is not None:
-                found.expire(due.deadline_ms)
+                if found.expire(due.deadline_ms):
+                    self.persist(key, due.deadline_ms)
                 self.rearm(key)
 
     def next_deadline_ms(self) -> int | None:
@@ -171,6 +208,8 @@ class ShareManager:
         if found is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         error = found.acknowledge_batches(member_id, ranges, now_ms)
+        if not error:
+            self.persist(key, now_ms)
         self.rearm(key)
         return error
 
@@ -181,6 +220,7 @@ class ShareManager:
             found = self.partitions.get(key)
             if found is not None:
                 found.release_member(session.member_id, now_ms)
+                self.persist(key, now_ms)
                 self.rearm(key)
 
     def connection_closed(self, conn_id: int, now_ms: int) -> None:
