@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # the simulator is imported only when the command runs
     from kafka_wire.sim.run import CheckerFactory, ClientFactory, SimOptions, SimResult
+    from kafka_wire.sim.checker.shares import ShareChecker
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--rf", type=int, help="replication factor (default 3, or the nodes when fewer)")
     parser.add_argument(
         "--workload",
-        choices=("default", "txn"),
+        choices=("default", "txn", "share"),
         help=(
             "the clients: default (producers, consumers, groups) or txn (transactional producers, "
             "a read_committed consumer); by default the one a planted --bug needs, else default"
@@ -150,9 +151,17 @@ def workload(name: str = "default") -> tuple[ClientFactory | None, CheckerFactor
     transactional = name == "txn"
     return (
         lambda world: clients_for(
-            world, replication_factor=world.replication_factor, transactional=transactional
+            world, replication_factor=world.replication_factor, transactional=transactional, name=name
         )
-    ), (lambda world: Checker())
+    ), (lambda world: Checker(shares=share_checker() if name == "share" else None))
+
+
+def share_checker() -> ShareChecker:
+    """The share group checker of the share workload (its group's lock and delivery limit)."""
+    from kafka_wire.sim.checker.shares import ShareChecker
+    from kafka_wire.sim.clients.workload import SHARE_DELIVERY_LIMIT, SHARE_LOCK_MS
+
+    return ShareChecker(SHARE_LOCK_MS, SHARE_DELIVERY_LIMIT)
 
 
 def bug_options(seed: int, events: int, bugs: tuple[str, ...] = ()) -> SimOptions:
@@ -183,9 +192,10 @@ def workload_name(asked: str | None, bugs: Sequence[str]) -> str:
 
 def workload_settings(name: str) -> tuple[tuple[str, str], ...]:
     """The broker properties the workload ``name`` needs."""
-    from kafka_wire.sim.clients.workload import TXN_SETTINGS
+    from kafka_wire.sim.clients.workload import SHARE_SETTINGS, TXN_SETTINGS
 
-    return tuple(sorted(TXN_SETTINGS.items())) if name == "txn" else ()
+    settings = {"txn": TXN_SETTINGS, "share": SHARE_SETTINGS}.get(name, {})
+    return tuple(sorted(settings.items()))
 
 
 def replay_command(args: argparse.Namespace, seed: int, faults: Sequence[int] | None = None) -> str:
