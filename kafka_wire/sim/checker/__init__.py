@@ -74,6 +74,8 @@ class Checker:
         steps = self.steps
         if self._topics is None:
             steps.unclean_allowed = world.unclean_elections()
+            if self.shares is not None:
+                self.shares.failover_loses_state = len(world.nodes()) > 1
             self._topics = list(world.topics())
         now = world.now_ms
         snaps: list[ReplicaSnap] = []
