@@ -351,6 +351,12 @@ def test_the_share_state_survives_a_restart() -> None:
     # 0-2 accepted and 3 rejected never come back; 4 (released) and 5-9 (acquired when the broker
     # died) do, each delivered a second time.
     assert fetch_until_acquired(restarted, again, topic_id, member="m2") == [(4, 9, 2)]
+    # The share group is there too, its member at its epoch (ShareGroupHeartbeat answers as
+    # before the restart).
+    find_coordinator(again, "sg")
+    beat = again.request(ShareGroupHeartbeatRequest(group_id="sg", member_id="m1", member_epoch=1), 1).body
+    assert isinstance(beat, ShareGroupHeartbeatResponse)
+    assert (beat.error_code, beat.member_epoch) == (E.NONE, 1)
 
 
 def test_group_configs_set_the_lock_duration_and_the_delivery_limit() -> None:

@@ -13,7 +13,8 @@ from kafka_wire.broker.group.persistence import DeleteGroupsAnswer, GroupDeleted
 from kafka_wire.broker.group.rebalance import Rebalance
 from kafka_wire.broker.group.records import group_metadata_record, offset_commit_record
 from kafka_wire.broker.group.runtime import JOIN, SYNC, GroupRuntime, timer_key
-from kafka_wire.broker.group.share_groups import SHARE_GROUP_TYPE, ShareGroup
+from kafka_wire.broker.group.share_groups import SHARE_GROUP_TYPE
+from kafka_wire.broker.group.share_model import ShareGroup
 from kafka_wire.broker.group.states import GroupInput, GroupState
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode

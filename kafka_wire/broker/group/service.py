@@ -78,6 +78,7 @@ from kafka_wire.broker.group.persistence import (
     GroupEmptied,
     GroupPersistence,
     OffsetWrite,
+    ShareWrite,
     StaticMemberReplaced,
     TxnOffsetWrite,
 )
@@ -94,7 +95,9 @@ from kafka_wire.broker.group.runtime import (
     GroupRuntime,
     timer_key,
 )
-from kafka_wire.broker.group.share_groups import SHARE_SESSION, ShareGroup, ShareGroups
+from kafka_wire.broker.group.share_groups import SHARE_SESSION, ShareGroups
+from kafka_wire.broker.group.share_model import ShareGroup
+from kafka_wire.broker.group.share_records import SHARE_KEY_VERSIONS
 from kafka_wire.broker.group.states import GroupState, can_rebalance
 from kafka_wire.broker.group.txn_offsets import TxnOffsets
 from kafka_wire.broker.timers import DueTimer, TimerQueue
@@ -151,7 +154,7 @@ class GroupCoordinator:
         self._membership = Membership(rt, self._persistence, self._rebalance)
         topics_of: TopicsOf = topics if topics is not None else lambda: ()
         self._consumer = ConsumerGroups(rt, self._persistence.persist, topics_of)
-        self._share = ShareGroups(rt, topics_of)
+        self._share = ShareGroups(rt, self._persistence.persist, topics_of)
         self._admin = GroupAdmin(rt, self._persistence, self._rebalance, self._share.groups)
         self._txn_offsets = TxnOffsets(rt, self._persistence, self._rebalance)
         self._offsets = Offsets(
@@ -249,6 +252,8 @@ class GroupCoordinator:
                 self._consumer.written(write, error)
             case TxnOffsetWrite():
                 self._txn_offsets.written(write, error)
+            case ShareWrite():
+                self._share.written(write, error)
         self._run_timers()
         return self._rt.take()
 
@@ -260,7 +265,7 @@ class GroupCoordinator:
         """When :meth:`tick` has work next (``0``: at once, before the first call has shown a time)."""
         if self._rt.now is None:
             return 0
-        unarmed = [*self._persistence.unarmed, *self._consumer.unarmed]
+        unarmed = [*self._persistence.unarmed, *self._consumer.unarmed, *self._share.unarmed]
         if any(self._rt.serves(group_id) for group_id, _ in unarmed):
             return self._rt.now  # members loaded since the last call: arm their sessions now
         return self._rt.timers.next_deadline_ms(GROUP_TIMERS)
@@ -283,8 +288,11 @@ class GroupCoordinator:
         Raises :class:`~kafka_wire.errors.DecodeError`, with nothing applied, for a key or value
         that cannot be read, including a key version Kafka does not define.
         """
-        if len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) in CONSUMER_KEY_VERSIONS:
+        version = int.from_bytes(key[:2], "big", signed=True) if len(key) >= 2 else -1
+        if version in CONSUMER_KEY_VERSIONS:
             self._consumer.replay(key, value)
+        elif version in SHARE_KEY_VERSIONS:
+            self._share.replay(key, value)
         else:
             self._persistence.replay(key, value)
 
@@ -469,6 +477,10 @@ class GroupCoordinator:
             if rt.serves(group_id):
                 del self._consumer.unarmed[group_id, member_id]
                 self._consumer.arm_loaded(group_id, member_id)
+        for group_id, member_id in list(self._share.unarmed):
+            if rt.serves(group_id):
+                del self._share.unarmed[group_id, member_id]
+                self._share.arm_loaded(group_id, member_id)
         unarmed = self._persistence.unarmed
         if unarmed:
             loaded: dict[str, None] = {}

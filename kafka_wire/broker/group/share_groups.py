@@ -26,20 +26,32 @@ Share groups live in memory only here (Kafka writes them to ``__consumer_offsets
 
 from __future__ import annotations
 
-import enum
+import copy
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from kafka_wire import messages
 from kafka_wire.broker.group.consumer_groups import Refused, TopicsOf
 from kafka_wire.broker.group.consumer_model import metadata_hash
+from kafka_wire.broker.group.effects import KeyValue
 from kafka_wire.broker.group.model import NO_OPERATIONS, Waiter
+from kafka_wire.broker.group.persistence import ShareWrite
 from kafka_wire.broker.group.runtime import GroupRuntime, timer_key
+from kafka_wire.broker.group.share_model import (
+    SHARE_GROUP_TRANSITIONS,
+    ShareGroup,
+    ShareGroupInput,
+    ShareGroupState,
+    ShareMember,
+    SharePartitions,
+)
+from kafka_wire.broker.group.share_records import changes, replay
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
+
+_I = ShareGroupInput
 
 E = ErrorCode
 
@@ -50,58 +62,6 @@ SIMPLE_ASSIGNOR: Final = "simple"
 #: The timer kind of a share member's session.
 SHARE_SESSION: Final = "share-session"
 LEAVE_EPOCH: Final = -1
-
-#: A member's partitions: topic id -> sorted partition indexes.
-SharePartitions = dict[uuid.UUID, tuple[int, ...]]
-
-
-class ShareGroupState(enum.Enum):
-    """Kafka's names (``ShareGroup.ShareGroupState``)."""
-
-    EMPTY = "Empty"
-    STABLE = "Stable"
-
-
-class ShareGroupInput(enum.Enum):
-    MEMBER_JOINED = "member joined"
-    MEMBER_LEFT = "member left"
-    LAST_MEMBER_LEFT = "last member left"
-
-
-_S, _I = ShareGroupState, ShareGroupInput
-
-#: ``(state, input) -> state``.
-SHARE_GROUP_TRANSITIONS: Final[dict[tuple[ShareGroupState, ShareGroupInput], ShareGroupState]] = {
-    (_S.EMPTY, _I.MEMBER_JOINED): _S.STABLE,
-    (_S.STABLE, _I.MEMBER_JOINED): _S.STABLE,
-    (_S.STABLE, _I.MEMBER_LEFT): _S.STABLE,
-    (_S.STABLE, _I.LAST_MEMBER_LEFT): _S.EMPTY,
-}
-
-
-@dataclass(slots=True)
-class ShareMember:
-    member_id: str
-    member_epoch: int = 0
-    #: The epoch before the last change: a heartbeat at it is accepted (its answer was lost).
-    previous_epoch: int = 0
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed: tuple[str, ...] = ()
-    assigned: SharePartitions = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class ShareGroup:
-    group_id: str
-    state: ShareGroupState = ShareGroupState.EMPTY
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    #: The hash of the subscribed topics' metadata the group epoch was computed with.
-    topics_hash: int = 0
-    members: dict[str, ShareMember] = field(default_factory=dict)
-    targets: dict[str, SharePartitions] = field(default_factory=dict)
 
 
 def simple_assignment(
@@ -129,16 +89,25 @@ def simple_assignment(
 class ShareGroups:
     """The share groups of the coordinator and their requests and timers."""
 
-    def __init__(self, rt: GroupRuntime, topics: TopicsOf) -> None:
+    def __init__(
+        self, rt: GroupRuntime, persist: Callable[[str, list[KeyValue], ShareWrite], None], topics: TopicsOf
+    ) -> None:
         self._rt = rt
+        self._persist = persist
         self._topics = topics
         self.groups: dict[str, ShareGroup] = {}
+        #: The latest write handed out per group: an earlier refused write must not undo it.
+        self._latest: dict[str, ShareWrite] = {}
+        #: Members replayed at load: their session timers start at the first time seen.
+        self.unarmed: dict[tuple[str, str], None] = {}
 
     # -- ShareGroupHeartbeat -----------------------------------------------------------------------
 
     def heartbeat(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
         assert isinstance(request, messages.ShareGroupHeartbeatRequest)
         refused = self._rt.refusal(request.group_id) if request.group_id.strip() else None
+        found = self.groups.get(request.group_id)
+        before = None if found is None else copy.deepcopy(found)
         try:
             if refused is not None:
                 raise Refused(refused, "")
@@ -148,10 +117,75 @@ class ShareGroups:
             else:
                 answer = self._heartbeat(request, client_id, client_host)
         except Refused as no:
+            self._put_back(request.group_id, before)
             answer = messages.ShareGroupHeartbeatResponse(
                 error_code=no.code, error_message=no.message or None, member_epoch=0
             )
-        self._rt.respond(waiter, answer)
+            self._rt.respond(waiter, answer)
+            return
+        self._write(request.group_id, before, waiter, answer)
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def _write(
+        self, group_id: str, before: ShareGroup | None, waiter: Waiter | None, answer: Message | None
+    ) -> None:
+        """Persist what changed since ``before`` (applied already); the answer waits for it."""
+        group = self.groups.get(group_id)
+        records = [] if group is None else changes(before, group)
+        if not records:
+            if waiter is not None and answer is not None:
+                self._rt.respond(waiter, answer)
+            return
+        write = ShareWrite(group_id, before, waiter, answer)
+        self._latest[group_id] = write
+        self._persist(group_id, records, write)
+
+    def written(self, write: ShareWrite, error: int) -> None:
+        """The outcome of a write: a refused one puts the group back (unless a later write of it
+        was handed out since) and its heartbeat gets the mapped error."""
+        latest = self._latest.get(write.group_id)
+        if latest is write:
+            del self._latest[write.group_id]
+            if error:
+                self._put_back(write.group_id, write.before)
+        if write.waiter is not None and write.answer is not None:
+            answer = write.answer if not error else messages.ShareGroupHeartbeatResponse(error_code=error)
+            self._rt.respond(write.waiter, answer)
+
+    def _put_back(self, group_id: str, before: ShareGroup | None) -> None:
+        now = self.groups.get(group_id)
+        members = set() if now is None else set(now.members)
+        if before is None:
+            self.groups.pop(group_id, None)
+        else:
+            self.groups[group_id] = before
+        kept = set() if before is None else set(before.members)
+        for member_id in members - kept:
+            self._rt.cancel(timer_key(SHARE_SESSION, group_id, member_id))
+        for member_id in kept - members:
+            self._arm(group_id, member_id)
+
+    def _arm(self, group_id: str, member_id: str) -> None:
+        self._rt.schedule(
+            timer_key(SHARE_SESSION, group_id, member_id), self._rt.config.share_session_timeout_ms
+        )
+
+    # -- replay ------------------------------------------------------------------------------------
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """One share group record of ``__consumer_offsets`` (``DecodeError``: nothing applied).
+        Loaded members' session timers start at the first time the coordinator sees."""
+        member = replay(self.groups, key, value)
+        if member is not None:
+            self.unarmed[member] = None
+        for group in self.groups.values():
+            group.state = ShareGroupState.STABLE if group.members else ShareGroupState.EMPTY
+
+    def arm_loaded(self, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and member_id in group.members:
+            self._arm(group_id, member_id)
 
     @staticmethod
     def _validate(request: messages.ShareGroupHeartbeatRequest) -> None:
@@ -251,9 +285,7 @@ class ShareGroups:
             member.previous_epoch = member.member_epoch
             member.member_epoch = group.assignment_epoch
         member.assigned = target
-        self._rt.schedule(
-            timer_key(SHARE_SESSION, group.group_id, member_id), config.share_session_timeout_ms
-        )
+        self._arm(group.group_id, member_id)
         answer = messages.ShareGroupHeartbeatResponse(
             member_id=member_id,
             member_epoch=member.member_epoch,
@@ -301,7 +333,9 @@ class ShareGroups:
         """A member's session ran out: it is fenced (removed), as if it had left."""
         group = self.groups.get(group_id)
         if group is not None and member_id in group.members:
+            before = copy.deepcopy(group)
             self._remove(group, member_id)
+            self._write(group_id, before, None, None)
 
     def drop_partition(self, belongs: set[str]) -> None:
         """Forget the groups of an offsets partition no longer served (their timers too)."""
@@ -311,6 +345,8 @@ class ShareGroups:
                 continue
             for member_id in group.members:
                 self._rt.cancel(timer_key(SHARE_SESSION, group_id, member_id))
+                self.unarmed.pop((group_id, member_id), None)
+            self._latest.pop(group_id, None)
 
     # -- ShareGroupDescribe ------------------------------------------------------------------------
 

@@ -165,3 +165,48 @@ def test_simple_assignor_gives_every_member_partitions() -> None:
     assert all(out[m][T] for m in members)
     assert {p for m in members for p in out[m][T]} == {0, 1}
     assert simple_assignment({"a": frozenset({T}), "b": frozenset()}, topics) == {"a": {T: (0, 1)}, "b": {}}
+
+
+def test_share_groups_are_written_and_loaded_back() -> None:
+    """Every change is written to ``__consumer_offsets`` in Kafka's share group records; a new
+    coordinator that loads them has the same groups, members, epochs and assignments."""
+    h = harness()
+    beat(h, "a", 0, ["t", "u"])
+    beat(h, "b", 0, ["t"])
+    a = beat(h, "a", 1)
+    beat(h, "c", 0, ["u"])
+    beat(h, "c", -1)  # c's records are tombstoned
+    versions = {int.from_bytes(k[:2], "big") for k, _ in h.log}
+    assert versions == {10, 11, 12, 13, 14}
+    fresh = harness()
+    fresh.coord.load(h.log)
+    before, after = h.coord.share_group_view("sg"), fresh.coord.share_group_view("sg")
+    assert after is not None and before is not None
+    assert (after.group_epoch, after.assignment_epoch, after.topics_hash) == (
+        before.group_epoch,
+        before.assignment_epoch,
+        before.topics_hash,
+    )
+    assert after.members == before.members and after.targets == before.targets
+    assert after.state is before.state
+    # A loaded member goes on at its epoch as it would have; its session runs from the first time
+    # seen.
+    again, there = beat(fresh, "a", a.member_epoch), beat(h, "a", a.member_epoch)
+    assert (again.error_code, again.member_epoch, again.assignment) == (
+        E.NONE,
+        there.member_epoch,
+        there.assignment,
+    )
+    fresh.advance(46_000)
+    group = fresh.coord.share_group_view("sg")
+    assert group is not None and list(group.members) == []  # nobody heartbeat for 46 s
+
+
+def test_a_refused_write_puts_the_group_back() -> None:
+    h = harness()
+    beat(h, "a", 0, ["t"])
+    h.append_error = E.NOT_ENOUGH_REPLICAS
+    refused = beat(h, "b", 0, ["t"])
+    assert refused.error_code == E.COORDINATOR_NOT_AVAILABLE  # Kafka's mapping of the append error
+    group = h.coord.share_group_view("sg")
+    assert group is not None and list(group.members) == ["a"] and group.group_epoch == 1
