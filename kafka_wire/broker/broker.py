@@ -211,6 +211,7 @@ class Broker:
             self._timer_queue,
             configs_of=lambda group_id: state.group_configs.get(group_id, {}),
             store=ShareStateStore(state, self._log),
+            hooks=self._hooks,
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step

@@ -29,6 +29,7 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
 
@@ -119,7 +120,9 @@ class SharePartition:
         lock_duration_ms: int = DEFAULT_LOCK_DURATION_MS,
         delivery_limit: int = DEFAULT_DELIVERY_LIMIT,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        hooks: Hooks = OFF,
     ) -> None:
+        self.hooks = hooks
         self.start_offset = start_offset
         #: The next offset never fetched: the end of the in-flight window.
         self.end_offset = start_offset
@@ -127,6 +130,8 @@ class SharePartition:
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
         self.records: dict[int, InFlight] = {}
+        #: The latest time seen (the planted ``share-lock-ignored`` reads it).
+        self._now_ms = 0
 
     # -- acquiring ---------------------------------------------------------------------------------
 
@@ -137,11 +142,13 @@ class SharePartition:
         self.expire(now_ms)
         taken: list[tuple[int, int]] = []
         available = (
-            o for o, r in self.records.items() if r.state is RecordState.AVAILABLE and o < high_watermark
+            o for o, r in self.records.items() if self._available(r, now_ms) and o < high_watermark
         )
         for offset in sorted(available):
             if len(taken) >= max_records:
                 break
+            if self.records[offset].state is RecordState.ACQUIRED:  # only with share-lock-ignored
+                self.records[offset].state = RecordState.AVAILABLE
             taken.append((offset, self._take(self.records[offset], member_id, now_ms)))
         limit = min(high_watermark, self.start_offset + self.max_in_flight)
         while len(taken) < max_records and self.end_offset < limit:
@@ -157,15 +164,26 @@ class SharePartition:
                 out.append(Acquired(offset, offset, count))
         return out
 
+    def _available(self, record: InFlight, now_ms: int) -> bool:
+        if record.state is RecordState.AVAILABLE:
+            return True
+        # planted bug: a lock past half its duration counts as run out (the lock clock read at
+        # the wrong scale), so a record another member holds is acquired again
+        return (
+            record.state is RecordState.ACQUIRED
+            and record.deadline_ms - now_ms < self.lock_duration_ms // 2
+            and self.hooks.planted("share-lock-ignored")
+        )
+
     def next_fetch_offset(self) -> int:
         """Where a share fetch reads from: the first available record of the window, else its end."""
-        available = [o for o, r in self.records.items() if r.state is RecordState.AVAILABLE]
+        available = [o for o, r in self.records.items() if self._available(r, self._now_ms)]
         return min(available, default=self.end_offset)
 
     def can_acquire(self, high_watermark: int, now_ms: int) -> bool:
         """Whether :meth:`acquire` would hand out a record now."""
         self.expire(now_ms)
-        if any(r.state is RecordState.AVAILABLE for r in self.records.values()):
+        if any(self._available(r, now_ms) for r in self.records.values()):
             return True
         return self.end_offset < min(high_watermark, self.start_offset + self.max_in_flight)
 
@@ -237,7 +255,8 @@ class SharePartition:
         self._advance()
 
     def _settle(self, record: InFlight, move: RecordInput) -> None:
-        if move in (I.RELEASE, I.LOCK_EXPIRED) and record.delivery_count >= self.delivery_limit:
+        limit = self.delivery_limit + (1 if self.hooks.planted("share-past-delivery-limit") else 0)
+        if move in (I.RELEASE, I.LOCK_EXPIRED) and record.delivery_count >= limit:
             move = I.ARCHIVE  # a poison record: delivered as often as allowed
         record.state = step(RECORD_TRANSITIONS, record.state, move, machine="share record")
         if record.state is not RecordState.ACQUIRED:
@@ -260,11 +279,18 @@ class SharePartition:
 
     def expire(self, now_ms: int) -> list[int]:
         """Release the records whose lock ran out by ``now_ms``; their offsets."""
+        self._now_ms = max(self._now_ms, now_ms)
         expired = [
             o for o, r in self.records.items() if r.state is RecordState.ACQUIRED and r.deadline_ms <= now_ms
         ]
         for offset in expired:
             self._settle(self.records[offset], I.LOCK_EXPIRED)
+        if self.hooks.planted("share-accepted-redelivered"):
+            # planted bug: an accepted record's lock still runs, and its end makes it available
+            for offset, r in self.records.items():
+                if r.state is RecordState.ACKNOWLEDGED and 0 < r.deadline_ms <= now_ms:
+                    r.state, r.deadline_ms = RecordState.AVAILABLE, 0
+                    expired.append(offset)
         if expired:
             self._advance()
         return expired

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.group.share_partition import (
     DEFAULT_DELIVERY_LIMIT,
     DEFAULT_LOCK_DURATION_MS,
@@ -101,8 +102,10 @@ class ShareManager:
         timers: TimerQueue,
         configs_of: Callable[[str], Mapping[str, str]] = lambda group_id: {},
         store: ShareStateStore | None = None,
+        hooks: Hooks = OFF,
     ) -> None:
         self.config = config
+        self.hooks = hooks
         self.sessions = ShareSessionCache(config.max_sessions)
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self._timers = timers
@@ -137,12 +140,12 @@ class ShareManager:
                 return None
             kept = None if store is None else store.read(state_key)
             if kept is not None and kept.start_offset >= 0:
-                found = SharePartition(max(kept.start_offset, log_start_offset))
+                found = SharePartition(max(kept.start_offset, log_start_offset), hooks=self.hooks)
                 found.restore(kept.batches)
             else:
                 # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
                 reset = configs.get("share.auto.offset.reset")
-                found = SharePartition(log_start_offset if reset == EARLIEST else high_watermark)
+                found = SharePartition(log_start_offset if reset == EARLIEST else high_watermark, hooks=self.hooks)
             self.partitions[key] = found
             self.persist(key, now_ms)
         found.lock_duration_ms = _int(configs, "share.record.lock.duration.ms", self.config.lock_duration_ms)
