@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # the simulator is imported only when the command runs
-    from kafka_wire.sim.run import CheckerFactory, ClientFactory, SimOptions, SimResult
     from kafka_wire.sim.checker.shares import ShareChecker
+    from kafka_wire.sim.run import CheckerFactory, ClientFactory, SimOptions, SimResult
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

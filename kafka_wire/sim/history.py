@@ -125,7 +125,9 @@ class History:
         self.ops.append(op)
 
 
-def share_unsettled(history: History, delivery_limit: int, topics: frozenset[str]) -> list[tuple[str, int, int]]:
+def share_unsettled(
+    history: History, delivery_limit: int, topics: frozenset[str]
+) -> list[tuple[str, int, int]]:
     """The acks=all writes to ``topics`` a share group has not finished with: ``(topic, partition,
     offset)`` of every acknowledged send that no ``ack`` op accepted or rejected (ok, or info: it
     may have been applied) and that was not acquired ``delivery_limit`` times (then archived when
@@ -146,11 +148,7 @@ def share_unsettled(history: History, delivery_limit: int, topics: frozenset[str
             if op.delivery_count >= delivery_limit:
                 settled.update((op.topic, op.partition, o) for o, _ in op.records)
         elif (
-            op.kind is OpKind.ACK
-            and op.type in (OpType.OK, OpType.INFO)
-            and op.value in ("accept", "reject")
+            op.kind is OpKind.ACK and op.type in (OpType.OK, OpType.INFO) and op.value in ("accept", "reject")
         ):
             settled.update((op.topic, op.partition, o) for o, _ in op.records)
-    return [
-        r for r in acked if r not in settled and r[2] >= lowest.get((r[0], r[1]), 0)
-    ]
+    return [r for r in acked if r not in settled and r[2] >= lowest.get((r[0], r[1]), 0)]

@@ -141,9 +141,7 @@ class SharePartition:
         fetch read) and within the in-flight limit."""
         self.expire(now_ms)
         taken: list[tuple[int, int]] = []
-        available = (
-            o for o, r in self.records.items() if self._available(r, now_ms) and o < high_watermark
-        )
+        available = (o for o, r in self.records.items() if self._available(r, now_ms) and o < high_watermark)
         for offset in sorted(available):
             if len(taken) >= max_records:
                 break

@@ -145,7 +145,9 @@ class ShareManager:
             else:
                 # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
                 reset = configs.get("share.auto.offset.reset")
-                found = SharePartition(log_start_offset if reset == EARLIEST else high_watermark, hooks=self.hooks)
+                found = SharePartition(
+                    log_start_offset if reset == EARLIEST else high_watermark, hooks=self.hooks
+                )
             self.partitions[key] = found
             self.persist(key, now_ms)
         found.lock_duration_ms = _int(configs, "share.record.lock.duration.ms", self.config.lock_duration_ms)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from kafka_wire.sim.checker.ends import EndReport, check_end
 from kafka_wire.sim.checker.groups import GroupChecker, consumer_group_owners
-from kafka_wire.sim.checker.shares import ShareChecker
 from kafka_wire.sim.checker.observe import (
     Fingerprint,
     LogContents,
@@ -35,6 +34,7 @@ from kafka_wire.sim.checker.observe import (
     read_log,
     snap_replica,
 )
+from kafka_wire.sim.checker.shares import ShareChecker
 from kafka_wire.sim.checker.steps import StepChecker, image_partitions
 from kafka_wire.sim.contracts import Violation
 

@@ -128,13 +128,20 @@ class ShareChecker:
         for offset, _ in op.records:
             record = (op.topic, op.partition, offset)
             name = f"{op.topic}-{op.partition}@{offset}"
-            what = f"{name} acquired by {op.member} from node {node} (sent {sent}, delivery {op.delivery_count})"
+            what = (
+                f"{name} acquired by {op.member} from node {node} (sent {sent}, delivery {op.delivery_count})"
+            )
             if op.delivery_count > self.delivery_limit:
                 out.append(Violation("share-delivery-limit", now, f"{what}: limit {self.delivery_limit}"))
             before, before_node, before_ms = self._counts.get(record, (0, node, now))
             if op.delivery_count < before:
                 out += self._unless_lost(
-                    "share-count-regressed", now, node, before_node, before_ms, f"{what}: delivered {before} times before"
+                    "share-count-regressed",
+                    now,
+                    node,
+                    before_node,
+                    before_ms,
+                    f"{what}: delivered {before} times before",
                 )
             if op.delivery_count >= before:
                 self._counts[record] = (op.delivery_count, node, now)
@@ -200,7 +207,9 @@ class ShareChecker:
         if op.type is OpType.INVOKE:
             self._release(op.member, records, op.time_ms)
         elif op.type is OpType.OK:
-            done = self._accepted if op.value == "accept" else self._rejected if op.value == "reject" else None
+            done = (
+                self._accepted if op.value == "accept" else self._rejected if op.value == "reject" else None
+            )
             if done is not None:
                 for record in records:
                     done.setdefault(record, (op.time_ms, op.node))

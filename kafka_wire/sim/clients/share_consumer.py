@@ -16,7 +16,7 @@ reject, or "slow" (never acknowledged: its lock runs out). Its acknowledgement i
 short processing time and goes with the next ShareFetch to its leader (piggybacked) or, one time
 in three, alone in a ShareAcknowledge.
 
-History: ``acquire`` per acquired range (delivery count, node, member, the ShareFetch's send
+History: ``assign`` on each new assignment (without the group: see ``_on_beat``), ``acquire`` per acquired range (delivery count, node, member, the ShareFetch's send
 time), ``ack`` invoke / ok / fail / info per partition's acknowledgements of one type, and
 ``session`` when a session with a node opens, closes or is lost (each may release what the member
 holds there). See ``sim/checker/shares.py`` for what the checker makes of them.
@@ -34,43 +34,37 @@ from kafka_wire.messages import (
     ErrorCode,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsRequestAlterableConfig,
-    IncrementalAlterConfigsRequestAlterConfigsResource,
     IncrementalAlterConfigsResponse,
-    ShareAcknowledgeRequest,
-    ShareAcknowledgeRequestAcknowledgementBatch,
-    ShareAcknowledgeRequestAcknowledgePartition,
-    ShareAcknowledgeRequestAcknowledgeTopic,
     ShareAcknowledgeResponse,
-    ShareFetchRequest,
-    ShareFetchRequestAcknowledgementBatch,
-    ShareFetchRequestFetchPartition,
-    ShareFetchRequestFetchTopic,
-    ShareFetchRequestForgottenTopic,
     ShareFetchResponse,
     ShareFetchResponseAcquiredRecords,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
-from kafka_wire.records import read_batches
 from kafka_wire.sim.clients.base import REQUEST_TIMEOUT_MS, RETRY_BACKOFF_MS, Address, ClientBase
+from kafka_wire.sim.clients.producer import error_name
+from kafka_wire.sim.clients.share_requests import (
+    ACCEPT,
+    ACK_NAMES,
+    REJECT,
+    RELEASE,
+    SHARE_FETCH_MAX_WAIT_MS,
+    Acks,
+    Key,
+    completed,
+    group_config_request,
+    record_values,
+    share_acknowledge_request,
+    share_fetch_request,
+)
 from kafka_wire.sim.history import Op, OpKind, OpType, share_unsettled
 
 if TYPE_CHECKING:
     from kafka_wire.sim.history import History
 
-#: Resource type of group configs (KIP-848/932), IncrementalAlterConfigs' SET.
-GROUP_RESOURCE: Final = 32
-_SET: Final = 0
 #: How long a member waits after its group configs were set before it joins.
 CONFIG_SETTLE_MS: Final = 1_000
 HEARTBEAT_INTERVAL_MS: Final = 1_000
-SHARE_FETCH_MAX_WAIT_MS: Final = 500
-MAX_RECORDS: Final = 20
-#: Acknowledge types (ShareFetch / ShareAcknowledge).
-ACCEPT, RELEASE, REJECT = 1, 2, 3
-ACK_NAMES: Final = {ACCEPT: "accept", RELEASE: "release", REJECT: "reject"}
 _SLOW: Final = 0
 _COORDINATOR_ERRORS: Final = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
@@ -84,8 +78,6 @@ _SESSION_ERRORS: Final = frozenset(
         ErrorCode.SHARE_SESSION_LIMIT_REACHED,
     }
 )
-
-Key = tuple[str, int]
 
 
 @dataclass(slots=True)
@@ -172,7 +164,9 @@ class ShareConsumer(ClientBase):
             self.wake_at(self.configured_at_ms + CONFIG_SETTLE_MS)
             return
         if self.coordinator is None:
-            self._send_group(self.any_address(), FindCoordinatorRequest(key=self.group, key_type=0), self._on_coordinator)
+            self._send_group(
+                self.any_address(), FindCoordinatorRequest(key=self.group, key_type=0), self._on_coordinator
+            )
             return
         if self.restart_every_ms is not None and not self.quiescing and self.epoch > 0:
             if self.restart_at_ms is None:
@@ -187,7 +181,9 @@ class ShareConsumer(ClientBase):
         else:
             self.wake_at(self.heartbeat_at_ms)
 
-    def _send_group(self, address: Address, request: Message, handler: Callable[[Message, int], None]) -> None:
+    def _send_group(
+        self, address: Address, request: Message, handler: Callable[[Message, int], None]
+    ) -> None:
         self.group_in_flight = True
 
         def answered(body: Message | None, now_ms: int) -> None:
@@ -201,20 +197,9 @@ class ShareConsumer(ClientBase):
         self.request(address, request, answered)
 
     def _configure(self) -> None:
-        request = IncrementalAlterConfigsRequest(
-            resources=[
-                IncrementalAlterConfigsRequestAlterConfigsResource(
-                    resource_type=GROUP_RESOURCE,
-                    resource_name=self.group,
-                    configs=[
-                        IncrementalAlterConfigsRequestAlterableConfig(name=k, config_operation=_SET, value=v)
-                        for k, v in sorted(self.group_configs.items())
-                    ],
-                )
-            ],
-            validate_only=False,
+        self._send_group(
+            self.any_address(), group_config_request(self.group, self.group_configs), self._on_configured
         )
-        self._send_group(self.any_address(), request, self._on_configured)
 
     def _on_configured(self, body: Message, now_ms: int) -> None:
         assert isinstance(body, IncrementalAlterConfigsResponse)
@@ -271,7 +256,8 @@ class ShareConsumer(ClientBase):
                     OpType.OK,
                     OpKind.ASSIGN,
                     value=",".join(f"{t}:{p}" for t, p in sorted(self.assignment)),
-                    group=self.group,
+                    # no group: a share group's partition has several owners at once, so the
+                    # group checks of classic and consumer groups do not apply
                     generation=self.epoch,
                     member=self.member_id,
                 )
@@ -339,10 +325,10 @@ class ShareConsumer(ClientBase):
         if pending:
             self.wake_at(max(min(pending), now_ms + 1))
 
-    def _due_acks(self, address: Address, now_ms: int) -> dict[Key, list[tuple[int, int]]]:
+    def _due_acks(self, address: Address, now_ms: int) -> Acks:
         """(topic, partition) -> [(offset, type)] of the held records led by ``address`` whose
         acknowledgement is due."""
-        out: dict[Key, list[tuple[int, int]]] = {}
+        out: Acks = {}
         for (topic, partition, offset), held in sorted(self.held.items()):
             if held.decision == _SLOW:
                 if held.due_ms <= now_ms:  # its lock ran out: the leader took it back
@@ -354,14 +340,12 @@ class ShareConsumer(ClientBase):
                 out.setdefault((topic, partition), []).append((offset, held.decision))
         return out
 
-    def _take_acks(self, acks: dict[Key, list[tuple[int, int]]], address: Address, now_ms: int) -> list[Op]:
+    def _take_acks(self, acks: Acks, address: Address, now_ms: int) -> list[Op]:
         """Invoke ops for ``acks`` (dropped from what is held), one per partition and type."""
         ops: list[Op] = []
         for (topic, partition), items in acks.items():
             for kind in (ACCEPT, RELEASE, REJECT):
-                records = tuple(
-                    (o, self.held[topic, partition, o].value) for o, k in items if k == kind
-                )
+                records = tuple((o, self.held[topic, partition, o].value) for o, k in items if k == kind)
                 if records:
                     ops.append(self._ack_op(OpType.INVOKE, topic, partition, kind, records, address, now_ms))
             for offset, _ in items:
@@ -417,7 +401,13 @@ class ShareConsumer(ClientBase):
         )
 
     def _share_fetch(
-        self, address: Address, session: _Session, now_ms: int, *, keys: set[Key] | None = None, closing: bool = False
+        self,
+        address: Address,
+        session: _Session,
+        now_ms: int,
+        *,
+        keys: set[Key] | None = None,
+        closing: bool = False,
     ) -> None:
         epoch = -1 if closing else session.epoch
         acks = {} if epoch == 0 else self._due_acks(address, now_ms)
@@ -426,45 +416,14 @@ class ShareConsumer(ClientBase):
             self._session_op(OpType.INVOKE, "open", address, now_ms)
         elif closing:
             self._session_op(OpType.INVOKE, "close", address, now_ms)
-        by_topic: dict[str, list[ShareFetchRequestFetchPartition]] = {}
-        for topic, partition in sorted(wanted | set(acks)):
-            if topic not in self.topic_ids:
-                continue
-            batches = [
-                ShareFetchRequestAcknowledgementBatch(first_offset=o, last_offset=o, acknowledge_types=[k])
-                for o, k in acks.get((topic, partition), [])
-            ]
-            by_topic.setdefault(topic, []).append(
-                ShareFetchRequestFetchPartition(
-                    partition_index=partition, acknowledgement_batches=batches
-                )
-            )
-        forgotten: dict[str, list[int]] = {}
-        if epoch > 0:
-            for topic, partition in sorted(session.partitions - wanted - set(acks)):
-                forgotten.setdefault(topic, []).append(partition)
-        request = ShareFetchRequest(
-            group_id=self.group,
-            member_id=self.member_id,
-            share_session_epoch=epoch,
-            max_wait_ms=0 if closing or acks else SHARE_FETCH_MAX_WAIT_MS,
-            min_bytes=1,
-            max_bytes=1 << 22,
-            max_records=MAX_RECORDS,
-            batch_size=MAX_RECORDS,
-            topics=[ShareFetchRequestFetchTopic(topic_id=self.topic_ids[t], partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[
-                ShareFetchRequestForgottenTopic(topic_id=self.topic_ids[t], partitions=ps)
-                for t, ps in forgotten.items()
-                if t in self.topic_ids
-            ],
+        forgotten = session.partitions - wanted - set(acks) if epoch > 0 else set()
+        request = share_fetch_request(
+            self.group, self.member_id, epoch, self.topic_ids, wanted, acks, forgotten
         )
         ops = self._take_acks(acks, address, now_ms)
         session.in_flight = True
         if epoch >= 0:
-            session.partitions = (session.partitions | wanted) - {
-                (t, p) for t, ps in forgotten.items() for p in ps
-            }
+            session.partitions = (session.partitions | wanted) - forgotten
         sent_ms = now_ms
         member = self.member_id
 
@@ -483,23 +442,17 @@ class ShareConsumer(ClientBase):
     def _settle_acks(self, ops: list[Op], outcome: OpType, now_ms: int, error: str = "") -> None:
         self.acks_pending -= len(ops)
         for op in ops:
-            self.record(
-                Op(
-                    now_ms,
-                    op.process,
-                    outcome,
-                    OpKind.ACK,
-                    topic=op.topic,
-                    partition=op.partition,
-                    value=op.value,
-                    records=op.records,
-                    group=op.group,
-                    member=op.member,
-                    node=op.node,
-                    error=error,
-                    invoked_ms=op.time_ms,
-                )
-            )
+            self.record(completed(op, outcome, now_ms, error))
+
+    def _settle_by_partition(self, ops: list[Op], codes: dict[Key, int], now_ms: int) -> None:
+        """Each partition's acknowledgements by its answer's code (none: unknown)."""
+        for op in ops:
+            code = codes.get((op.topic, op.partition))
+            if code is None:
+                self._settle_acks([op], OpType.INFO, now_ms, "not answered")
+            else:
+                outcome = OpType.OK if code == ErrorCode.NONE else OpType.FAIL
+                self._settle_acks([op], outcome, now_ms, "" if code == ErrorCode.NONE else error_name(code))
 
     def _on_share_fetch(
         self,
@@ -518,8 +471,10 @@ class ShareConsumer(ClientBase):
             self._lost(address, session, now_ms)
             return
         if body.error_code != ErrorCode.NONE:
-            error = _name(body.error_code)
-            self._settle_acks(ops, OpType.FAIL if body.error_code in _SESSION_ERRORS else OpType.INFO, now_ms, error)
+            error = error_name(body.error_code)
+            self._settle_acks(
+                ops, OpType.FAIL if body.error_code in _SESSION_ERRORS else OpType.INFO, now_ms, error
+            )
             session.epoch = 0
             session.partitions = set()
             self.retry_at_ms[address] = now_ms + RETRY_BACKOFF_MS
@@ -551,14 +506,7 @@ class ShareConsumer(ClientBase):
                     epoch,
                     now_ms,
                 )
-        for op in ops:
-            code = outcomes.get((op.topic, op.partition))
-            if code is None:
-                self._settle_acks([op], OpType.INFO, now_ms, "not answered")
-            elif code == ErrorCode.NONE:
-                self._settle_acks([op], OpType.OK, now_ms)
-            else:
-                self._settle_acks([op], OpType.FAIL, now_ms, _name(code))
+        self._settle_by_partition(ops, outcomes, now_ms)
         if refresh:
             self.want_metadata()
             self.retry_at_ms[address] = now_ms + RETRY_BACKOFF_MS
@@ -577,12 +525,7 @@ class ShareConsumer(ClientBase):
     ) -> None:
         if not ranges:
             return
-        values: dict[int, str] = {}
-        for batch in read_batches(raw or b""):
-            if batch.magic == 2 and batch.is_control:
-                continue
-            for r in batch.records():
-                values[r.offset] = "" if r.value is None else bytes(r.value).decode("utf-8", "replace")
+        values = record_values(raw)
         node = self._node_of(address)
         for got in ranges:
             records = tuple((o, values.get(o, "")) for o in range(got.first_offset, got.last_offset + 1))
@@ -623,31 +566,8 @@ class ShareConsumer(ClientBase):
 
     # -- standalone acknowledgements ---------------------------------------------------------------
 
-    def _acknowledge(
-        self, address: Address, session: _Session, acks: dict[Key, list[tuple[int, int]]], now_ms: int
-    ) -> None:
-        by_topic: dict[str, list[ShareAcknowledgeRequestAcknowledgePartition]] = {}
-        for (topic, partition), items in sorted(acks.items()):
-            by_topic.setdefault(topic, []).append(
-                ShareAcknowledgeRequestAcknowledgePartition(
-                    partition_index=partition,
-                    acknowledgement_batches=[
-                        ShareAcknowledgeRequestAcknowledgementBatch(
-                            first_offset=o, last_offset=o, acknowledge_types=[k]
-                        )
-                        for o, k in items
-                    ],
-                )
-            )
-        request = ShareAcknowledgeRequest(
-            group_id=self.group,
-            member_id=self.member_id,
-            share_session_epoch=session.epoch,
-            topics=[
-                ShareAcknowledgeRequestAcknowledgeTopic(topic_id=self.topic_ids[t], partitions=ps)
-                for t, ps in by_topic.items()
-            ],
-        )
+    def _acknowledge(self, address: Address, session: _Session, acks: Acks, now_ms: int) -> None:
+        request = share_acknowledge_request(self.group, self.member_id, session.epoch, self.topic_ids, acks)
         ops = self._take_acks(acks, address, now_ms)
         session.in_flight = True
         epoch = session.epoch
@@ -660,7 +580,9 @@ class ShareConsumer(ClientBase):
                 return
             if body.error_code != ErrorCode.NONE:
                 failed = body.error_code in _SESSION_ERRORS
-                self._settle_acks(ops, OpType.FAIL if failed else OpType.INFO, now_ms, _name(body.error_code))
+                self._settle_acks(
+                    ops, OpType.FAIL if failed else OpType.INFO, now_ms, error_name(body.error_code)
+                )
                 session.epoch = 0
                 session.partitions = set()
                 self.retry_at_ms[address] = now_ms + RETRY_BACKOFF_MS
@@ -672,20 +594,6 @@ class ShareConsumer(ClientBase):
                 for t in body.responses
                 for p in t.partitions
             }
-            for op in ops:
-                code = codes.get((op.topic, op.partition))
-                if code is None:
-                    self._settle_acks([op], OpType.INFO, now_ms, "not answered")
-                elif code == ErrorCode.NONE:
-                    self._settle_acks([op], OpType.OK, now_ms)
-                else:
-                    self._settle_acks([op], OpType.FAIL, now_ms, _name(code))
+            self._settle_by_partition(ops, codes, now_ms)
 
         self.request(address, request, answered)
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)

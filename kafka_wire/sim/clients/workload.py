@@ -225,7 +225,15 @@ def share_clients(workload: Workload, history: History, rng: random.Random) -> l
             idempotent=True,
             interval_ms=workload.producer_interval_ms,
         ),
-        Producer("producer-all", history, child(), bootstrap, names, acks=-1, interval_ms=workload.producer_interval_ms),
+        Producer(
+            "producer-all",
+            history,
+            child(),
+            bootstrap,
+            names,
+            acks=-1,
+            interval_ms=workload.producer_interval_ms,
+        ),
     ]
     clients += [
         ShareConsumer(
