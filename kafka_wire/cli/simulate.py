@@ -60,8 +60,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--workload",
         choices=("default", "txn", "share"),
         help=(
-            "the clients: default (producers, consumers, groups) or txn (transactional producers, "
-            "a read_committed consumer); by default the one a planted --bug needs, else default"
+            "the clients: default (producers, consumers, groups), txn (transactional producers, "
+            "a read_committed consumer) or share (a KIP-932 share group); by default the one a planted "
+            "--bug needs, else default"
         ),
     )
     parser.add_argument("--bug", action="append", default=[], metavar="NAME", help="plant a bug (repeatable)")
