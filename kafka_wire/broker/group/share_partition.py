@@ -140,19 +140,29 @@ class SharePartition:
         first, then new ones, all below ``high_watermark`` (or below the end of the batches a share
         fetch read) and within the in-flight limit."""
         self.expire(now_ms)
+        archived = False
         taken: list[tuple[int, int]] = []
         available = (o for o, r in self.records.items() if self._available(r, now_ms) and o < high_watermark)
         for offset in sorted(available):
             if len(taken) >= max_records:
                 break
-            if self.records[offset].state is RecordState.ACQUIRED:  # only with share-lock-ignored
-                self.records[offset].state = RecordState.AVAILABLE
+            record = self.records[offset]
+            if record.state is RecordState.ACQUIRED:  # only with share-lock-ignored
+                record.state = RecordState.AVAILABLE
+            if record.delivery_count >= self._limit():
+                # delivered as often as allowed: its last lock ended with its leader (a restart,
+                # a failover: restored as available), so it is archived, not delivered again
+                record.state = step(RECORD_TRANSITIONS, record.state, I.ARCHIVE, machine="share record")
+                archived = True
+                continue
             taken.append((offset, self._take(self.records[offset], member_id, now_ms)))
         limit = min(high_watermark, self.start_offset + self.max_in_flight)
         while len(taken) < max_records and self.end_offset < limit:
             record = self.records[self.end_offset] = InFlight()
             taken.append((self.end_offset, self._take(record, member_id, now_ms)))
             self.end_offset += 1
+        if archived:
+            self._advance()
         taken.sort()
         out: list[Acquired] = []
         for offset, count in taken:
@@ -253,12 +263,15 @@ class SharePartition:
         self._advance()
 
     def _settle(self, record: InFlight, move: RecordInput) -> None:
-        limit = self.delivery_limit + (1 if self.hooks.planted("share-past-delivery-limit") else 0)
-        if move in (I.RELEASE, I.LOCK_EXPIRED) and record.delivery_count >= limit:
+        if move in (I.RELEASE, I.LOCK_EXPIRED) and record.delivery_count >= self._limit():
             move = I.ARCHIVE  # a poison record: delivered as often as allowed
         record.state = step(RECORD_TRANSITIONS, record.state, move, machine="share record")
         if record.state is not RecordState.ACQUIRED:
             record.member_id = ""
+
+    def _limit(self) -> int:
+        """The delivery limit (one more with the planted ``share-past-delivery-limit``)."""
+        return self.delivery_limit + (1 if self.hooks.planted("share-past-delivery-limit") else 0)
 
     def _advance(self) -> None:
         """Move the start offset past the records done with."""

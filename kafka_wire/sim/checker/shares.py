@@ -16,7 +16,9 @@ Checked as the ops come:
 * ``share-redelivered-accepted`` / ``share-redelivered-rejected``: no record is acquired again by
   a ShareFetch sent after an accept (reject) of it was confirmed (the leader answered NONE: the
   state was written to ``__share_group_state`` before the answer).
-* ``share-count-regressed``: a record's delivery counts never decrease across its acquisitions.
+* ``share-count-regressed``: a record's delivery counts never decrease across its acquisitions
+  (an acquisition comes after another when its ShareFetch was sent after the other's answer came:
+  a held or slow answer can arrive after a later acquisition's).
 
 Relaxation (the engine's, not Kafka's): in a cluster, a share-partition's state is persisted only
 when its leader also leads its ``__share_group_state`` partition (there are no inter-broker
@@ -77,8 +79,8 @@ class ShareChecker:
         self.expected: Counter[str] = Counter()
         self._holds: dict[Record, list[_Hold]] = {}
         self._by_member: dict[str, set[Record]] = {}
-        #: Per record: its highest delivery count, the node and time that delivered it.
-        self._counts: dict[Record, tuple[int, int, int]] = {}
+        #: Per record: its acquisitions' delivery counts, nodes and answer times.
+        self._counts: dict[Record, list[tuple[int, int, int]]] = {}
         #: Per record: when an accept (reject) of it was confirmed, and by which node.
         self._accepted: dict[Record, tuple[int, int]] = {}
         self._rejected: dict[Record, tuple[int, int]] = {}
@@ -133,18 +135,16 @@ class ShareChecker:
             )
             if op.delivery_count > self.delivery_limit:
                 out.append(Violation("share-delivery-limit", now, f"{what}: limit {self.delivery_limit}"))
-            before, before_node, before_ms = self._counts.get(record, (0, node, now))
-            if op.delivery_count < before:
-                out += self._unless_lost(
-                    "share-count-regressed",
-                    now,
-                    node,
-                    before_node,
-                    before_ms,
-                    f"{what}: delivered {before} times before",
-                )
-            if op.delivery_count >= before:
-                self._counts[record] = (op.delivery_count, node, now)
+            # the acquisitions answered before this one was asked for came before it
+            earlier = [c for c in self._counts.get(record, ()) if c[2] < sent]
+            if earlier:
+                before, before_node, before_ms = max(earlier)
+                if op.delivery_count < before:
+                    detail = f"{what}: delivered {before} times before (node {before_node} at {before_ms})"
+                    out += self._unless_lost(
+                        "share-count-regressed", now, node, before_node, before_ms, detail
+                    )
+            self._counts.setdefault(record, []).append((op.delivery_count, node, now))
             for anomaly, done in (
                 ("share-redelivered-accepted", self._accepted.get(record)),
                 ("share-redelivered-rejected", self._rejected.get(record)),
