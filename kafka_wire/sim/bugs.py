@@ -78,16 +78,18 @@ BUGS: Final[dict[str, str]] = {
     ),
     "share-lock-ignored": (
         "a share-partition takes a lock past half its duration as run out, so a share fetch "
-        "acquires a record another member still holds (share-double-acquire)"
+        "acquires a record another member still holds (KIP-932 share groups, beside #16 one owner: "
+        "share-double-acquire)"
     ),
     "share-past-delivery-limit": (
         "a share-partition archives a released or timed-out record only one delivery past "
         "share.delivery.count.limit, so a poison record is delivered once too often "
-        "(share-delivery-limit)"
+        "(KIP-932 share groups, beside #16: share-delivery-limit)"
     ),
     "share-accepted-redelivered": (
         "an accepted record's acquisition lock still runs, and its end makes the record available "
-        "again, so it is delivered after its accept was confirmed (share-redelivered-accepted)"
+        "again, so it is delivered after its accept was confirmed (KIP-932 share groups, beside #16: "
+        "share-redelivered-accepted)"
     ),
     "no-epoch-bump": (
         "a partition change that names a new leader keeps the old leader epoch "
