@@ -140,8 +140,9 @@ class ShareManager:
             if store is not None and not store.ready(state_key, now_ms):
                 return None
             kept = None if store is None else store.read(state_key)
+            window = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
             if kept is not None and kept.start_offset >= 0:
-                found = SharePartition(max(kept.start_offset, log_start_offset))
+                found = SharePartition(max(kept.start_offset, log_start_offset), max_in_flight=window)
                 found.restore(kept.batches)
             else:
                 # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
