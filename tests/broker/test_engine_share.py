@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 from kafka_wire.broker import BrokerConfig
+from kafka_wire.broker.share.state_records import ShareStateKey
 from kafka_wire.messages import (
     ErrorCode,
     IncrementalAlterConfigsRequest,
@@ -67,14 +68,17 @@ def setup(records: int = 10, *, warm: bool = True, **config: int) -> tuple[Engin
 
 
 def share_state_ready(engine: Engine, client: Client, topic_id: uuid.UUID) -> None:
-    """Fetch (as a member "warmup") until the share-partition exists: the first share fetch asks
-    the controller for ``__share_group_state``, and a share-partition starts once its state
-    partition is loaded. The warm-up session then closes."""
+    """Fetch (as a member "warmup") until the share-partition exists and its state partition is
+    served (the first share fetch asks the controller for ``__share_group_state``). The warm-up
+    session then closes."""
     share = engine.broker.state.share
-    assert share is not None
+    assert share is not None and share.store is not None
+    state_key = ShareStateKey("sg", topic_id, 0)
     for _ in range(50):
         fetch(client, topic_id, 0, member="warmup")
-        if ("sg", topic_id, 0) in share.partitions:
+        if ("sg", topic_id, 0) in share.partitions and share.store.partition_of(
+            state_key
+        ) in share.store.served:
             fetch(client, topic_id, -1, member="warmup")
             return
         engine.advance(100)

@@ -13,6 +13,7 @@ from confluent_kafka import Producer
 
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.messages import (
+    ApiKey,
     ErrorCode,
     FindCoordinatorRequest,
     MetadataRequest,
@@ -236,3 +237,24 @@ async def scenario(target: BrokerProcess) -> None:
 
 def test_share_requests_are_answered_as_kafka_does(disk_target: BrokerProcess) -> None:
     asyncio.run(scenario(disk_target))
+
+
+async def share_api_versions(target: BrokerProcess) -> dict[int, tuple[int, int]]:
+    host, port = target.bootstrap.rsplit(":", 1)
+    client = await KafkaClient.connect(host, int(port))
+    try:
+        keys = (
+            ApiKey.SHARE_GROUP_HEARTBEAT,
+            ApiKey.SHARE_GROUP_DESCRIBE,
+            ApiKey.SHARE_FETCH,
+            ApiKey.SHARE_ACKNOWLEDGE,
+        )
+        return {int(k): client.api_versions[k] for k in keys if k in client.api_versions}
+    finally:
+        await client.close()
+
+
+def test_share_apis_are_served_at_kafkas_versions(disk_target: BrokerProcess) -> None:
+    """ShareGroupHeartbeat and ShareGroupDescribe v1, ShareFetch and ShareAcknowledge v1-v2 (v0,
+    the early access of Kafka 4.0, is gone since 4.1)."""
+    assert asyncio.run(share_api_versions(disk_target)) == {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}

@@ -310,11 +310,12 @@ class SharePartition:
         """Take back in-flight records as the share coordinator kept them: ``(first, last, state,
         delivery count)`` runs at or after the start offset (acquired ones were stored as
         available)."""
+        window_end = self.start_offset + self.max_in_flight  # nothing beyond can be in flight
         for first, last, state, count in batches:
             kept = RecordState(state) if state in RecordState._value2member_map_ else RecordState.AVAILABLE
             if kept is RecordState.ACQUIRED:
                 kept = RecordState.AVAILABLE
-            for offset in range(max(first, self.start_offset), last + 1):
+            for offset in range(max(first, self.start_offset), min(last + 1, window_end)):
                 self.records[offset] = InFlight(state=kept, delivery_count=count)
                 self.end_offset = max(self.end_offset, offset + 1)
         self._advance()

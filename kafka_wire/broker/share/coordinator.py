@@ -61,14 +61,15 @@ class ShareStateStore:
         return None if topic is None else state_partition(key, topic.partitions)
 
     def ready(self, key: ShareStateKey, now_ms: int) -> bool:
-        """Whether ``key``'s state can be read now: its partition is served here, or led elsewhere
-        (then the share-partition lives in memory only). Asks the controller for the topic when it
-        does not exist yet."""
+        """Whether ``key``'s state is known now: its partition is served here; or the topic does
+        not exist yet (nothing is kept: the controller is asked for it, and the share-partition's
+        state is written once its partition is served); or it is led elsewhere (then the
+        share-partition lives in memory only). False while this node loads it."""
         state = self._broker
         partition = self.partition_of(key)
         if partition is None:
             state.topic_creation.request(state.cluster, state.config, SHARE_GROUP_STATE_TOPIC, now_ms)
-            return False
+            return True
         if partition in self.served:
             return True
         registration = state.cluster.partition(SHARE_GROUP_STATE_TOPIC, partition)

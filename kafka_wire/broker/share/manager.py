@@ -113,6 +113,8 @@ class ShareManager:
         self.store = store
         #: The leader epoch each share-partition was last served at (written with its state).
         self._leader_epochs: dict[SharePartitionKey, int] = {}
+        #: Share-partitions whose last write was not stored (their state partition was not served).
+        self._unsaved: set[SharePartitionKey] = set()
 
     def lock_duration_ms(self, group_id: str) -> int:
         """``share.record.lock.duration.ms`` of the group, else the broker's."""
@@ -130,17 +132,22 @@ class ShareManager:
     ) -> SharePartition | None:
         """The share-partition of ``key``: created from the state the share coordinator kept, else
         at the offset ``share.auto.offset.reset`` says (and that state written). None while its
-        state cannot be read yet (``__share_group_state`` being created or loaded)."""
+        state cannot be read yet (its ``__share_group_state`` partition is being loaded here)."""
         configs = self._configs_of(key[0])
         found = self.partitions.get(key)
         self._leader_epochs[key] = leader_epoch
+        if key in self._unsaved:
+            self.persist(key, now_ms)
         if found is None:
             store, state_key = self.store, ShareStateKey(*key)
             if store is not None and not store.ready(state_key, now_ms):
                 return None
             kept = None if store is None else store.read(state_key)
+            window = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
             if kept is not None and kept.start_offset >= 0:
-                found = SharePartition(max(kept.start_offset, log_start_offset), hooks=self.hooks)
+                found = SharePartition(
+                    max(kept.start_offset, log_start_offset), max_in_flight=window, hooks=self.hooks
+                )
                 found.restore(kept.batches)
             else:
                 # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
@@ -159,13 +166,17 @@ class ShareManager:
         """Write ``key``'s state to the share coordinator (when its state partition is here)."""
         found, store = self.partitions.get(key), self.store
         if found is not None and store is not None:
-            store.write(
+            error = store.write(
                 ShareStateKey(*key),
                 found.start_offset,
                 [(f, last, int(s), c) for f, last, s, c in found.state_batches()],
                 self._leader_epochs.get(key, -1),
                 now_ms,
             )
+            if error:  # not stored (its state partition not served yet): again at the next fetch
+                self._unsaved.add(key)
+            else:
+                self._unsaved.discard(key)
 
     def rearm(self, key: SharePartitionKey) -> None:
         """Put the timer of ``key`` at its earliest lock deadline (none: no timer)."""

@@ -134,17 +134,25 @@ def decode_value(record_type: int, data: bytes) -> ShareState:
 
 
 def merge_batches(old: list[StateBatch], new: list[StateBatch], start_offset: int) -> list[StateBatch]:
-    """``old`` overwritten by ``new`` offset by offset, without what lies before ``start_offset``
-    (Kafka's coordinator merges an update into its snapshot so)."""
-    per_offset: dict[int, tuple[int, int]] = {}
-    for first, last, delivery_state, count in [*old, *new]:
-        for offset in range(max(first, start_offset), last + 1):
-            per_offset[offset] = (delivery_state, count)
+    """``old`` overwritten by ``new`` where they overlap, without what lies before
+    ``start_offset`` (Kafka's coordinator merges an update into its snapshot so); by ranges, never
+    offset by offset (a batch may span any number of offsets)."""
+    pieces: list[StateBatch] = []
+    for first, last, delivery_state, count in old:
+        spans = [(max(first, start_offset), last)]
+        for n_first, n_last, _, _ in new:
+            spans = [
+                part
+                for lo, hi in spans
+                for part in ((lo, min(hi, n_first - 1)), (max(lo, n_last + 1), hi))
+                if part[0] <= part[1]
+            ]
+        pieces += [(lo, hi, delivery_state, count) for lo, hi in spans if lo <= hi]
+    pieces += [(max(f, start_offset), last, s, c) for f, last, s, c in new if last >= max(f, start_offset)]
     out: list[StateBatch] = []
-    for offset in sorted(per_offset):
-        delivery_state, count = per_offset[offset]
-        if out and out[-1][1] == offset - 1 and out[-1][2:] == (delivery_state, count):
-            out[-1] = (out[-1][0], offset, delivery_state, count)
+    for piece in sorted(pieces):
+        if out and out[-1][1] == piece[0] - 1 and out[-1][2:] == piece[2:]:
+            out[-1] = (out[-1][0], piece[1], piece[2], piece[3])
         else:
-            out.append((offset, offset, delivery_state, count))
+            out.append(piece)
     return out

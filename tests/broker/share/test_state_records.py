@@ -62,3 +62,10 @@ def test_bad_values_are_decode_errors() -> None:
     for data in (b"", b"\x00\x01" + good[2:], good[:-3], good + b"\x00"):
         with pytest.raises(DecodeError):
             decode_value(SNAPSHOT, data)
+
+
+def test_merge_works_by_ranges_whatever_their_span() -> None:
+    huge = 1 << 60
+    merged = merge_batches([(0, huge, 0, 1)], [(5, 6, 2, 1)], 0)
+    assert merged == [(0, 4, 0, 1), (5, 6, 2, 1), (7, huge, 0, 1)]
+    assert merge_batches(merged, [(0, huge, 4, 3)], 10) == [(10, huge, 4, 3)]
