@@ -30,7 +30,7 @@ CAUGHT = {
     "zombie-produce-accepted": (2, "G1a"),
     "txn-offsets-before-commit": (1, "eos-lost"),
     "share-lock-ignored": (1, "share-double-acquire"),
-    "share-past-delivery-limit": (4, "share-delivery-limit"),
+    "share-past-delivery-limit": (6, "share-delivery-limit"),
     "share-accepted-redelivered": (1, "share-redelivered-accepted"),
 }
 
