@@ -76,8 +76,10 @@ class Op:
     #: ACQUIRE / ACK / SESSION: the share group member, the node that served it.
     member: str = ""
     node: int = -1
-    #: ACQUIRE: the records' delivery count.
+    #: ACQUIRE: the records' delivery count, and the lock duration the leader answered
+    #: (``acquisition_lock_timeout_ms``: the lock ends by the answer's time plus this).
     delivery_count: int = -1
+    lock_ms: int = -1
 
     def line(self) -> str:
         """One deterministic line for the trace."""

@@ -1,9 +1,7 @@
 """A simulated member of a KIP-932 share group.
 
-Before it joins, it sets the group's configs (IncrementalAlterConfigs, resource type GROUP):
-``share.auto.offset.reset=earliest`` so that the records produced before a share-partition
-starts are delivered too, and waits :data:`CONFIG_SETTLE_MS` for the configs to reach the
-partition leaders. It then finds the coordinator and heartbeats (ShareGroupHeartbeat: epoch 0 to
+Before it joins, it sets the group's configs (IncrementalAlterConfigs, resource type GROUP:
+``share.auto.offset.reset=earliest``, ...) and waits :data:`CONFIG_SETTLE_MS`. It then finds the coordinator and heartbeats (ShareGroupHeartbeat: epoch 0 to
 join, its member epoch after, -1 to leave); UNKNOWN_MEMBER_ID and FENCED_MEMBER_EPOCH rejoin at
 epoch 0, coordinator errors and lost connections find the coordinator again; a restart leaves
 and joins as a new member id.
@@ -16,10 +14,11 @@ reject, or "slow" (never acknowledged: its lock runs out). Its acknowledgement i
 short processing time and goes with the next ShareFetch to its leader (piggybacked) or, one time
 in three, alone in a ShareAcknowledge.
 
-History: ``assign`` on each new assignment (without the group: see ``_on_beat``), ``acquire`` per acquired range (delivery count, node, member, the ShareFetch's send
-time), ``ack`` invoke / ok / fail / info per partition's acknowledgements of one type, and
-``session`` when a session with a node opens, closes or is lost (each may release what the member
-holds there). See ``sim/checker/shares.py`` for what the checker makes of them.
+History: ``assign`` on each new assignment (without the group: see ``_on_beat``); ``acquire``
+per acquired range (delivery count, node, member, the ShareFetch's send time, the lock duration
+answered: the lock's deadline is at most the answer's time plus it); ``ack`` invoke / ok / fail /
+info per partition's acknowledgements of one type; ``session`` when a session with a node opens,
+closes or is lost (each may release what the member holds there). See ``sim/checker/shares.py`` for what the checker makes of them.
 """
 
 from __future__ import annotations
@@ -542,6 +541,7 @@ class ShareConsumer(ClientBase):
                     member=member,
                     node=node,
                     delivery_count=got.delivery_count,
+                    lock_ms=lock_ms,
                     invoked_ms=sent_ms,
                 )
             )
