@@ -58,10 +58,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--rf", type=int, help="replication factor (default 3, or the nodes when fewer)")
     parser.add_argument(
         "--workload",
-        choices=("default", "txn", "share"),
+        choices=("default", "txn", "share", "share-strict"),
         help=(
             "the clients: default (producers, consumers, groups), txn (transactional producers, "
-            "a read_committed consumer) or share (a KIP-932 share group); by default the one a planted "
+            "a read_committed consumer), share (a KIP-932 share group) or share-strict (the same, with "
+            "no relaxation after a failover); by default the one a planted "
             "--bug needs, else default"
         ),
     )
@@ -152,17 +153,21 @@ def workload(name: str = "default") -> tuple[ClientFactory | None, CheckerFactor
     transactional = name == "txn"
     return (
         lambda world: clients_for(
-            world, replication_factor=world.replication_factor, transactional=transactional, name=name
+            world,
+            replication_factor=world.replication_factor,
+            transactional=transactional,
+            name="share" if name == "share-strict" else name,
         )
-    ), (lambda world: Checker(shares=share_checker() if name == "share" else None))
+    ), (lambda world: Checker(shares=share_checker(name) if name.startswith("share") else None))
 
 
-def share_checker() -> ShareChecker:
-    """The share group checker of the share workload (its group's lock and delivery limit)."""
+def share_checker(name: str = "share") -> ShareChecker:
+    """The share group checker of the share workload (its group's lock and delivery limit), strict
+    for ``share-strict``."""
     from kafka_wire.sim.checker.shares import ShareChecker
     from kafka_wire.sim.clients.workload import SHARE_DELIVERY_LIMIT, SHARE_LOCK_MS
 
-    return ShareChecker(SHARE_LOCK_MS, SHARE_DELIVERY_LIMIT)
+    return ShareChecker(SHARE_LOCK_MS, SHARE_DELIVERY_LIMIT, strict=name == "share-strict")
 
 
 def bug_options(seed: int, events: int, bugs: tuple[str, ...] = ()) -> SimOptions:
@@ -195,7 +200,7 @@ def workload_settings(name: str) -> tuple[tuple[str, str], ...]:
     """The broker properties the workload ``name`` needs."""
     from kafka_wire.sim.clients.workload import SHARE_SETTINGS, TXN_SETTINGS
 
-    settings = {"txn": TXN_SETTINGS, "share": SHARE_SETTINGS}.get(name, {})
+    settings = {"txn": TXN_SETTINGS, "share": SHARE_SETTINGS, "share-strict": SHARE_SETTINGS}.get(name, {})
     return tuple(sorted(settings.items()))
 
 

@@ -148,3 +148,10 @@ def test_share_accepted_redelivered_makes_an_accepted_record_available_again() -
         assert partition.acknowledge("a", 1, 1, AcknowledgeType.ACCEPT, 100) == 0
         partition.expire(LOCK_MS + 1)  # record 0 timed out: 1 stays in the window behind it
         assert partition.records[1].state is state
+
+
+def test_share_strict_relaxes_nothing_in_a_cluster() -> None:
+    from kafka_wire.cli.simulate import share_checker
+
+    assert share_checker("share-strict").strict and not share_checker("share-strict").failover_loses_state
+    assert not share_checker("share").strict

@@ -75,7 +75,7 @@ class Checker:
         if self._topics is None:
             steps.unclean_allowed = world.unclean_elections()
             if self.shares is not None:
-                self.shares.failover_loses_state = len(world.nodes()) > 1
+                self.shares.failover_loses_state = len(world.nodes()) > 1 and not self.shares.strict
             self._topics = list(world.topics())
         now = world.now_ms
         snaps: list[ReplicaSnap] = []

@@ -26,7 +26,8 @@ Read/WriteShareGroupState calls yet), so a new leader, or a restarted one, may s
 from ``share.auto.offset.reset``. With more than one node, a redelivery after a confirmed accept
 or reject and a lower delivery count are counted as expected (``share-state-lost``) when another
 node serves the record than the one that confirmed (delivered) it, or that node restarted since;
-on one node (``--nodes 1``: everything persisted) they stay violations.
+on one node (``--nodes 1``: everything persisted), or with ``--workload share-strict``, they stay
+violations.
 * ``share-delivery-limit``: no record is acquired more than ``share.delivery.count.limit`` times.
 
 At the end (``share-unsettled``): every acks=all write was accepted or rejected (an ``ack`` op ok
@@ -69,12 +70,14 @@ class _Hold:
 class ShareChecker:
     """See the module docstring; ``lock_ms`` and ``delivery_limit`` are the group's configs."""
 
-    def __init__(self, lock_ms: int, delivery_limit: int) -> None:
+    def __init__(self, lock_ms: int, delivery_limit: int, *, strict: bool = False) -> None:
         self.lock_ms = lock_ms
         self.delivery_limit = delivery_limit
+        #: Relax nothing, in a cluster too (``--workload share-strict``: Kafka's guarantees).
+        self.strict = strict
         #: Whether a share-partition's state may be lost when its leader changes or restarts
-        #: (set from the world: in a cluster; see the module docstring).
-        self.failover_loses_state = True
+        #: (set from the world: in a cluster, unless strict; see the module docstring).
+        self.failover_loses_state = not strict
         self.read = 0
         self.expected: Counter[str] = Counter()
         self._holds: dict[Record, list[_Hold]] = {}
