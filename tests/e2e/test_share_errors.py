@@ -14,8 +14,13 @@ from confluent_kafka import Producer
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.messages import (
     ApiKey,
+    ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest,
     ErrorCode,
     FindCoordinatorRequest,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    ListGroupsRequest,
     MetadataRequest,
     ShareAcknowledgeRequest,
     ShareAcknowledgeRequestAcknowledgementBatch,
@@ -183,6 +188,44 @@ async def scenario(target: BrokerProcess) -> None:
             "simple",
         )
         assert [(m.member_id, m.member_epoch) for m in found.members] == [(member, epoch)]
+        # Other protocols on the share group's id, and DeleteGroups while it has a member.
+        cgh = await client.request(
+            ConsumerGroupHeartbeatRequest(
+                group_id=group,
+                member_id=str(uuid.uuid4()),
+                member_epoch=0,
+                rebalance_timeout_ms=1000,
+                subscribed_topic_names=[topic],
+                topic_partitions=[],
+            ),
+            1,
+        )
+        assert (cgh.error_code, cgh.error_message) == (
+            E.GROUP_ID_NOT_FOUND,
+            f"Group {group} is not a consumer group.",
+        )
+        join = await client.request(
+            JoinGroupRequest(
+                group_id=group,
+                session_timeout_ms=10_000,
+                rebalance_timeout_ms=10_000,
+                member_id="",
+                protocol_type="consumer",
+                protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")],
+            ),
+            9,
+        )
+        assert (join.error_code, join.member_id, join.generation_id) == (
+            E.INCONSISTENT_GROUP_PROTOCOL,
+            "",
+            -1,
+        )
+        busy = await client.request(DeleteGroupsRequest(groups_names=[group]), 2)
+        assert busy.results[0].error_code == E.NON_EMPTY_GROUP
+        listed = await client.request(ListGroupsRequest(types_filter=["share"]), 5)
+        assert [
+            (g.group_type, g.group_state, g.protocol_type) for g in listed.groups if g.group_id == group
+        ] == [("share", "Stable", "share")]
 
         # Share sessions.
         no_session = await client.request(fetch_request(group, member, 3, topic_id), 2)
@@ -229,6 +272,10 @@ async def scenario(target: BrokerProcess) -> None:
         assert ok.responses[0].partitions[0].error_code == E.NONE
         left = await beat(member, -1)
         assert (left.error_code, left.member_epoch) == (E.NONE, -1)
+        deleted = await client.request(DeleteGroupsRequest(groups_names=[group]), 2)
+        assert deleted.results[0].error_code == E.NONE
+        gone = await client.request(ShareGroupDescribeRequest(group_ids=[group]), 1)
+        assert gone.groups[0].error_code == E.GROUP_ID_NOT_FOUND
         closing = await client.request(fetch_request(group, member, -1, topic_id), 2)
         assert closing.error_code == E.NONE
     finally:
