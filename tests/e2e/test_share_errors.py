@@ -16,6 +16,9 @@ from kafka_wire.messages import (
     ApiKey,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsRequestTopic,
     ErrorCode,
     FindCoordinatorRequest,
     JoinGroupRequest,
@@ -270,6 +273,34 @@ async def scenario(target: BrokerProcess) -> None:
         assert done.responses[0].partitions[0].error_code == E.INVALID_RECORD_STATE
         ok = await client.request(ack_request(group, member, 4, topic_id, [(0, 4, [3])]), 2)
         assert ok.responses[0].partitions[0].error_code == E.NONE
+        # DescribeShareGroupOffsets: everything is done with, so no lag (the start offsets differ:
+        # Kafka reports the one it last wrote); unknown topics and groups as Kafka answers them.
+        described_offsets = await client.request(
+            DescribeShareGroupOffsetsRequest(
+                groups=[
+                    DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),
+                    DescribeShareGroupOffsetsRequestGroup(
+                        group_id=group,
+                        topics=[
+                            DescribeShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[0])
+                        ],
+                    ),
+                    DescribeShareGroupOffsetsRequestGroup(group_id=f"{group}-none", topics=None),
+                ]
+            ),
+            1,
+        )
+        ours, absent, nobody = described_offsets.groups
+        assert [
+            (t.topic_name, [(p.partition_index, p.lag, p.error_code) for p in t.partitions])
+            for t in ours.topics
+        ] == [(topic, [(0, 0, E.NONE)])]
+        [missing] = absent.topics
+        assert (missing.topic_id, [(p.start_offset, p.lag) for p in missing.partitions]) == (
+            uuid.UUID(int=0),
+            [(-1, -1)],
+        )
+        assert nobody.topics == []
         left = await beat(member, -1)
         assert (left.error_code, left.member_epoch) == (E.NONE, -1)
         deleted = await client.request(DeleteGroupsRequest(groups_names=[group]), 2)
@@ -295,6 +326,7 @@ async def share_api_versions(target: BrokerProcess) -> dict[int, tuple[int, int]
             ApiKey.SHARE_GROUP_DESCRIBE,
             ApiKey.SHARE_FETCH,
             ApiKey.SHARE_ACKNOWLEDGE,
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
         )
         return {int(k): client.api_versions[k] for k in keys if k in client.api_versions}
     finally:
@@ -304,4 +336,10 @@ async def share_api_versions(target: BrokerProcess) -> dict[int, tuple[int, int]
 def test_share_apis_are_served_at_kafkas_versions(disk_target: BrokerProcess) -> None:
     """ShareGroupHeartbeat and ShareGroupDescribe v1, ShareFetch and ShareAcknowledge v1-v2 (v0,
     the early access of Kafka 4.0, is gone since 4.1)."""
-    assert asyncio.run(share_api_versions(disk_target)) == {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}
+    assert asyncio.run(share_api_versions(disk_target)) == {
+        76: (1, 1),
+        77: (1, 1),
+        78: (1, 2),
+        79: (1, 2),
+        90: (0, 1),
+    }
