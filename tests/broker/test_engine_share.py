@@ -9,6 +9,10 @@ import uuid
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.share.state_records import ShareStateKey
 from kafka_wire.messages import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsRequestTopic,
+    DescribeShareGroupOffsetsResponse,
     ErrorCode,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsRequestAlterableConfig,
@@ -377,3 +381,41 @@ def test_group_configs_set_the_lock_duration_and_the_delivery_limit() -> None:
     assert acquired(fetch(client, topic_id, 2)) == [(0, 0, 2)]
     engine.advance(2000)  # expired at the group's limit of two deliveries: archived
     assert acquired(fetch(client, topic_id, 3)) == []
+
+
+def test_describe_share_group_offsets() -> None:
+    engine, client, topic_id = setup()
+    produce_values(engine, client, [b"%d" % i for i in range(10)])
+    fetch(client, topic_id, 0, max_records=6)  # 0-5 acquired
+    acknowledge(client, topic_id, 1, [(0, 2, [1]), (4, 4, [1])])  # start moves to 3; 4 done
+    reply = client.request(
+        DescribeShareGroupOffsetsRequest(
+            groups=[
+                DescribeShareGroupOffsetsRequestGroup(group_id="sg", topics=None),
+                DescribeShareGroupOffsetsRequestGroup(
+                    group_id="sg",
+                    topics=[
+                        DescribeShareGroupOffsetsRequestTopic(topic_name="q", partitions=[0, 5]),
+                        DescribeShareGroupOffsetsRequestTopic(topic_name="nope", partitions=[0]),
+                    ],
+                ),
+                DescribeShareGroupOffsetsRequestGroup(group_id="other", topics=None),
+            ]
+        ),
+        1,
+    ).body
+    assert isinstance(reply, DescribeShareGroupOffsetsResponse)
+    every, some, other = reply.groups
+    assert [
+        (t.topic_name, [(p.partition_index, p.start_offset, p.lag) for p in t.partitions])
+        for t in every.topics
+    ] == [
+        ("q", [(0, 3, 6)])  # 10 - 3 - one done past the start
+    ]
+    assert [
+        (t.topic_name, t.topic_id, [(p.start_offset, p.lag) for p in t.partitions]) for t in some.topics
+    ] == [
+        ("q", topic_id, [(3, 6), (-1, -1)]),
+        ("nope", uuid.UUID(int=0), [(-1, -1)]),
+    ]
+    assert other.topics == []

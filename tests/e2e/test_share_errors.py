@@ -14,8 +14,16 @@ from confluent_kafka import Producer
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.messages import (
     ApiKey,
+    ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsRequestTopic,
     ErrorCode,
     FindCoordinatorRequest,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    ListGroupsRequest,
     MetadataRequest,
     ShareAcknowledgeRequest,
     ShareAcknowledgeRequestAcknowledgementBatch,
@@ -183,6 +191,44 @@ async def scenario(target: BrokerProcess) -> None:
             "simple",
         )
         assert [(m.member_id, m.member_epoch) for m in found.members] == [(member, epoch)]
+        # Other protocols on the share group's id, and DeleteGroups while it has a member.
+        cgh = await client.request(
+            ConsumerGroupHeartbeatRequest(
+                group_id=group,
+                member_id=str(uuid.uuid4()),
+                member_epoch=0,
+                rebalance_timeout_ms=1000,
+                subscribed_topic_names=[topic],
+                topic_partitions=[],
+            ),
+            1,
+        )
+        assert (cgh.error_code, cgh.error_message) == (
+            E.GROUP_ID_NOT_FOUND,
+            f"Group {group} is not a consumer group.",
+        )
+        join = await client.request(
+            JoinGroupRequest(
+                group_id=group,
+                session_timeout_ms=10_000,
+                rebalance_timeout_ms=10_000,
+                member_id="",
+                protocol_type="consumer",
+                protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")],
+            ),
+            9,
+        )
+        assert (join.error_code, join.member_id, join.generation_id) == (
+            E.INCONSISTENT_GROUP_PROTOCOL,
+            "",
+            -1,
+        )
+        busy = await client.request(DeleteGroupsRequest(groups_names=[group]), 2)
+        assert busy.results[0].error_code == E.NON_EMPTY_GROUP
+        listed = await client.request(ListGroupsRequest(types_filter=["share"]), 5)
+        assert [
+            (g.group_type, g.group_state, g.protocol_type) for g in listed.groups if g.group_id == group
+        ] == [("share", "Stable", "share")]
 
         # Share sessions.
         no_session = await client.request(fetch_request(group, member, 3, topic_id), 2)
@@ -227,8 +273,40 @@ async def scenario(target: BrokerProcess) -> None:
         assert done.responses[0].partitions[0].error_code == E.INVALID_RECORD_STATE
         ok = await client.request(ack_request(group, member, 4, topic_id, [(0, 4, [3])]), 2)
         assert ok.responses[0].partitions[0].error_code == E.NONE
+        # DescribeShareGroupOffsets: everything is done with, so no lag (the start offsets differ:
+        # Kafka reports the one it last wrote); unknown topics and groups as Kafka answers them.
+        described_offsets = await client.request(
+            DescribeShareGroupOffsetsRequest(
+                groups=[
+                    DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),
+                    DescribeShareGroupOffsetsRequestGroup(
+                        group_id=group,
+                        topics=[
+                            DescribeShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[0])
+                        ],
+                    ),
+                    DescribeShareGroupOffsetsRequestGroup(group_id=f"{group}-none", topics=None),
+                ]
+            ),
+            1,
+        )
+        ours, absent, nobody = described_offsets.groups
+        assert [
+            (t.topic_name, [(p.partition_index, p.lag, p.error_code) for p in t.partitions])
+            for t in ours.topics
+        ] == [(topic, [(0, 0, E.NONE)])]
+        [missing] = absent.topics
+        assert (missing.topic_id, [(p.start_offset, p.lag) for p in missing.partitions]) == (
+            uuid.UUID(int=0),
+            [(-1, -1)],
+        )
+        assert nobody.topics == []
         left = await beat(member, -1)
         assert (left.error_code, left.member_epoch) == (E.NONE, -1)
+        deleted = await client.request(DeleteGroupsRequest(groups_names=[group]), 2)
+        assert deleted.results[0].error_code == E.NONE
+        gone = await client.request(ShareGroupDescribeRequest(group_ids=[group]), 1)
+        assert gone.groups[0].error_code == E.GROUP_ID_NOT_FOUND
         closing = await client.request(fetch_request(group, member, -1, topic_id), 2)
         assert closing.error_code == E.NONE
     finally:
@@ -248,6 +326,7 @@ async def share_api_versions(target: BrokerProcess) -> dict[int, tuple[int, int]
             ApiKey.SHARE_GROUP_DESCRIBE,
             ApiKey.SHARE_FETCH,
             ApiKey.SHARE_ACKNOWLEDGE,
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
         )
         return {int(k): client.api_versions[k] for k in keys if k in client.api_versions}
     finally:
@@ -257,4 +336,10 @@ async def share_api_versions(target: BrokerProcess) -> dict[int, tuple[int, int]
 def test_share_apis_are_served_at_kafkas_versions(disk_target: BrokerProcess) -> None:
     """ShareGroupHeartbeat and ShareGroupDescribe v1, ShareFetch and ShareAcknowledge v1-v2 (v0,
     the early access of Kafka 4.0, is gone since 4.1)."""
-    assert asyncio.run(share_api_versions(disk_target)) == {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}
+    assert asyncio.run(share_api_versions(disk_target)) == {
+        76: (1, 1),
+        77: (1, 1),
+        78: (1, 2),
+        79: (1, 2),
+        90: (0, 1),
+    }

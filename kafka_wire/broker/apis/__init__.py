@@ -56,6 +56,7 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.WRITE_TXN_MARKERS: "write_txn_markers",
     ApiKey.SHARE_FETCH: "share_fetch",
     ApiKey.SHARE_ACKNOWLEDGE: "share_acknowledge",
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "describe_share_group_offsets",
     **dict.fromkeys(FORWARDED, "forward"),
 }
 

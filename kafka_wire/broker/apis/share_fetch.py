@@ -2,23 +2,24 @@
 
 Behaviour: a share group member's fetch from the partitions this broker leads. The share session
 (``kafka_wire.broker.share.sessions``) comes first: epoch 0 opens one (acknowledgements then are
-INVALID_REQUEST), -1 closes it, any other epoch
-continues it, adding the partitions named and dropping the forgotten ones; these errors
-(SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED) answer the
-whole request (with ``acquisition_lock_timeout_ms`` 0, as Kafka's; an empty member id is
-INVALID_REQUEST, an empty group id is a group as any other). The acknowledgements it carries are applied next, each partition's all or nothing,
-its outcome in ``acknowledge_error_code``. Then the session's partitions are fetched: from each
-share-partition's next available offset, whole batches up to the partition's high watermark,
-``max_bytes`` in all (the first batch always whole) and at most ``max_records`` records
-acquired, each for ``group.share.record.lock.duration.ms`` (the response's
-``acquisition_lock_timeout_ms``), listed with their delivery counts in ``acquired_records``;
-records in the batches that are not acquired (held by another member, done with) are not for
-this member. With nothing acquired and no error, the request is held until records can be
-acquired or ``max_wait_ms`` passes. A closing fetch (-1) releases what the member holds in the
-session's partitions. Records are never null (empty bytes where there are none, as from Kafka).
-Unknown topic ids get UNKNOWN_TOPIC_ID, partitions not led here NOT_LEADER_OR_FOLLOWER with the
-leader in ``current_leader``.
-Version notes: v2 adds ``share_acquire_mode`` (the record limit is kept in both modes),
+INVALID_REQUEST), -1 closes it, any other epoch continues it, adding the partitions named and
+dropping the forgotten ones; these errors (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
+SHARE_SESSION_LIMIT_REACHED) answer the whole request, with ``acquisition_lock_timeout_ms`` 0 as
+Kafka's (an empty member id is INVALID_REQUEST; an empty group id is a group as any other). The
+acknowledgements it carries are applied next, each partition's all or nothing, the outcome in
+``acknowledge_error_code``. Then the session's partitions are fetched: from each share-partition's
+next available offset, whole batches up to the partition's high watermark, ``max_bytes`` in all
+(the first batch always whole) and at most ``max_records`` records acquired, each for the lock
+duration (the answer's ``acquisition_lock_timeout_ms``), listed with their delivery counts in
+``acquired_records``; records of the batches that are not acquired (held by another member, done
+with) are not for this member. With nothing acquired and no error, the request is held until
+records can be acquired or ``max_wait_ms`` passes. A closing fetch (-1) releases what the member
+holds in the session's partitions. Every change of a share-partition is written to
+``__share_group_state`` in the call that made it, so the answer leaves once it is stored. Records
+are never null (empty bytes where there are none, as from Kafka). Unknown topic ids get
+UNKNOWN_TOPIC_ID, partitions not led here NOT_LEADER_OR_FOLLOWER with the leader in
+``current_leader``.
+Version notes: v2 adds ``share_acquire_mode`` (the record limit is kept in both modes) and
 ``is_renew_ack`` (RENEW acknowledgements, and then nothing is fetched).
 """
 

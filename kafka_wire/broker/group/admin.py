@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafka_wire import messages
@@ -36,7 +37,10 @@ class GroupAdmin:
         persistence: GroupPersistence,
         rebalance: Rebalance,
         share_groups: dict[str, ShareGroup] | None = None,
+        delete_share_group: Callable[[str, DeleteGroupsAnswer, int], None] | None = None,
     ) -> None:
+        #: Deletes an empty share group (``share_groups``), answering in the DeleteGroups answer.
+        self._delete_share_group = delete_share_group or (lambda group_id, answer, index: None)
         self._rt = rt
         #: The share groups (``share_groups``), listed beside the others.
         self._share_groups = share_groups if share_groups is not None else {}
@@ -156,10 +160,16 @@ class GroupAdmin:
         answer = DeleteGroupsAnswer(waiter, [])
         for group_id in request.groups_names:
             group = self._rt.groups.get(group_id)
+            share = self._share_groups.get(group_id)
             if not group_id:
                 error = E.INVALID_GROUP_ID
             elif (refused := self._rt.refusal(group_id)) is not None:
                 error = refused
+            elif share is not None:
+                error = E.NON_EMPTY_GROUP if share.members else E.NONE
+                if not error:
+                    answer.outstanding += 1
+                    self._delete_share_group(group_id, answer, len(answer.results))
             elif group is None:
                 error = E.GROUP_ID_NOT_FOUND
             elif group.state is not GroupState.EMPTY or (

@@ -154,6 +154,8 @@ class ShareWrite:
     before: ShareGroup | None
     waiter: Waiter | None = None
     answer: Message | None = None
+    #: A DeleteGroups' answer and the index of this group's result in it.
+    deleted: tuple[DeleteGroupsAnswer, int] | None = None
 
 
 PendingWrite = (

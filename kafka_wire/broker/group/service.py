@@ -155,13 +155,15 @@ class GroupCoordinator:
         topics_of: TopicsOf = topics if topics is not None else lambda: ()
         self._consumer = ConsumerGroups(rt, self._persistence.persist, topics_of)
         self._share = ShareGroups(rt, self._persistence.persist, topics_of)
-        self._admin = GroupAdmin(rt, self._persistence, self._rebalance, self._share.groups)
+        self._admin = GroupAdmin(
+            rt, self._persistence, self._rebalance, self._share.groups, self._share.delete
+        )
         self._txn_offsets = TxnOffsets(rt, self._persistence, self._rebalance)
         self._offsets = Offsets(
             rt, self._persistence, self._rebalance, self._admin.delete_group, self._txn_offsets.has_pending
         )
         self._handlers: dict[int, _Handler] = {
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer.heartbeat,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer_heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: self._admin.consumer_group_describe,
             ApiKey.JOIN_GROUP: self._join,
             ApiKey.SYNC_GROUP: self._membership.sync,
@@ -296,11 +298,29 @@ class GroupCoordinator:
         else:
             self._persistence.replay(key, value)
 
+    def _consumer_heartbeat(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        """ConsumerGroupHeartbeat; a share group's id is GROUP_ID_NOT_FOUND, as Kafka answers."""
+        assert isinstance(request, messages.ConsumerGroupHeartbeatRequest)
+        if request.group_id in self._share.groups:
+            message = f"Group {request.group_id} is not a consumer group."
+            answer = messages.ConsumerGroupHeartbeatResponse(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message, member_epoch=0
+            )
+            self._rt.respond(waiter, answer)
+            return
+        self._consumer.heartbeat(waiter, request, client_id, client_host)
+
     def _join(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
         """JoinGroup; a consumer group (KIP-848) it names is downgraded to a classic group when it
         is empty and ``group.consumer.migration.policy`` allows it, else refused: a classic member
         in a consumer group (mixed membership) is not served here."""
         assert isinstance(request, messages.JoinGroupRequest)
+        if request.group_id in self._share.groups:  # a share group: Kafka's answer
+            self._rt.respond(
+                waiter,
+                join_error(waiter.api_version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id),
+            )
+            return
         group = self._rt.groups.get(request.group_id)
         if group is not None and group.consumer is not None:
             downgrade = self.config.consumer_migration_policy in ("bidirectional", "downgrade")

@@ -36,7 +36,7 @@ from kafka_wire.broker.group.consumer_groups import Refused, TopicsOf
 from kafka_wire.broker.group.consumer_model import metadata_hash
 from kafka_wire.broker.group.effects import KeyValue
 from kafka_wire.broker.group.model import NO_OPERATIONS, Waiter
-from kafka_wire.broker.group.persistence import ShareWrite
+from kafka_wire.broker.group.persistence import DeleteGroupsAnswer, ShareWrite
 from kafka_wire.broker.group.runtime import GroupRuntime, timer_key
 from kafka_wire.broker.group.share_model import (
     SHARE_GROUP_TRANSITIONS,
@@ -46,7 +46,7 @@ from kafka_wire.broker.group.share_model import (
     ShareMember,
     SharePartitions,
 )
-from kafka_wire.broker.group.share_records import changes, replay
+from kafka_wire.broker.group.share_records import changes, group_keys, replay
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
@@ -141,6 +141,15 @@ class ShareGroups:
         self._latest[group_id] = write
         self._persist(group_id, records, write)
 
+    def delete(self, group_id: str, answer: DeleteGroupsAnswer, index: int) -> None:
+        """DeleteGroups of an empty share group: its records are tombstoned; the answer's result
+        at ``index`` is set once that is stored (the group comes back if it is refused)."""
+        group = self.groups.pop(group_id)
+        records: list[KeyValue] = [(key, None) for key in group_keys(group_id)]
+        write = ShareWrite(group_id, group, deleted=(answer, index))
+        self._latest[group_id] = write
+        self._persist(group_id, records, write)
+
     def written(self, write: ShareWrite, error: int) -> None:
         """The outcome of a write: a refused one puts the group back (unless a later write of it
         was handed out since) and its heartbeat gets the mapped error."""
@@ -152,6 +161,12 @@ class ShareGroups:
         if write.waiter is not None and write.answer is not None:
             answer = write.answer if not error else messages.ShareGroupHeartbeatResponse(error_code=error)
             self._rt.respond(write.waiter, answer)
+        if write.deleted is not None:
+            deletion, index = write.deleted
+            deletion.results[index].error_code = error
+            deletion.outstanding -= 1
+            if deletion.outstanding == 0:
+                self._rt.respond(deletion.waiter, messages.DeleteGroupsResponse(results=deletion.results))
 
     def _put_back(self, group_id: str, before: ShareGroup | None) -> None:
         now = self.groups.get(group_id)

@@ -115,6 +115,11 @@ def current_member_record(group_id: str, member: ShareMember) -> KeyValue:
     return _key(CURRENT_MEMBER_KEY, group_id, member.member_id), bytes(w.out)
 
 
+def group_keys(group_id: str) -> list[bytes]:
+    """The keys of an empty share group's records (what its deletion tombstones)."""
+    return [_key(version, group_id) for version in (GROUP_KEY, TARGET_EPOCH_KEY, STATE_PARTITIONS_KEY)]
+
+
 def changes(before: ShareGroup | None, after: ShareGroup) -> list[KeyValue]:
     """The records that take a share group from ``before`` (None: not stored) to ``after``."""
     out: list[KeyValue] = []

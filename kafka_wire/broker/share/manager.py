@@ -6,8 +6,9 @@ A share-partition starts (its start offset, the SPSO) at the partition's high wa
 log start with ``share.auto.offset.reset=earliest`` (the group's config; ``latest`` is Kafka's
 default). The group configs ``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
 ``share.partition.max.record.locks`` override the broker's ``group.share.*`` settings, read at
-every fetch (``configs_of(group)``: the group's config overrides). Its records are held in memory only (see
-``docs/internals/group-coordinator.md``, "Share groups": the share coordinator is not built).
+every fetch (``configs_of(group)``: the group's config overrides). A share-partition's state is
+read from the share coordinator's store when it starts (``share.coordinator.ShareStateStore``)
+and written back with every change (:meth:`ShareManager.persist`).
 
 Timers live in the engine's :class:`~kafka_wire.broker.timers.TimerQueue` under the owner
 ``"share"``, one per share-partition at its earliest lock deadline; :meth:`ShareManager.run_due`

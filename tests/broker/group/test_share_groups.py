@@ -10,9 +10,14 @@ from kafka_wire.broker.group.share_groups import simple_assignment
 from kafka_wire.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     ErrorCode,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
     ListGroupsRequest,
     ListGroupsResponse,
     ShareGroupDescribeRequest,
@@ -210,3 +215,45 @@ def test_a_refused_write_puts_the_group_back() -> None:
     assert refused.error_code == E.COORDINATOR_NOT_AVAILABLE  # Kafka's mapping of the append error
     group = h.coord.share_group_view("sg")
     assert group is not None and list(group.members) == ["a"] and group.group_epoch == 1
+
+
+def test_other_protocols_and_deletion_as_kafka_answers() -> None:
+    """Kafka 4.4's answers (seen on it): a consumer heartbeat for a share group's id is
+    GROUP_ID_NOT_FOUND, a JoinGroup INCONSISTENT_GROUP_PROTOCOL; DeleteGroups refuses a share
+    group with members (NON_EMPTY_GROUP) and deletes an empty one, its records tombstoned."""
+    h = harness()
+    beat(h, "a", 0, ["t"])
+    cgh = h.call(
+        ConsumerGroupHeartbeatRequest(
+            group_id="sg",
+            member_id="c",
+            member_epoch=0,
+            rebalance_timeout_ms=1000,
+            subscribed_topic_names=["t"],
+            topic_partitions=[],
+        ),
+        1,
+    )
+    assert isinstance(cgh, ConsumerGroupHeartbeatResponse)
+    assert (cgh.error_code, cgh.error_message) == (E.GROUP_ID_NOT_FOUND, "Group sg is not a consumer group.")
+    join = h.call(
+        JoinGroupRequest(
+            group_id="sg",
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")],
+        ),
+        9,
+    )
+    assert isinstance(join, JoinGroupResponse) and join.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    busy = h.call(DeleteGroupsRequest(groups_names=["sg"]), 2)
+    assert isinstance(busy, DeleteGroupsResponse) and busy.results[0].error_code == E.NON_EMPTY_GROUP
+    beat(h, "a", -1)
+    gone = h.call(DeleteGroupsRequest(groups_names=["sg"]), 2)
+    assert isinstance(gone, DeleteGroupsResponse) and gone.results[0].error_code == E.NONE
+    assert h.coord.share_group_view("sg") is None
+    fresh = harness()
+    fresh.coord.load(h.log)
+    assert fresh.coord.share_group_view("sg") is None
