@@ -129,28 +129,42 @@ class History:
 
 def share_unsettled(
     history: History, delivery_limit: int, topics: frozenset[str]
-) -> list[tuple[str, int, int]]:
+) -> tuple[list[tuple[str, int, int]], int]:
     """The acks=all writes to ``topics`` a share group has not finished with: ``(topic, partition,
     offset)`` of every acknowledged send that no ``ack`` op accepted or rejected (ok, or info: it
     may have been applied) and that was not acquired ``delivery_limit`` times (then archived when
-    released or timed out). Writes below the lowest offset ever acquired in their partition are
-    left out (the share-partition may have started above them: ``share.auto.offset.reset``)."""
+    released or timed out); and how many more may have been acquired unseen (a ShareFetch whose
+    answer was lost, an ``acquire`` info op of their partition, ended after their last acquisition
+    seen was asked for: the limit may have been reached unseen). Writes below the lowest offset
+    ever acquired in their partition are left out (the share-partition may have started above
+    them: ``share.auto.offset.reset``)."""
     acked: list[tuple[str, int, int]] = []
     settled: set[tuple[str, int, int]] = set()
     lowest: dict[tuple[str, int], int] = {}
+    #: Per record: when its last acquisition seen was asked for.
+    asked: dict[tuple[str, int, int], int] = {}
+    #: Per partition: the latest end of a ShareFetch whose answer was lost.
+    lost: dict[tuple[str, int], int] = {}
     for op in history.ops:
         if op.kind is OpKind.SEND:
             if op.type is OpType.OK and op.acks == -1 and op.topic in topics:
                 acked.append((op.topic, op.partition, op.offset))
         elif op.kind is OpKind.ACQUIRE:
             key = (op.topic, op.partition)
+            if op.type is not OpType.OK:
+                lost[key] = op.time_ms
+                continue
             first = op.records[0][0] if op.records else -1
             if first >= 0 and first < lowest.get(key, first + 1):
                 lowest[key] = first
+            for o, _ in op.records:
+                asked[op.topic, op.partition, o] = op.invoked_ms
             if op.delivery_count >= delivery_limit:
                 settled.update((op.topic, op.partition, o) for o, _ in op.records)
         elif (
             op.kind is OpKind.ACK and op.type in (OpType.OK, OpType.INFO) and op.value in ("accept", "reject")
         ):
             settled.update((op.topic, op.partition, o) for o, _ in op.records)
-    return [r for r in acked if r not in settled and r[2] >= lowest.get((r[0], r[1]), 0)]
+    open_ = [r for r in acked if r not in settled and r[2] >= lowest.get((r[0], r[1]), 0)]
+    unsettled = [r for r in open_ if lost.get((r[0], r[1]), -1) <= asked.get(r, -1)]
+    return unsettled, len(open_) - len(unsettled)

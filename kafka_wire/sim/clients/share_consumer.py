@@ -1,18 +1,16 @@
 """A simulated member of a KIP-932 share group.
 
-Before it joins, it sets the group's configs (IncrementalAlterConfigs, resource type GROUP:
-``share.auto.offset.reset=earliest``, ...) and waits :data:`CONFIG_SETTLE_MS`. It then finds the coordinator and heartbeats (ShareGroupHeartbeat: epoch 0 to
-join, its member epoch after, -1 to leave); UNKNOWN_MEMBER_ID and FENCED_MEMBER_EPOCH rejoin at
-epoch 0, coordinator errors and lost connections find the coordinator again; a restart leaves
-and joins as a new member id.
+It sets the group's configs (IncrementalAlterConfigs, resource type GROUP), waits
+:data:`CONFIG_SETTLE_MS`, then heartbeats (ShareGroupHeartbeat: epoch 0 to join, its member epoch
+after, -1 to leave); UNKNOWN_MEMBER_ID and FENCED_MEMBER_EPOCH rejoin at epoch 0, coordinator
+errors find the coordinator again; a restart leaves and joins as a new member id.
 
 Records come from one share session per leader (ShareFetch: epoch 0 opens it with the assigned
 partitions that node leads, then 1, 2, ...; -1 closes it when the member leaves); a session error
 (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, ...) or a lost connection opens a new one.
 Each acquired record is decided at once, from the client's generator: accept (most), release,
-reject, or "slow" (never acknowledged: its lock runs out). Its acknowledgement is due after a
-short processing time and goes with the next ShareFetch to its leader (piggybacked) or, one time
-in three, alone in a ShareAcknowledge.
+reject, or "slow" (never acknowledged: its lock runs out); the acknowledgement goes with the next
+ShareFetch to its leader or, one time in three, alone in a ShareAcknowledge.
 
 History: ``assign`` on each new assignment (without the group: see ``_on_beat``); ``acquire``
 per acquired range (delivery count, node, member, the ShareFetch's send time, the lock duration
@@ -52,6 +50,7 @@ from kafka_wire.sim.clients.share_requests import (
     Key,
     completed,
     group_config_request,
+    lost_fetch,
     record_values,
     share_acknowledge_request,
     share_fetch_request,
@@ -135,12 +134,11 @@ class ShareConsumer(ClientBase):
     # -- the SimClient surface ---------------------------------------------------------------------
 
     def idle(self) -> bool:
-        """Quiescing, holding nothing, and every acks=all write to its topics settled (the group
-        as a whole is done: each member waits for the others)."""
+        """Quiescing, holding nothing, and every acks=all write to its topics settled."""
         if not self.quiescing or self.held or self.acks_pending:
             return False
         limit = int(self.group_configs.get("share.delivery.count.limit", "5"))
-        return not share_unsettled(self.history, limit, frozenset(self.topics))
+        return not share_unsettled(self.history, limit, frozenset(self.topics))[0]
 
     # -- the loop ----------------------------------------------------------------------------------
 
@@ -427,6 +425,9 @@ class ShareConsumer(ClientBase):
         member = self.member_id
 
         def answered(body: Message | None, now_ms: int) -> None:
+            if not isinstance(body, ShareFetchResponse):  # it may have acquired records, unseen
+                for op in lost_fetch(self.name, member, self._node_of(address), wanted, sent_ms, now_ms):
+                    self.record(op)
             self._on_share_fetch(address, session, epoch, ops, sent_ms, member, body, now_ms)
 
         self.request(address, request, answered, timeout_ms=REQUEST_TIMEOUT_MS + SHARE_FETCH_MAX_WAIT_MS)

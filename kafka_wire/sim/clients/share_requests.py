@@ -152,3 +152,25 @@ def completed(op: Op, outcome: OpType, now_ms: int, error: str = "") -> Op:
         error=error,
         invoked_ms=op.time_ms,
     )
+
+
+def lost_fetch(
+    process: str, member: str, node: int, partitions: set[Key], sent_ms: int, now_ms: int
+) -> list[Op]:
+    """``acquire`` info ops: a ShareFetch of ``partitions`` got no answer, so it may have acquired
+    records (their delivery counts moved) that the member never saw."""
+    return [
+        Op(
+            now_ms,
+            process,
+            OpType.INFO,
+            OpKind.ACQUIRE,
+            topic=topic,
+            partition=partition,
+            member=member,
+            node=node,
+            invoked_ms=sent_ms,
+            error="no answer",
+        )
+        for topic, partition in sorted(partitions)
+    ]
