@@ -5,8 +5,8 @@ when it becomes their leader and written as share-partitions change.
 The node tells it which partitions it leads (:meth:`ShareStateStore.partition_led`, from the
 metadata, as for ``__consumer_offsets``): a led partition is replayed from its log start
 (``offsets_topic.PartitionLoad``, as far as each call's work budget allows) and then served; a
-partition lost is dropped. A write (:meth:`ShareStateStore.write`) merges the share-partition's
-changed batches into its state and appends it as one ``ShareSnapshot`` record (Kafka writes
+partition lost is dropped. A write (:meth:`ShareStateStore.write`) takes the share-partition's
+in-flight records as its state and appends it as one ``ShareSnapshot`` record (Kafka writes
 updates between snapshots; a snapshot alone is a valid log of the same state) in the call that
 changed it, so the answer that depends on it leaves only once the write is stored (the engine
 holds every answer of a call until its writes succeed). A share-partition whose state partition
@@ -87,7 +87,7 @@ class ShareStateStore:
         leader_epoch: int,
         now_ms: int,
     ) -> int:
-        """Merge ``batches`` (the share-partition's in-flight records) into ``key``'s state and
+        """Make ``batches`` (the share-partition's in-flight records, all of them) ``key``'s state and
         append it; the log's error code (0: appended; UNKNOWN_TOPIC_OR_PARTITION when not served
         here, nothing written)."""
         partition = self.partition_of(key)
@@ -101,7 +101,9 @@ class ShareStateStore:
             snapshot_epoch=old.snapshot_epoch + 1 if old is not None else 0,
             create_timestamp_ms=old.create_timestamp_ms if old is not None else now_ms,
             write_timestamp_ms=now_ms,
-            batches=merge_batches(old.batches if old is not None else [], batches, start_offset),
+            # The leader hands the whole in-flight window (from the start offset): it replaces
+            # what was kept (an update of a few batches would be merged in: ``replay``).
+            batches=[b for b in batches if b[1] >= start_offset],
         )
         appended = append_records(
             self._broker,
