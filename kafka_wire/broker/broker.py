@@ -67,6 +67,8 @@ from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.node import Node
 from kafka_wire.broker.quotas.manager import QuotaManager
 from kafka_wire.broker.sasl import scram_lookup, server_sasl
+from kafka_wire.broker.share.coordinator import ShareStateStore
+from kafka_wire.broker.share.manager import ShareConfig, ShareManager
 from kafka_wire.broker.state import BrokerState, Spliced
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.storage_pipeline import StoragePipeline
@@ -203,6 +205,18 @@ class Broker:
             quotas=QuotaManager(
                 window_num=config.quota_window_num, window_size_seconds=config.quota_window_size_seconds
             ),
+        )
+        state.share = ShareManager(
+            ShareConfig(
+                lock_duration_ms=config.group_share_record_lock_duration_ms,
+                delivery_limit=config.group_share_delivery_count_limit,
+                max_in_flight=config.group_share_partition_max_record_locks,
+                max_sessions=config.max_share_session_cache_size,
+            ),
+            self._timer_queue,
+            configs_of=lambda group_id: state.group_configs.get(group_id, {}),
+            store=ShareStateStore(state, self._log),
+            hooks=self._hooks,
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step
@@ -352,6 +366,8 @@ class Broker:
         self._clients.group_answers(self._group.tick(now_ms))
         self._cluster.tick(now_ms)
         self._maintenance.run_due(self.state, now_ms)
+        if self.state.share is not None:
+            self.state.share.run_due(now_ms)  # acquisition locks that ran out
         self._clients.release_delayed(now_ms)
         self._clients.release_throttled(now_ms)
         self._clients.poll_held(now_ms, out)

@@ -586,6 +586,9 @@ class ClientConnections:
         if self._group is not None:
             self._group.forget(conn_id)
         self._timer_queue.cancel((_QUOTA_TIMERS, conn_id))
+        if self._state is not None and self._state.share is not None:
+            # Kafka 4.1+: a share session ends with its connection, its records released.
+            self._state.share.connection_closed(conn_id, self.now_ms)
         for seq in [n for n, answer in self._delayed.items() if answer.conn_id == conn_id]:
             del self._delayed[seq]
             self._timer_queue.cancel((_FAULT_TIMERS, seq))

@@ -174,6 +174,26 @@ class BrokerConfig:
     group_consumer_assignors: str = "uniform,range"
     group_consumer_max_size: int = INT32_MAX
     group_consumer_migration_policy: str = "bidirectional"
+    #: KIP-932 share groups (``kafka_wire.broker.group.share_groups``, ``kafka_wire.broker.share``):
+    #: ``group.share.session.timeout.ms``, ``group.share.heartbeat.interval.ms``,
+    #: ``group.share.max.size``, the acquisition lock (``group.share.record.lock.duration.ms``),
+    #: the deliveries before a record is archived (``group.share.delivery.count.limit``), the
+    #: in-flight records of a share-partition (``group.share.partition.max.record.locks``) and the
+    #: share sessions a broker keeps (``max.share.session.cache.size``); Kafka 4.4's defaults.
+    group_share_session_timeout_ms: int = 45_000
+    group_share_heartbeat_interval_ms: int = 5_000
+    group_share_max_size: int = 200
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_delivery_count_limit: int = 5
+    group_share_partition_max_record_locks: int = 2000
+    max_share_session_cache_size: int = 1000
+    #: ``share.coordinator.state.topic.num.partitions`` (50), ``.replication.factor`` (3),
+    #: ``.min.isr`` (2) and ``.segment.bytes`` (100 MiB): ``__share_group_state``, where the
+    #: share-partitions' state is kept, when the broker creates it (a single node: one replica).
+    share_coordinator_state_topic_num_partitions: int = 50
+    share_coordinator_state_topic_replication_factor: int = 3
+    share_coordinator_state_topic_min_isr: int = 2
+    share_coordinator_state_topic_segment_bytes: int = 100 * 1024 * 1024
     # -- transactions (the transaction coordinator, ``kafka_wire.broker.txn``) --
     #: ``transaction.state.log.num.partitions`` (Kafka: 50), ``.replication.factor`` (3),
     #: ``.min.isr`` (2) and ``.segment.bytes`` (100 MiB): ``__transaction_state`` when the broker
@@ -327,6 +347,15 @@ class BrokerConfig:
             "group_consumer_min_heartbeat_interval_ms",
             "group_consumer_max_heartbeat_interval_ms",
             "group_consumer_max_size",
+            "group_share_session_timeout_ms",
+            "group_share_heartbeat_interval_ms",
+            "group_share_max_size",
+            "group_share_record_lock_duration_ms",
+            "group_share_delivery_count_limit",
+            "group_share_partition_max_record_locks",
+            "max_share_session_cache_size",
+            "share_coordinator_state_topic_num_partitions",
+            "share_coordinator_state_topic_min_isr",
             "offsets_retention_ms",
             "offsets_commit_timeout_ms",
             "request_receive_timeout_ms",
@@ -380,6 +409,15 @@ class BrokerConfig:
         if not 1 <= self.transaction_state_log_replication_factor <= 32767:
             raise BrokerConfigError(
                 PROPERTY_OF["transaction_state_log_replication_factor"], "must be between 1 and 32767"
+            )
+        if not 1 <= self.share_coordinator_state_topic_replication_factor <= 32767:
+            raise BrokerConfigError(
+                PROPERTY_OF["share_coordinator_state_topic_replication_factor"], "must be between 1 and 32767"
+            )
+        if self.share_coordinator_state_topic_segment_bytes < MIN_SEGMENT_BYTES:
+            raise BrokerConfigError(
+                PROPERTY_OF["share_coordinator_state_topic_segment_bytes"],
+                f"must be at least {MIN_SEGMENT_BYTES}",
             )
         if self.transaction_state_log_segment_bytes < MIN_SEGMENT_BYTES:
             raise BrokerConfigError(
@@ -577,4 +615,6 @@ def standalone(config: BrokerConfig) -> BrokerConfig:
         offsets_topic_replication_factor=1,
         transaction_state_log_replication_factor=1,
         transaction_state_log_min_isr=1,
+        share_coordinator_state_topic_replication_factor=1,
+        share_coordinator_state_topic_min_isr=1,
     )

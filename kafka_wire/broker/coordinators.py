@@ -28,7 +28,7 @@ from kafka_wire.broker.apis import GROUP_APIS, HANDLERS
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
-from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
+from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.local_link import LocalLink
 from kafka_wire.broker.security.coordinator_checks import Gate, gate
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
@@ -104,6 +104,8 @@ class Coordinators:
         #: What the ACL checks put back into an answer (``security/coordinator_checks.py``), by
         #: connection and correlation id.
         self._patches: dict[tuple[int, int], Callable[[Message], Message]] = {}
+        #: The time of the latest poll.
+        self._now_ms = 0
 
     @property
     def waiting(self) -> int:
@@ -140,8 +142,13 @@ class Coordinators:
         if state.deleted_topics:
             deleted, state.deleted_topics = state.deleted_topics, []
             answers += group.topics_deleted(deleted, now_ms)
+        self._now_ms = now_ms
+        share = state.share.store if state.share is not None else None
         for topic, partition, led in self._take_changes():
-            if topic == TRANSACTION_STATE_TOPIC:
+            if topic == SHARE_GROUP_STATE_TOPIC:
+                if share is not None:
+                    share.partition_led(partition) if led else share.partition_lost(partition)
+            elif topic == TRANSACTION_STATE_TOPIC:
                 answers += (
                     txn.partition_led(partition, now_ms) if led else txn.partition_lost(partition, now_ms)
                 )
@@ -156,12 +163,17 @@ class Coordinators:
             answers += group.poll(now_ms) + txn.poll(now_ms)
             if not self.loopback.pump(now_ms) and not state.txn_offsets_ended:
                 break
+        if share is not None:
+            share.poll()  # loads of __share_group_state partitions led here
         answers, self._stray = self._stray + answers, []
         return self._route(answers)
 
     def next_deadline_ms(self) -> int | None:
         if self._stray:
             return 0
+        share = self._state.share.store if self._state.share is not None else None
+        if share is not None and share.loading:
+            return self._now_ms  # a load goes on at the next call
         deadlines = [
             d
             for d in (

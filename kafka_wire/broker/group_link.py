@@ -115,6 +115,9 @@ class GroupLink:
             ),
             consumer_max_size=config.group_consumer_max_size,
             consumer_migration_policy=config.group_consumer_migration_policy,
+            share_session_timeout_ms=config.group_share_session_timeout_ms,
+            share_heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
+            share_max_size=config.group_share_max_size,
             offsets_retention_ms=config.offsets_retention_ms,
             # Groups are placed by the partitions the topic has, once it exists.
             offsets_topic_num_partitions=(

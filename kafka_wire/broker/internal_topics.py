@@ -59,7 +59,9 @@ def internal_topic_specs(config: BrokerConfig) -> dict[str, InternalTopicSpec]:
     ``__transaction_state`` is made as Kafka's ``transactionTopicConfigs``:
     ``transaction.state.log.num.partitions`` partitions, compacted, uncompressed, no unclean
     election, ``min.insync.replicas=transaction.state.log.min.isr`` and ``segment.bytes``.
-    ``__share_group_state`` joins this table with its coordinator.
+    ``__share_group_state`` as Kafka's share coordinator makes it:
+    ``share.coordinator.state.topic.num.partitions`` partitions, compacted, ``min.insync.replicas``
+    and ``segment.bytes`` from its ``share.coordinator.state.topic.*`` settings.
     """
     return {
         OFFSETS_TOPIC: InternalTopicSpec(
@@ -80,6 +82,15 @@ def internal_topic_specs(config: BrokerConfig) -> dict[str, InternalTopicSpec]:
                 "cleanup.policy": "compact",
                 "min.insync.replicas": str(config.transaction_state_log_min_isr),
                 "segment.bytes": str(config.transaction_state_log_segment_bytes),
+            },
+        ),
+        SHARE_GROUP_STATE_TOPIC: InternalTopicSpec(
+            SHARE_GROUP_STATE_TOPIC,
+            config.share_coordinator_state_topic_num_partitions,
+            {
+                "cleanup.policy": "compact",
+                "min.insync.replicas": str(config.share_coordinator_state_topic_min_isr),
+                "segment.bytes": str(config.share_coordinator_state_topic_segment_bytes),
             },
         ),
     }
@@ -183,6 +194,8 @@ def _replication_factor(config: BrokerConfig, name: str) -> int:
         return config.offsets_topic_replication_factor
     if name == TRANSACTION_STATE_TOPIC:
         return config.transaction_state_log_replication_factor
+    if name == SHARE_GROUP_STATE_TOPIC:
+        return config.share_coordinator_state_topic_replication_factor
     return config.default_replication_factor
 
 

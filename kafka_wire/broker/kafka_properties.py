@@ -137,6 +137,7 @@ KAFKA_BROKER_PROPERTIES: Final[frozenset[str]] = frozenset(
         "max.connections.per.ip.overrides",
         "max.incremental.fetch.session.cache.slots",
         "max.request.partition.size.limit",
+        "max.share.session.cache.size",
         "message.max.bytes",
         "metadata.log.dir",
         "metadata.log.max.record.bytes.between.snapshots",

@@ -51,7 +51,7 @@ from kafka_wire.broker.controller.controller import CONTROLLER_APIS as QUORUM_CO
 from kafka_wire.broker.controller.records import decode_record
 from kafka_wire.broker.data_dir import partition_dirs
 from kafka_wire.broker.effects import Effect, EffectSink, Rename
-from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
+from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.lifecycle import BrokerLifecycle
 from kafka_wire.broker.local_link import LocalLink
 from kafka_wire.broker.metadata import OFFSETS_TOPIC, TopicInfo, random_uuid
@@ -97,9 +97,7 @@ CONTROLLER_APIS: Final = (
     RAFT_APIS | QUORUM_CONTROLLER_APIS | frozenset({ApiKey.API_VERSIONS, ApiKey.DESCRIBE_CLUSTER})
 )
 #: The internal topics whose partitions' leaders are coordinators.
-COORDINATOR_TOPICS: Final = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
-#: ``ConfigResource.Type.TOPIC``: config keys of the image are (resource type, name).
-_TOPIC_RESOURCE: Final = 2
+COORDINATOR_TOPICS: Final = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 
 _SILENT: Final = logging.getLogger("kafka_wire.broker.node.silent")
 _SILENT.addHandler(logging.NullHandler())
@@ -552,8 +550,7 @@ class Node:
             topics[name].partitions = count
         topics.update(new)
         for kind, name in delta.configs:
-            if kind == _TOPIC_RESOURCE and name in topics:
-                self._state.update_topic_configs(topics[name], image.topic_configs(name))
+            self._state.configs_changed(kind, name, image.configs_of(kind, name))
         replication = self.parts.replication
         if replication is not None and (delta.partitions or removed):
             for i, chunk in enumerate(list(chunks(delta.partitions)) or [()]):

@@ -132,6 +132,10 @@ class ImagePart(Protocol):
         """The users' SCRAM credentials."""
         ...
 
+    def configs_of(self, resource_type: int, name: str) -> dict[str, str]:
+        """The overrides of any config resource (a group's: type 32)."""
+        ...
+
     def apply_steps(self, offset: int, records: Sequence[Message]) -> Steps[DeltaLike]:
         """Apply a committed batch in steps (``MetadataImage.apply_steps``)."""
         ...

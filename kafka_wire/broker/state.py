@@ -12,7 +12,7 @@ import random
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.clean_shutdown import CleanShutdown
@@ -39,9 +39,14 @@ from kafka_wire.logformat.names import partition_dir
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import Splice
 
+#: Config resource types (``ConfigRecord.resource_type``) the broker follows.
+TOPIC_RESOURCE: Final = 2
+GROUP_RESOURCE: Final = 32
+
 if TYPE_CHECKING:  # replicas load with the first partition opened (open_partition)
     from kafka_wire.broker.partition.replica import PartitionReplica
     from kafka_wire.broker.security.authorizer import Authorizer
+    from kafka_wire.broker.share.manager import ShareManager
 
 
 class Waiting(Protocol):
@@ -135,6 +140,12 @@ class BrokerState:
     authorizer: Authorizer | None = None
     #: Client quotas and the rates measured against them (``kafka_wire.broker.quotas``).
     quotas: QuotaManager = field(default_factory=QuotaManager)
+    #: KIP-932 share sessions and share-partitions (``kafka_wire.broker.share``), set once the
+    #: broker starts.
+    share: ShareManager | None = None
+    #: Group config overrides from the metadata (config resource type 32: KIP-848 / KIP-932
+    #: settings such as ``share.auto.offset.reset``), by group id.
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""
@@ -154,6 +165,17 @@ class BrokerState:
         if replica is not None:
             effects.extend(replica.log.take_effects())
         effects.emit(Delete(partition_dir(name, index)))
+
+    def configs_changed(self, resource_type: int, name: str, configs: Mapping[str, str]) -> None:
+        """A config resource's overrides changed in the metadata: a topic's logs, a group's
+        settings (``group_configs``) follow."""
+        if resource_type == TOPIC_RESOURCE and (topic := self.topic_named(name)) is not None:
+            self.update_topic_configs(topic, configs)
+        elif resource_type == GROUP_RESOURCE:
+            if configs:
+                self.group_configs[name] = dict(configs)
+            else:
+                self.group_configs.pop(name, None)
 
     def update_topic_configs(self, topic: TopicInfo, configs: Mapping[str, str]) -> None:
         """A topic's overrides changed: its open logs run with the new config."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # the simulator is imported only when the command runs
+    from kafka_wire.sim.checker.shares import ShareChecker
     from kafka_wire.sim.run import CheckerFactory, ClientFactory, SimOptions, SimResult
 
 
@@ -57,10 +58,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--rf", type=int, help="replication factor (default 3, or the nodes when fewer)")
     parser.add_argument(
         "--workload",
-        choices=("default", "txn"),
+        choices=("default", "txn", "share", "share-strict"),
         help=(
-            "the clients: default (producers, consumers, groups) or txn (transactional producers, "
-            "a read_committed consumer); by default the one a planted --bug needs, else default"
+            "the clients: default (producers, consumers, groups), txn (transactional producers, "
+            "a read_committed consumer), share (a KIP-932 share group) or share-strict (the same, with "
+            "no relaxation after a failover); by default the one a planted "
+            "--bug needs, else default"
         ),
     )
     parser.add_argument("--bug", action="append", default=[], metavar="NAME", help="plant a bug (repeatable)")
@@ -150,9 +153,21 @@ def workload(name: str = "default") -> tuple[ClientFactory | None, CheckerFactor
     transactional = name == "txn"
     return (
         lambda world: clients_for(
-            world, replication_factor=world.replication_factor, transactional=transactional
+            world,
+            replication_factor=world.replication_factor,
+            transactional=transactional,
+            name="share" if name == "share-strict" else name,
         )
-    ), (lambda world: Checker())
+    ), (lambda world: Checker(shares=share_checker(name) if name.startswith("share") else None))
+
+
+def share_checker(name: str = "share") -> ShareChecker:
+    """The share group checker of the share workload (its group's lock and delivery limit), strict
+    for ``share-strict``."""
+    from kafka_wire.sim.checker.shares import ShareChecker
+    from kafka_wire.sim.clients.workload import SHARE_DELIVERY_LIMIT, SHARE_LOCK_MS
+
+    return ShareChecker(SHARE_LOCK_MS, SHARE_DELIVERY_LIMIT, strict=name == "share-strict")
 
 
 def bug_options(seed: int, events: int, bugs: tuple[str, ...] = ()) -> SimOptions:
@@ -183,9 +198,10 @@ def workload_name(asked: str | None, bugs: Sequence[str]) -> str:
 
 def workload_settings(name: str) -> tuple[tuple[str, str], ...]:
     """The broker properties the workload ``name`` needs."""
-    from kafka_wire.sim.clients.workload import TXN_SETTINGS
+    from kafka_wire.sim.clients.workload import SHARE_SETTINGS, TXN_SETTINGS
 
-    return tuple(sorted(TXN_SETTINGS.items())) if name == "txn" else ()
+    settings = {"txn": TXN_SETTINGS, "share": SHARE_SETTINGS, "share-strict": SHARE_SETTINGS}.get(name, {})
+    return tuple(sorted(settings.items()))
 
 
 def replay_command(args: argparse.Namespace, seed: int, faults: Sequence[int] | None = None) -> str:

@@ -76,6 +76,21 @@ BUGS: Final[dict[str, str]] = {
         "consume-transform-produce worker resumes past inputs whose outputs were aborted "
         "(#14 exactly-once: eos-lost)"
     ),
+    "share-lock-ignored": (
+        "a share-partition takes a lock past half its duration as run out, so a share fetch "
+        "acquires a record another member still holds (KIP-932 share groups, beside #16 one owner: "
+        "share-double-acquire)"
+    ),
+    "share-past-delivery-limit": (
+        "a share-partition archives a released or timed-out record only one delivery past "
+        "share.delivery.count.limit, so a poison record is delivered once too often "
+        "(KIP-932 share groups, beside #16: share-delivery-limit)"
+    ),
+    "share-accepted-redelivered": (
+        "an accepted record's acquisition lock still runs, and its end makes the record available "
+        "again, so it is delivered after its accept was confirmed (KIP-932 share groups, beside #16: "
+        "share-redelivered-accepted)"
+    ),
     "no-epoch-bump": (
         "a partition change that names a new leader keeps the old leader epoch "
         "(#7 single leader per epoch; #8 epoch cache; #1 offset agreement)"
@@ -89,6 +104,9 @@ BUG_WORKLOADS: Final[dict[str, str]] = {
     "lso-ignores-open-txn": "txn",
     "zombie-produce-accepted": "txn",
     "txn-offsets-before-commit": "txn",
+    "share-lock-ignored": "share",
+    "share-past-delivery-limit": "share",
+    "share-accepted-redelivered": "share",
 }
 
 #: BUGGIFY point -> the rare legal path it forces.

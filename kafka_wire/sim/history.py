@@ -33,6 +33,17 @@ class OpKind(enum.Enum):
     #: per partition, ``ok`` when its TxnOffsetCommit was answered ok): offset is the position
     #: committed, ``txn`` the transaction (whose outcome is the offsets'), ``group`` the group.
     OFFSETS = "offsets"
+    #: A share consumer's acquisition (KIP-932), ``ok`` only: the records ShareFetch acquired in
+    #: one range of one partition, ``delivery_count`` each, from ``node``, for ``member``;
+    #: ``invoked_ms`` is when the ShareFetch was sent (the locks started after it).
+    ACQUIRE = "acquire"
+    #: A share consumer's acknowledgement of ``records`` (value "accept", "release" or "reject"):
+    #: invoke when sent, ok when the leader answered NONE for the partition, fail on an error that
+    #: means it was not applied, info when unknown.
+    ACK = "ack"
+    #: A share consumer's session with ``node`` opened (value "open", invoke), closed ("close",
+    #: invoke) or lost with its connection ("lost", info): each may release what it holds there.
+    SESSION = "session"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +73,13 @@ class Op:
     txn: str = ""
     #: POLL: the consumer reads at read_committed.
     read_committed: bool = False
+    #: ACQUIRE / ACK / SESSION: the share group member, the node that served it.
+    member: str = ""
+    node: int = -1
+    #: ACQUIRE: the records' delivery count, and the lock duration the leader answered
+    #: (``acquisition_lock_timeout_ms``: the lock ends by the answer's time plus this).
+    delivery_count: int = -1
+    lock_ms: int = -1
 
     def line(self) -> str:
         """One deterministic line for the trace."""
@@ -76,6 +94,10 @@ class Op:
             parts.append(f"@{self.offset}")
         if self.records:
             parts.append(f"[{self.records[0][0]}..{self.records[-1][0]} n={len(self.records)}]")
+        if self.delivery_count >= 0:
+            parts.append(f"dc={self.delivery_count}")
+        if self.node >= 0:
+            parts.append(f"n{self.node}")
         if self.error:
             parts.append(self.error)
         return " ".join(parts)
@@ -103,3 +125,46 @@ class History:
 
     def add(self, op: Op) -> None:
         self.ops.append(op)
+
+
+def share_unsettled(
+    history: History, delivery_limit: int, topics: frozenset[str]
+) -> tuple[list[tuple[str, int, int]], int]:
+    """The acks=all writes to ``topics`` a share group has not finished with: ``(topic, partition,
+    offset)`` of every acknowledged send that no ``ack`` op accepted or rejected (ok, or info: it
+    may have been applied) and that was not acquired ``delivery_limit`` times (then archived when
+    released or timed out); and how many more may have been acquired unseen (a ShareFetch whose
+    answer was lost, an ``acquire`` info op of their partition, ended after their last acquisition
+    seen was asked for: the limit may have been reached unseen). Writes below the lowest offset
+    ever acquired in their partition are left out (the share-partition may have started above
+    them: ``share.auto.offset.reset``)."""
+    acked: list[tuple[str, int, int]] = []
+    settled: set[tuple[str, int, int]] = set()
+    lowest: dict[tuple[str, int], int] = {}
+    #: Per record: when its last acquisition seen was asked for.
+    asked: dict[tuple[str, int, int], int] = {}
+    #: Per partition: the latest end of a ShareFetch whose answer was lost.
+    lost: dict[tuple[str, int], int] = {}
+    for op in history.ops:
+        if op.kind is OpKind.SEND:
+            if op.type is OpType.OK and op.acks == -1 and op.topic in topics:
+                acked.append((op.topic, op.partition, op.offset))
+        elif op.kind is OpKind.ACQUIRE:
+            key = (op.topic, op.partition)
+            if op.type is not OpType.OK:
+                lost[key] = op.time_ms
+                continue
+            first = op.records[0][0] if op.records else -1
+            if first >= 0 and first < lowest.get(key, first + 1):
+                lowest[key] = first
+            for o, _ in op.records:
+                asked[op.topic, op.partition, o] = op.invoked_ms
+            if op.delivery_count >= delivery_limit:
+                settled.update((op.topic, op.partition, o) for o, _ in op.records)
+        elif (
+            op.kind is OpKind.ACK and op.type in (OpType.OK, OpType.INFO) and op.value in ("accept", "reject")
+        ):
+            settled.update((op.topic, op.partition, o) for o, _ in op.records)
+    open_ = [r for r in acked if r not in settled and r[2] >= lowest.get((r[0], r[1]), 0)]
+    unsettled = [r for r in open_ if lost.get((r[0], r[1]), -1) <= asked.get(r, -1)]
+    return unsettled, len(open_) - len(unsettled)

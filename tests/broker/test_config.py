@@ -240,9 +240,11 @@ def test_kafka_4_stock_server_properties_load() -> None:
         "num.network.threads",
         "num.io.threads",
         "socket.send.buffer.bytes",
-        "share.coordinator.state.topic.replication.factor",
         "controller.quorum.bootstrap.servers",
     } <= ignored
+    # The share coordinator's topic settings are applied (__share_group_state).
+    assert loaded.config.share_coordinator_state_topic_replication_factor == 1
+    assert loaded.config.share_coordinator_state_topic_min_isr == 1
     assert loaded.config.transaction_state_log_min_isr == 1  # read now: the stock file sets it
 
 

@@ -178,13 +178,15 @@ def test_metadata_auto_creation_makes_the_offsets_topic_the_brokers_way() -> Non
         "producer",
         "2000000",
     )
-    # The transaction coordinator's topic is auto-created the same way (Kafka's
-    # AutoTopicCreationManager makes both); the share coordinator's is not (none runs here).
+    # The transaction and share coordinators' topics are auto-created the same way (Kafka's
+    # AutoTopicCreationManager makes all three).
     [other] = metadata(client, "__transaction_state").topics
     assert (other.error_code, other.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
     [shares] = metadata(client, "__share_group_state").topics
     assert (shares.error_code, shares.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
-    assert "__share_group_state" not in engine.broker.state.metadata.topics
+    [shares] = metadata(client, "__share_group_state").topics
+    assert (shares.error_code, shares.is_internal, len(shares.partitions)) == (ErrorCode.NONE, True, 50)
+    assert topic_configs(client, "__share_group_state")["cleanup.policy"] == "compact"
 
 
 def test_the_poison_produce_is_refused_and_the_broker_restarts() -> None:

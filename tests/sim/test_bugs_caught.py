@@ -1,9 +1,10 @@
 """Each planted bug is caught by the simulator: one seed per bug (the first that catches it,
 found by ``bench/sim_bench.py`` or ``kafka-wire simulate --bug``), run with the workload and
-checker of ``kafka-wire simulate`` (``--workload txn`` for the transaction bugs), must report the
-anomaly that names the bug's class. Without the bug the same seed passes (``tests/sim/test_seeds.py``
-runs seeds 1 to 30 of the default workload, ``tests/sim/test_txn_seeds.py`` a few of the
-transactional one)."""
+checker of ``kafka-wire simulate`` (``--workload txn`` for the transaction bugs, ``share`` for the
+share group ones), must report the anomaly that names the bug's class. Without the bug the same
+seed passes (``tests/sim/test_seeds.py`` runs seeds 1 to 30 of the default workload,
+``tests/sim/test_txn_seeds.py`` a few of the transactional one, ``tests/sim/test_share_seeds.py``
+a few of the share one)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ CAUGHT = {
     "marker-before-prepare": (25, "poll-skip"),
     "zombie-produce-accepted": (2, "G1a"),
     "txn-offsets-before-commit": (1, "eos-lost"),
+    "share-lock-ignored": (1, "share-double-acquire"),
+    "share-past-delivery-limit": (6, "share-delivery-limit"),
+    "share-accepted-redelivered": (1, "share-redelivered-accepted"),
 }
 
 

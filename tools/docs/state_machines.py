@@ -14,6 +14,8 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     """(section, machine, where the table lives, table), in page order; imported when drawn."""
     from kafka_wire.broker.driver_contract import DRIVER_TRANSITIONS
     from kafka_wire.broker.group.reconciliation import MEMBER_TRANSITIONS
+    from kafka_wire.broker.group.share_groups import SHARE_GROUP_TRANSITIONS
+    from kafka_wire.broker.group.share_partition import RECORD_TRANSITIONS
     from kafka_wire.broker.group.states import GROUP_TRANSITIONS
     from kafka_wire.broker.lifecycle import LIFECYCLE_TRANSITIONS
     from kafka_wire.broker.muting import MUTE_TRANSITIONS
@@ -81,6 +83,18 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
             "Consumer group member (KIP-848)",
             "kafka_wire.broker.group.reconciliation.MEMBER_TRANSITIONS",
             MEMBER_TRANSITIONS,
+        ),
+        (
+            "Broker",
+            "Share group (KIP-932)",
+            "kafka_wire.broker.group.share_groups.SHARE_GROUP_TRANSITIONS",
+            SHARE_GROUP_TRANSITIONS,
+        ),
+        (
+            "Broker",
+            "Share-partition record (KIP-932)",
+            "kafka_wire.broker.group.share_partition.RECORD_TRANSITIONS",
+            RECORD_TRANSITIONS,
         ),
         (
             "Broker",

@@ -61,6 +61,10 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.DELETE_ACLS: "delete_acls",
     ApiKey.DESCRIBE_CLIENT_QUOTAS: "describe_client_quotas",
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "describe_user_scram_credentials",
+    # checked against the ACLs first (``guarded_share``), then ``share_fetch`` / ``share_acknowledge``
+    ApiKey.SHARE_FETCH: "guarded_share",
+    ApiKey.SHARE_ACKNOWLEDGE: "guarded_share",
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "describe_share_group_offsets",
     # forwarded once checked against the ACLs (``guarded_forward``; ``forward`` without them)
     **dict.fromkeys(FORWARDED, "guarded_forward"),
 }
@@ -109,7 +113,8 @@ TXN_APIS: Final = frozenset(
 )
 
 #: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully
-#: (WriteTxnMarkers v0: KIP-896, as Kafka 4.4's ApiVersions shows).
+#: (WriteTxnMarkers v0: KIP-896; the share APIs' v0, KIP-932's early access, gone in Kafka 4.1; as
+#: Kafka 4.4's ApiVersions shows).
 _MIN_VERSION: Final[dict[int, int]] = {
     ApiKey.PRODUCE: 3,
     ApiKey.FETCH: 4,
@@ -117,6 +122,10 @@ _MIN_VERSION: Final[dict[int, int]] = {
     ApiKey.CREATE_ACLS: 1,
     ApiKey.DESCRIBE_ACLS: 1,
     ApiKey.DELETE_ACLS: 1,
+    ApiKey.SHARE_GROUP_HEARTBEAT: 1,
+    ApiKey.SHARE_GROUP_DESCRIBE: 1,
+    ApiKey.SHARE_FETCH: 1,
+    ApiKey.SHARE_ACKNOWLEDGE: 1,
 }
 #: Highest versions served where the codec knows versions Kafka 4.4 does not serve: InitProducerId
 #: v6 is KIP-939's two-phase commit, unreleased in 4.4 (and not served here).

@@ -19,9 +19,9 @@ from typing import Final
 
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.group import partition_for_group
-from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
+from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
-from kafka_wire.broker.security.acls import AclOperation, ResourceType
+from kafka_wire.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_wire.broker.security.checks import allowed
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
@@ -31,11 +31,27 @@ from kafka_wire.messages import (
     FindCoordinatorResponseCoordinator,
 )
 
-#: The internal topic whose partition leaders coordinate each key type (0: groups, 1: transactions).
-_TOPICS = {0: OFFSETS_TOPIC, 1: TRANSACTION_STATE_TOPIC}
-#: The resource each key type names, and the error when the connection may not DESCRIBE it.
-_RESOURCES = {0: ResourceType.GROUP, 1: ResourceType.TRANSACTIONAL_ID}
-_DENIED = {0: ErrorCode.GROUP_AUTHORIZATION_FAILED, 1: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+#: The internal topic whose partition leaders coordinate each key type (0: groups, 1: transactions,
+#: 2: share-partitions' state, keyed "group:topic id:partition").
+_TOPICS = {0: OFFSETS_TOPIC, 1: TRANSACTION_STATE_TOPIC, 2: SHARE_GROUP_STATE_TOPIC}
+#: What each key type needs (operation, resource type, resource name: None for the key itself) and
+#: the error when the connection may not: DESCRIBE on the group or transactional id it names; a
+#: share-partition's state coordinator is for brokers only, CLUSTER_ACTION on the cluster (Kafka).
+_CHECKS = {
+    0: (AclOperation.DESCRIBE, ResourceType.GROUP, None, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    1: (
+        AclOperation.DESCRIBE,
+        ResourceType.TRANSACTIONAL_ID,
+        None,
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ),
+    2: (
+        AclOperation.CLUSTER_ACTION,
+        ResourceType.CLUSTER,
+        CLUSTER_NAME,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ),
+}
 #: The message of Kafka's ``Errors.NONE`` (its name), which v1-v3 answers carry on success.
 NO_ERROR_MESSAGE: Final = "NONE"
 
@@ -48,9 +64,8 @@ def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResp
         topic = _TOPICS.get(request.key_type)
         if topic is None:
             entry = _error(key, ErrorCode.INVALID_REQUEST, f"Unknown coordinator type: {request.key_type}")
-        elif not allowed(ctx, AclOperation.DESCRIBE, _RESOURCES[request.key_type], key):
-            code = _DENIED[request.key_type]
-            entry = _error(key, code, code.description)
+        elif not allowed(ctx, (check := _CHECKS[request.key_type])[0], check[1], check[2] or key):
+            entry = _error(key, check[3], check[3].description)
         else:
             entry = _coordinator(ctx, cluster, key, topic)
         coordinators.append(entry)

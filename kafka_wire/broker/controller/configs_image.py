@@ -18,6 +18,8 @@ class ConfigResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    #: KIP-848 / KIP-932 group configs (``share.auto.offset.reset``, ...).
+    GROUP = 32
 
 
 #: The records this section applies.
@@ -32,6 +34,9 @@ class ConfigsImage:
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         return dict(self.configs.get((ConfigResourceType.TOPIC, topic), {}))
+
+    def configs_of(self, resource_type: int, name: str) -> dict[str, str]:
+        return dict(self.configs.get((resource_type, name), {}))
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
         if isinstance(record, ConfigRecord):

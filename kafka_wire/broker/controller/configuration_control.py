@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_wire import messages
 from kafka_wire.broker.controller.configs_image import ConfigResourceType, ConfigsImage
 from kafka_wire.broker.controller.delta import DeltaBuilder
+from kafka_wire.broker.controller.group_configs import group_config_problem
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, ControllerConfig
 from kafka_wire.broker.error_answers import failure_answer
@@ -110,6 +111,9 @@ class ConfigurationControl:
         elif resource_type == ConfigResourceType.BROKER:
             if name and not name.isdigit():
                 return ErrorCode.INVALID_REQUEST, f"Invalid broker name {name}"
+        elif resource_type == ConfigResourceType.GROUP:
+            if not name:
+                return ErrorCode.INVALID_REQUEST, "Group name cannot be empty."
         else:
             return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}"
         return None
@@ -221,8 +225,16 @@ class ConfigurationControl:
                 new[op.name] = ",".join(items)
             else:
                 return {}, (ErrorCode.UNKNOWN_SERVER_ERROR, None)  # Kafka's failed lookup of the operation
-        problem = self.topic_config_problem(new) if topic else None
+        problem = self._problem(resource_type, new)
         return new, None if problem is None else (ErrorCode.INVALID_CONFIG, problem)
+
+    def _problem(self, resource_type: int, configs: Mapping[str, str]) -> str | None:
+        """Why a resource's overrides are not valid (topics and groups are checked), or None."""
+        if resource_type == ConfigResourceType.TOPIC:
+            return self.topic_config_problem(configs)
+        if resource_type == ConfigResourceType.GROUP:
+            return group_config_problem(configs)
+        return None
 
     # -- AlterConfigs ----------------------------------------------------------------------------
 
@@ -232,9 +244,7 @@ class ConfigurationControl:
 
         def replaced(resource: Any, old: Mapping[str, str]) -> tuple[dict[str, str], Problem | None]:
             new = {c.name: c.value for c in resource.configs if c.value is not None}
-            invalid = (
-                self.topic_config_problem(new) if resource.resource_type == ConfigResourceType.TOPIC else None
-            )
+            invalid = self._problem(resource.resource_type, new)
             return new, None if invalid is None else (ErrorCode.INVALID_CONFIG, invalid)
 
         return self._alter(

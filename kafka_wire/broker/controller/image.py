@@ -149,6 +149,9 @@ class MetadataImage:
     def topic_configs(self, topic: str) -> dict[str, str]:
         return self.configs_image.topic_configs(topic)
 
+    def configs_of(self, resource_type: int, name: str) -> dict[str, str]:
+        return self.configs_image.configs_of(resource_type, name)
+
     def all_partitions(self) -> Iterable[PartitionState]:
         return self.topics_image.all_partitions()
 

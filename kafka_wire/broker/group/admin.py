@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafka_wire import messages
@@ -13,6 +14,8 @@ from kafka_wire.broker.group.persistence import DeleteGroupsAnswer, GroupDeleted
 from kafka_wire.broker.group.rebalance import Rebalance
 from kafka_wire.broker.group.records import group_metadata_record, offset_commit_record
 from kafka_wire.broker.group.runtime import JOIN, SYNC, GroupRuntime, timer_key
+from kafka_wire.broker.group.share_groups import SHARE_GROUP_TYPE
+from kafka_wire.broker.group.share_model import ShareGroup
 from kafka_wire.broker.group.states import GroupInput, GroupState
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
@@ -28,8 +31,19 @@ E = ErrorCode
 class GroupAdmin:
     """The admin APIs over every group."""
 
-    def __init__(self, rt: GroupRuntime, persistence: GroupPersistence, rebalance: Rebalance) -> None:
+    def __init__(
+        self,
+        rt: GroupRuntime,
+        persistence: GroupPersistence,
+        rebalance: Rebalance,
+        share_groups: dict[str, ShareGroup] | None = None,
+        delete_share_group: Callable[[str, DeleteGroupsAnswer, int], None] | None = None,
+    ) -> None:
+        #: Deletes an empty share group (``share_groups``), answering in the DeleteGroups answer.
+        self._delete_share_group = delete_share_group or (lambda group_id, answer, index: None)
         self._rt = rt
+        #: The share groups (``share_groups``), listed beside the others.
+        self._share_groups = share_groups if share_groups is not None else {}
         self._persistence = persistence
         self._rebalance = rebalance
 
@@ -64,15 +78,21 @@ class GroupAdmin:
         if self._rt.loading:  # Kafka lists nothing while a partition of its groups is loading
             self._rt.respond(waiter, messages.ListGroupsResponse(error_code=E.COORDINATOR_LOAD_IN_PROGRESS))
             return
-        for group in self._rt.groups.values():
-            kind, state, protocol_type = CLASSIC_GROUP_TYPE, group.state.value, group.protocol_type or ""
-            if group.consumer is not None:
-                kind, state, protocol_type = CONSUMER_GROUP_TYPE, group.consumer.state().value, "consumer"
+        every = [
+            *(
+                (g.group_id, CONSUMER_GROUP_TYPE, g.consumer.state().value, "consumer")
+                if g.consumer is not None
+                else (g.group_id, CLASSIC_GROUP_TYPE, g.state.value, g.protocol_type or "")
+                for g in self._rt.groups.values()
+            ),
+            *((g.group_id, SHARE_GROUP_TYPE, g.state.value, "share") for g in self._share_groups.values()),
+        ]
+        for group_id, kind, state, protocol_type in every:
             if (types and kind not in types) or (states and state.lower() not in states):
                 continue
             listed.append(
                 messages.ListGroupsResponseListedGroup(
-                    group_id=group.group_id,
+                    group_id=group_id,
                     protocol_type=protocol_type,
                     group_state=state if v >= 4 else "",
                     group_type=kind if v >= 5 else "",
@@ -140,10 +160,16 @@ class GroupAdmin:
         answer = DeleteGroupsAnswer(waiter, [])
         for group_id in request.groups_names:
             group = self._rt.groups.get(group_id)
+            share = self._share_groups.get(group_id)
             if not group_id:
                 error = E.INVALID_GROUP_ID
             elif (refused := self._rt.refusal(group_id)) is not None:
                 error = refused
+            elif share is not None:
+                error = E.NON_EMPTY_GROUP if share.members else E.NONE
+                if not error:
+                    answer.outstanding += 1
+                    self._delete_share_group(group_id, answer, len(answer.results))
             elif group is None:
                 error = E.GROUP_ID_NOT_FOUND
             elif group.state is not GroupState.EMPTY or (

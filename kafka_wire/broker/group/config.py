@@ -63,6 +63,12 @@ class GroupConfig:
     #: ConsumerGroupHeartbeat (upgrade) and an empty consumer group a classic one on a JoinGroup
     #: (downgrade).
     consumer_migration_policy: str = "bidirectional"
+    #: ``group.share.session.timeout.ms``: a share group member not heard from this long is fenced.
+    share_session_timeout_ms: int = 45_000
+    #: ``group.share.heartbeat.interval.ms``: how often share group members are told to heartbeat.
+    share_heartbeat_interval_ms: int = 5_000
+    #: ``group.share.max.size``: members of one share group beyond it get GROUP_MAX_SIZE_REACHED.
+    share_max_size: int = 200
 
     def __post_init__(self) -> None:
         for name in (
@@ -78,7 +84,14 @@ class GroupConfig:
                 raise GroupConfigError(PROPERTY_NAMES[name], "must be at least 1")
         if not 1 <= self.offsets_topic_num_partitions <= INT32_MAX:
             raise GroupConfigError(PROPERTY_NAMES["offsets_topic_num_partitions"], "must be at least 1")
-        for name in ("consumer_session_timeout_ms", "consumer_heartbeat_interval_ms", "consumer_max_size"):
+        for name in (
+            "consumer_session_timeout_ms",
+            "consumer_heartbeat_interval_ms",
+            "consumer_max_size",
+            "share_session_timeout_ms",
+            "share_heartbeat_interval_ms",
+            "share_max_size",
+        ):
             if getattr(self, name) < 1:
                 raise GroupConfigError(PROPERTY_NAMES[name], "must be at least 1")
         if not self.consumer_assignors or any(a not in CONSUMER_ASSIGNORS for a in self.consumer_assignors):
@@ -109,4 +122,7 @@ PROPERTY_NAMES: Final[dict[str, str]] = {
     "consumer_assignors": "group.consumer.assignors",
     "consumer_max_size": "group.consumer.max.size",
     "consumer_migration_policy": "group.consumer.migration.policy",
+    "share_session_timeout_ms": "group.share.session.timeout.ms",
+    "share_heartbeat_interval_ms": "group.share.heartbeat.interval.ms",
+    "share_max_size": "group.share.max.size",
 }

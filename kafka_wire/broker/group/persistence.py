@@ -30,6 +30,7 @@ from kafka_wire.broker.group.records import (
     offset_commit_record,
 )
 from kafka_wire.broker.group.runtime import GroupRuntime
+from kafka_wire.broker.group.share_model import ShareGroup
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import InvalidValueError, LocalProtocolError
@@ -143,6 +144,20 @@ class ConsumerWrite:
     answer: Message | None = None
 
 
+@dataclass(slots=True)
+class ShareWrite:
+    """Records of one KIP-932 share group change (``share_groups``), applied when handed out: the
+    answer waits for them; if they are refused the group goes back to ``before`` (None: it was
+    not stored) unless a later write of the group was handed out since."""
+
+    group_id: str
+    before: ShareGroup | None
+    waiter: Waiter | None = None
+    answer: Message | None = None
+    #: A DeleteGroups' answer and the index of this group's result in it.
+    deleted: tuple[DeleteGroupsAnswer, int] | None = None
+
+
 PendingWrite = (
     OffsetWrite
     | GroupCreated
@@ -152,6 +167,7 @@ PendingWrite = (
     | GroupDeleted
     | ConsumerWrite
     | TxnOffsetWrite
+    | ShareWrite
 )
 
 

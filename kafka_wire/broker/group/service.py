@@ -40,6 +40,7 @@ in ``docs/internals/group-coordinator.md``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
@@ -77,6 +78,7 @@ from kafka_wire.broker.group.persistence import (
     GroupEmptied,
     GroupPersistence,
     OffsetWrite,
+    ShareWrite,
     StaticMemberReplaced,
     TxnOffsetWrite,
 )
@@ -93,6 +95,9 @@ from kafka_wire.broker.group.runtime import (
     GroupRuntime,
     timer_key,
 )
+from kafka_wire.broker.group.share_groups import SHARE_SESSION, ShareGroups
+from kafka_wire.broker.group.share_model import ShareGroup
+from kafka_wire.broker.group.share_records import SHARE_KEY_VERSIONS
 from kafka_wire.broker.group.states import GroupState, can_rebalance
 from kafka_wire.broker.group.txn_offsets import TxnOffsets
 from kafka_wire.broker.timers import DueTimer, TimerQueue
@@ -147,16 +152,18 @@ class GroupCoordinator:
         self._persistence = GroupPersistence(rt)
         self._rebalance = Rebalance(rt, self._persistence)
         self._membership = Membership(rt, self._persistence, self._rebalance)
-        self._consumer = ConsumerGroups(
-            rt, self._persistence.persist, topics if topics is not None else lambda: ()
+        topics_of: TopicsOf = topics if topics is not None else lambda: ()
+        self._consumer = ConsumerGroups(rt, self._persistence.persist, topics_of)
+        self._share = ShareGroups(rt, self._persistence.persist, topics_of)
+        self._admin = GroupAdmin(
+            rt, self._persistence, self._rebalance, self._share.groups, self._share.delete
         )
-        self._admin = GroupAdmin(rt, self._persistence, self._rebalance)
         self._txn_offsets = TxnOffsets(rt, self._persistence, self._rebalance)
         self._offsets = Offsets(
             rt, self._persistence, self._rebalance, self._admin.delete_group, self._txn_offsets.has_pending
         )
         self._handlers: dict[int, _Handler] = {
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer.heartbeat,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer_heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: self._admin.consumer_group_describe,
             ApiKey.JOIN_GROUP: self._join,
             ApiKey.SYNC_GROUP: self._membership.sync,
@@ -169,6 +176,8 @@ class GroupCoordinator:
             ApiKey.DESCRIBE_GROUPS: self._admin.describe_groups,
             ApiKey.DELETE_GROUPS: self._admin.delete_groups,
             ApiKey.TXN_OFFSET_COMMIT: self._txn_offsets.txn_offset_commit,
+            ApiKey.SHARE_GROUP_HEARTBEAT: self._share.heartbeat,
+            ApiKey.SHARE_GROUP_DESCRIBE: self._share.describe,
         }
 
     # -- public API -----------------------------------------------------------------------------
@@ -245,6 +254,8 @@ class GroupCoordinator:
                 self._consumer.written(write, error)
             case TxnOffsetWrite():
                 self._txn_offsets.written(write, error)
+            case ShareWrite():
+                self._share.written(write, error)
         self._run_timers()
         return self._rt.take()
 
@@ -256,7 +267,7 @@ class GroupCoordinator:
         """When :meth:`tick` has work next (``0``: at once, before the first call has shown a time)."""
         if self._rt.now is None:
             return 0
-        unarmed = [*self._persistence.unarmed, *self._consumer.unarmed]
+        unarmed = [*self._persistence.unarmed, *self._consumer.unarmed, *self._share.unarmed]
         if any(self._rt.serves(group_id) for group_id, _ in unarmed):
             return self._rt.now  # members loaded since the last call: arm their sessions now
         return self._rt.timers.next_deadline_ms(GROUP_TIMERS)
@@ -279,16 +290,37 @@ class GroupCoordinator:
         Raises :class:`~kafka_wire.errors.DecodeError`, with nothing applied, for a key or value
         that cannot be read, including a key version Kafka does not define.
         """
-        if len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) in CONSUMER_KEY_VERSIONS:
+        version = int.from_bytes(key[:2], "big", signed=True) if len(key) >= 2 else -1
+        if version in CONSUMER_KEY_VERSIONS:
             self._consumer.replay(key, value)
+        elif version in SHARE_KEY_VERSIONS:
+            self._share.replay(key, value)
         else:
             self._persistence.replay(key, value)
+
+    def _consumer_heartbeat(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        """ConsumerGroupHeartbeat; a share group's id is GROUP_ID_NOT_FOUND, as Kafka answers."""
+        assert isinstance(request, messages.ConsumerGroupHeartbeatRequest)
+        if request.group_id in self._share.groups:
+            message = f"Group {request.group_id} is not a consumer group."
+            answer = messages.ConsumerGroupHeartbeatResponse(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message, member_epoch=0
+            )
+            self._rt.respond(waiter, answer)
+            return
+        self._consumer.heartbeat(waiter, request, client_id, client_host)
 
     def _join(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
         """JoinGroup; a consumer group (KIP-848) it names is downgraded to a classic group when it
         is empty and ``group.consumer.migration.policy`` allows it, else refused: a classic member
         in a consumer group (mixed membership) is not served here."""
         assert isinstance(request, messages.JoinGroupRequest)
+        if request.group_id in self._share.groups:  # a share group: Kafka's answer
+            self._rt.respond(
+                waiter,
+                join_error(waiter.api_version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id),
+            )
+            return
         group = self._rt.groups.get(request.group_id)
         if group is not None and group.consumer is not None:
             downgrade = self.config.consumer_migration_policy in ("bidirectional", "downgrade")
@@ -393,6 +425,7 @@ class GroupCoordinator:
     def _drop_partition(self, partition: int, answer: int = 0) -> None:
         rt = self._rt
         self._txn_offsets.drop_partition(partition)
+        self._share.drop_partition({g for g in self._share.groups if rt.partition_of(g) == partition})
         for group_id in [g for g in rt.groups if rt.partition_of(g) == partition]:
             group = rt.groups.pop(group_id)
             if group.consumer is not None:
@@ -441,6 +474,11 @@ class GroupCoordinator:
         group = self._rt.groups.get(group_id)
         return None if group is None or group.consumer is None else group.consumer.state()
 
+    def share_group_view(self, group_id: str) -> ShareGroup | None:
+        """A copy of a KIP-932 share group (None: no such group)."""
+        group = self._share.groups.get(group_id)
+        return None if group is None else copy.deepcopy(group)
+
     def state_of(self, group_id: str) -> GroupState | None:
         group = self._rt.groups.get(group_id)
         return None if group is None else group.state
@@ -459,6 +497,10 @@ class GroupCoordinator:
             if rt.serves(group_id):
                 del self._consumer.unarmed[group_id, member_id]
                 self._consumer.arm_loaded(group_id, member_id)
+        for group_id, member_id in list(self._share.unarmed):
+            if rt.serves(group_id):
+                del self._share.unarmed[group_id, member_id]
+                self._share.arm_loaded(group_id, member_id)
         unarmed = self._persistence.unarmed
         if unarmed:
             loaded: dict[str, None] = {}
@@ -500,6 +542,9 @@ class GroupCoordinator:
         if kind == RETENTION:
             self._offsets.expire()
             self._rt.schedule(RETENTION_KEY, self.config.offsets_retention_check_interval_ms)
+            return
+        if kind == SHARE_SESSION:
+            self._share.expire(str(group_id), str(member_id))
             return
         group = self._rt.groups.get(str(group_id))
         if group is None:

@@ -29,6 +29,7 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
 
@@ -119,7 +120,9 @@ class SharePartition:
         lock_duration_ms: int = DEFAULT_LOCK_DURATION_MS,
         delivery_limit: int = DEFAULT_DELIVERY_LIMIT,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        hooks: Hooks = OFF,
     ) -> None:
+        self.hooks = hooks
         self.start_offset = start_offset
         #: The next offset never fetched: the end of the in-flight window.
         self.end_offset = start_offset
@@ -127,23 +130,39 @@ class SharePartition:
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
         self.records: dict[int, InFlight] = {}
+        #: The latest time seen (the planted ``share-lock-ignored`` reads it).
+        self._now_ms = 0
 
     # -- acquiring ---------------------------------------------------------------------------------
 
     def acquire(self, member_id: str, high_watermark: int, max_records: int, now_ms: int) -> list[Acquired]:
         """Acquire up to ``max_records`` records for ``member_id``: available ones in the window
-        first, then new ones up to ``high_watermark`` and the in-flight limit."""
+        first, then new ones, all below ``high_watermark`` (or below the end of the batches a share
+        fetch read) and within the in-flight limit."""
         self.expire(now_ms)
+        archived = False
         taken: list[tuple[int, int]] = []
-        for offset in sorted(o for o, r in self.records.items() if r.state is RecordState.AVAILABLE):
+        available = (o for o, r in self.records.items() if self._available(r, now_ms) and o < high_watermark)
+        for offset in sorted(available):
             if len(taken) >= max_records:
                 break
+            record = self.records[offset]
+            if record.state is RecordState.ACQUIRED:  # only with share-lock-ignored
+                record.state = RecordState.AVAILABLE
+            if record.delivery_count >= self._limit():
+                # delivered as often as allowed: its last lock ended with its leader (a restart,
+                # a failover: restored as available), so it is archived, not delivered again
+                record.state = step(RECORD_TRANSITIONS, record.state, I.ARCHIVE, machine="share record")
+                archived = True
+                continue
             taken.append((offset, self._take(self.records[offset], member_id, now_ms)))
         limit = min(high_watermark, self.start_offset + self.max_in_flight)
         while len(taken) < max_records and self.end_offset < limit:
             record = self.records[self.end_offset] = InFlight()
             taken.append((self.end_offset, self._take(record, member_id, now_ms)))
             self.end_offset += 1
+        if archived:
+            self._advance()
         taken.sort()
         out: list[Acquired] = []
         for offset, count in taken:
@@ -152,6 +171,29 @@ class SharePartition:
             else:
                 out.append(Acquired(offset, offset, count))
         return out
+
+    def _available(self, record: InFlight, now_ms: int) -> bool:
+        if record.state is RecordState.AVAILABLE:
+            return True
+        # planted bug: a lock past half its duration counts as run out (the lock clock read at
+        # the wrong scale), so a record another member holds is acquired again
+        return (
+            record.state is RecordState.ACQUIRED
+            and record.deadline_ms - now_ms < self.lock_duration_ms // 2
+            and self.hooks.planted("share-lock-ignored")
+        )
+
+    def next_fetch_offset(self) -> int:
+        """Where a share fetch reads from: the first available record of the window, else its end."""
+        available = [o for o, r in self.records.items() if self._available(r, self._now_ms)]
+        return min(available, default=self.end_offset)
+
+    def can_acquire(self, high_watermark: int, now_ms: int) -> bool:
+        """Whether :meth:`acquire` would hand out a record now."""
+        self.expire(now_ms)
+        if any(self._available(r, now_ms) for r in self.records.values()):
+            return True
+        return self.end_offset < min(high_watermark, self.start_offset + self.max_in_flight)
 
     def _take(self, record: InFlight, member_id: str, now_ms: int) -> int:
         record.state = step(RECORD_TRANSITIONS, record.state, I.ACQUIRE, machine="share record")
@@ -184,6 +226,33 @@ class SharePartition:
         self._advance()
         return ErrorCode.NONE
 
+    def acknowledge_batches(
+        self, member_id: str, batches: list[tuple[int, int, AcknowledgeType]], now_ms: int
+    ) -> ErrorCode:
+        """Acknowledge several ranges (ascending, not overlapping: the caller checks) as one: all of
+        them, or none and the first error (Kafka rolls a partition's refused acknowledgements back)."""
+        self.expire(now_ms)
+        for first, last, _ in batches:
+            if last < first or first < 0 or last >= self.end_offset:
+                return ErrorCode.INVALID_REQUEST
+            for offset in range(first, last + 1):
+                record = self.records.get(offset)
+                if (
+                    record is None
+                    or record.state is not RecordState.ACQUIRED
+                    or record.member_id != member_id
+                ):
+                    return ErrorCode.INVALID_RECORD_STATE
+        for first, last, kind in batches:
+            for offset in range(first, last + 1):
+                record = self.records[offset]
+                if kind is AcknowledgeType.RENEW:
+                    record.deadline_ms = now_ms + self.lock_duration_ms
+                else:
+                    self._settle(record, _BY_TYPE[kind])
+        self._advance()
+        return ErrorCode.NONE
+
     def release_member(self, member_id: str, now_ms: int) -> None:
         """Everything ``member_id`` holds becomes available again (it left, or its share session
         closed), archived at the delivery limit."""
@@ -194,11 +263,15 @@ class SharePartition:
         self._advance()
 
     def _settle(self, record: InFlight, move: RecordInput) -> None:
-        if move in (I.RELEASE, I.LOCK_EXPIRED) and record.delivery_count >= self.delivery_limit:
+        if move in (I.RELEASE, I.LOCK_EXPIRED) and record.delivery_count >= self._limit():
             move = I.ARCHIVE  # a poison record: delivered as often as allowed
         record.state = step(RECORD_TRANSITIONS, record.state, move, machine="share record")
         if record.state is not RecordState.ACQUIRED:
             record.member_id = ""
+
+    def _limit(self) -> int:
+        """The delivery limit (one more with the planted ``share-past-delivery-limit``)."""
+        return self.delivery_limit + (1 if self.hooks.planted("share-past-delivery-limit") else 0)
 
     def _advance(self) -> None:
         """Move the start offset past the records done with."""
@@ -217,14 +290,35 @@ class SharePartition:
 
     def expire(self, now_ms: int) -> list[int]:
         """Release the records whose lock ran out by ``now_ms``; their offsets."""
+        self._now_ms = max(self._now_ms, now_ms)
         expired = [
             o for o, r in self.records.items() if r.state is RecordState.ACQUIRED and r.deadline_ms <= now_ms
         ]
         for offset in expired:
             self._settle(self.records[offset], I.LOCK_EXPIRED)
+        if self.hooks.planted("share-accepted-redelivered"):
+            # planted bug: an accepted record's lock still runs, and its end makes it available
+            for offset, r in self.records.items():
+                if r.state is RecordState.ACKNOWLEDGED and 0 < r.deadline_ms <= now_ms:
+                    r.state, r.deadline_ms = RecordState.AVAILABLE, 0
+                    expired.append(offset)
         if expired:
             self._advance()
         return expired
+
+    def restore(self, batches: list[tuple[int, int, int, int]]) -> None:
+        """Take back in-flight records as the share coordinator kept them: ``(first, last, state,
+        delivery count)`` runs at or after the start offset (acquired ones were stored as
+        available)."""
+        window_end = self.start_offset + self.max_in_flight  # nothing beyond can be in flight
+        for first, last, state, count in batches:
+            kept = RecordState(state) if state in RecordState._value2member_map_ else RecordState.AVAILABLE
+            if kept is RecordState.ACQUIRED:
+                kept = RecordState.AVAILABLE
+            for offset in range(max(first, self.start_offset), min(last + 1, window_end)):
+                self.records[offset] = InFlight(state=kept, delivery_count=count)
+                self.end_offset = max(self.end_offset, offset + 1)
+        self._advance()
 
     # -- views -------------------------------------------------------------------------------------
 

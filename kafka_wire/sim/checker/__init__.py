@@ -34,6 +34,7 @@ from kafka_wire.sim.checker.observe import (
     read_log,
     snap_replica,
 )
+from kafka_wire.sim.checker.shares import ShareChecker
 from kafka_wire.sim.checker.steps import StepChecker, image_partitions
 from kafka_wire.sim.contracts import Violation
 
@@ -51,9 +52,11 @@ __all__ = ["Checker", "EndReport", "Violation", "check_end"]
 class Checker:
     """Per-step and end checks over a :class:`~kafka_wire.sim.contracts.WorldView`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, shares: ShareChecker | None = None) -> None:
         self.steps = StepChecker()
         self.groups = GroupChecker()
+        #: The share group invariants (the share workload's), when asked for.
+        self.shares = shares
         self.expected: Counter[str] = Counter()
         self._brokers: dict[int, Broker] = {}
         #: Per node: its ``calls`` when last read.
@@ -71,6 +74,8 @@ class Checker:
         steps = self.steps
         if self._topics is None:
             steps.unclean_allowed = world.unclean_elections()
+            if self.shares is not None:
+                self.shares.failover_loses_state = len(world.nodes()) > 1 and not self.shares.strict
             self._topics = list(world.topics())
         now = world.now_ms
         snaps: list[ReplicaSnap] = []
@@ -85,12 +90,16 @@ class Checker:
                 self._losses[node_id] = len(losses)
                 steps.note_losses(node_id, len(losses))
             broker = host.broker
+            if self.shares is not None:
+                self.shares.observe(node_id, now, getattr(host, "offset_ms", 0))
             if broker is None:
                 continue
             node = host.node
             if self._brokers.get(node_id) is not broker:
                 if node_id in self._brokers:
                     steps.restarted(node_id)
+                    if self.shares is not None:
+                        self.shares.restarted(node_id, now)
                 self._brokers[node_id] = broker
                 self._opened[node_id] = set()
             elif self._calls.get(node_id) == host.calls:
@@ -127,6 +136,8 @@ class Checker:
             out += steps.check_raft(now, [raft_snap(n, r) for n, r in live_rafts], restarted)
         if len(world.history.ops) > self.groups.read:
             out += self.groups.check(world.history)
+        if self.shares is not None and len(world.history.ops) > self.shares.read:
+            out += self.shares.check(world.history)
         return out
 
     def _opened_replicas(self, now_ms: int, node_id: int, broker: Broker) -> list[Violation]:
@@ -163,6 +174,9 @@ class Checker:
                 leaders[tp] = leader.node_id
         report = check_end(world.history, logs, leaders, self.steps.unclean, world.now_ms)
         self.expected.update(report.expected)
+        if self.shares is not None:
+            out += self.shares.at_end(world.history, frozenset(name for name, _ in world.topics()))
+            self.expected.update(self.shares.expected)
         return out + report.violations
 
 

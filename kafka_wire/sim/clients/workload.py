@@ -13,6 +13,7 @@ from kafka_wire.sim.clients.consumer_member import ConsumerProtocolMember
 from kafka_wire.sim.clients.ctp_worker import CtpWorker
 from kafka_wire.sim.clients.group import GroupMember
 from kafka_wire.sim.clients.producer import Producer
+from kafka_wire.sim.clients.share_consumer import ShareConsumer
 from kafka_wire.sim.clients.txn_producer import TxnProducer
 
 if TYPE_CHECKING:
@@ -183,10 +184,81 @@ def txn_clients(workload: Workload, history: History, rng: random.Random) -> lis
     return clients
 
 
+#: The share workload's group, its acquisition lock and delivery limit (group configs, which the
+#: checker reads too), and the broker properties it needs: a short share session, frequent
+#: heartbeats, few ``__share_group_state`` partitions.
+SHARE_GROUP: Final = "share-1"
+SHARE_LOCK_MS: Final = 2_000
+SHARE_DELIVERY_LIMIT: Final = 3
+SHARE_GROUP_CONFIGS: Final[dict[str, str]] = {
+    "share.auto.offset.reset": "earliest",
+    "share.record.lock.duration.ms": str(SHARE_LOCK_MS),
+    "share.delivery.count.limit": str(SHARE_DELIVERY_LIMIT),
+}
+SHARE_SETTINGS: Final[dict[str, str]] = {
+    "group.share.session.timeout.ms": "6000",
+    "group.share.heartbeat.interval.ms": "1000",
+    "share.coordinator.state.topic.num.partitions": "3",
+}
+
+
+def share_clients(workload: Workload, history: History, rng: random.Random) -> list[SimClient]:
+    """The share workload (KIP-932): one admin, an idempotent acks=all producer and an acks=all
+    one over every topic, and three members of one share group subscribed to every topic (one of
+    them restarting now and then). Each client draws from its own generator, seeded from ``rng``
+    in this order."""
+    bootstrap = workload.bootstrap()
+    names = [name for name, _ in workload.topics]
+
+    def child() -> random.Random:
+        return random.Random(rng.getrandbits(64))
+
+    clients: list[SimClient] = [
+        AdminClient("admin", history, child(), bootstrap, workload.specs()),
+        Producer(
+            "producer-idem",
+            history,
+            child(),
+            bootstrap,
+            names,
+            acks=-1,
+            idempotent=True,
+            interval_ms=workload.producer_interval_ms,
+        ),
+        Producer(
+            "producer-all",
+            history,
+            child(),
+            bootstrap,
+            names,
+            acks=-1,
+            interval_ms=workload.producer_interval_ms,
+        ),
+    ]
+    clients += [
+        ShareConsumer(
+            f"share-{i}",
+            history,
+            child(),
+            bootstrap,
+            names,
+            SHARE_GROUP,
+            group_configs=SHARE_GROUP_CONFIGS,
+            restart_every_ms=workload.member_restart_ms if i == 3 else None,
+        )
+        for i in (1, 2, 3)
+    ]
+    return clients
+
+
 def clients_for(
-    world: WorldView, *, replication_factor: int | None = None, transactional: bool = False
+    world: WorldView,
+    *,
+    replication_factor: int | None = None,
+    transactional: bool = False,
+    name: str = "default",
 ) -> list[SimClient]:
-    """:func:`default_clients` (or :func:`txn_clients`) for ``world``: its nodes, topics and unclean-election setting, its
+    """:func:`default_clients` (or :func:`txn_clients`, :func:`share_clients`: ``name``) for ``world``: its nodes, topics and unclean-election setting, its
     history, generators seeded from ``world.rng`` (drawn here, once). The replication factor
     defaults to the node count, at most 3."""
     nodes = len(world.nodes())
@@ -196,5 +268,7 @@ def clients_for(
         replication_factor=replication_factor or min(3, nodes),
         unclean_leader_election=world.unclean_elections(),
     )
-    build = txn_clients if transactional else default_clients
+    build = {"txn": txn_clients, "share": share_clients}.get(
+        "txn" if transactional else name, default_clients
+    )
     return build(workload, world.history, world.rng)

@@ -139,3 +139,11 @@ class ShareRecords(RuleBasedStateMachine):
 
 
 TestShareRecords = ShareRecords.TestCase
+
+
+def test_a_restored_state_is_kept_to_the_in_flight_window() -> None:
+    """A kept batch spanning more offsets than can be in flight (a corrupt or foreign state)
+    restores only the window."""
+    partition = SharePartition(100, max_in_flight=10)
+    partition.restore([(0, 1 << 60, int(RecordState.AVAILABLE), 2)])
+    assert sorted(partition.records) == list(range(100, 110)) and partition.end_offset == 110

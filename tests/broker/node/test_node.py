@@ -131,6 +131,9 @@ class FakeImage:
     def topic_configs(self, topic: str) -> dict[str, str]:
         return dict(self.configs.get(topic, {}))
 
+    def configs_of(self, resource_type: int, name: str) -> dict[str, str]:
+        return self.topic_configs(name) if resource_type == 2 else {}
+
     def apply_batch(self, offset: int, records: Sequence[Message]) -> Delta:
         self.offset = offset
         names = [r.client_software_name for r in records if isinstance(r, ApiVersionsRequest)]

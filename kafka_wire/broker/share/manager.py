@@ -1,0 +1,247 @@
+"""The share-partitions a broker leads, for every share group (Kafka's ``SharePartitionManager``):
+created at a group's first share fetch of a partition, acknowledged, released, and their
+acquisition locks run out on the engine's timers.
+
+A share-partition starts (its start offset, the SPSO) at the partition's high watermark, or at its
+log start with ``share.auto.offset.reset=earliest`` (the group's config; ``latest`` is Kafka's
+default). The group configs ``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
+``share.partition.max.record.locks`` override the broker's ``group.share.*`` settings, read at
+every fetch (``configs_of(group)``: the group's config overrides). A share-partition's state is
+read from the share coordinator's store when it starts (``share.coordinator.ShareStateStore``)
+and written back with every change (:meth:`ShareManager.persist`).
+
+Timers live in the engine's :class:`~kafka_wire.broker.timers.TimerQueue` under the owner
+``"share"``, one per share-partition at its earliest lock deadline; :meth:`ShareManager.run_due`
+(called by ``Broker.tick``) makes expired records available again (or archives them at the
+delivery limit), and held share fetches see them at their next poll.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from kafka_wire.broker.buggify import OFF, Hooks
+from kafka_wire.broker.group.share_partition import (
+    DEFAULT_DELIVERY_LIMIT,
+    DEFAULT_LOCK_DURATION_MS,
+    DEFAULT_MAX_IN_FLIGHT,
+    AcknowledgeType,
+    SharePartition,
+)
+from kafka_wire.broker.share.coordinator import ShareStateStore
+from kafka_wire.broker.share.sessions import DEFAULT_MAX_SHARE_SESSIONS, ShareSession, ShareSessionCache
+from kafka_wire.broker.share.state_records import ShareStateKey
+from kafka_wire.broker.timers import TimerQueue
+from kafka_wire.messages import ErrorCode
+
+#: The owner of the share-partitions' timers in the engine's queue.
+SHARE_TIMERS: Final = "share"
+EARLIEST: Final = "earliest"
+LATEST: Final = "latest"
+
+#: (group id, topic id, partition).
+SharePartitionKey = tuple[str, uuid.UUID, int]
+#: An acknowledgement batch as sent: (first offset, last offset, acknowledge types).
+AckBatch = tuple[int, int, list[int]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareConfig:
+    #: ``group.share.record.lock.duration.ms``.
+    lock_duration_ms: int = DEFAULT_LOCK_DURATION_MS
+    #: ``group.share.delivery.count.limit``.
+    delivery_limit: int = DEFAULT_DELIVERY_LIMIT
+    #: ``group.share.partition.max.record.locks``.
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    #: ``max.share.session.cache.size``.
+    max_sessions: int = DEFAULT_MAX_SHARE_SESSIONS
+
+
+def _int(configs: Mapping[str, str], name: str, default: int) -> int:
+    value = configs.get(name)
+    try:
+        return default if value is None else int(value)
+    except ValueError:  # the controller checks group configs: not expected
+        return default
+
+
+def ack_ranges(batches: list[AckBatch], renew: bool) -> list[tuple[int, int, AcknowledgeType]] | None:
+    """The ranges of a partition's acknowledgement batches, one type each, or None when they are
+    malformed (Kafka's INVALID_REQUEST): out of order or overlapping, ``last < first``, types
+    neither one nor one per offset, an unknown type, RENEW outside a renew acknowledgement."""
+    out: list[tuple[int, int, AcknowledgeType]] = []
+    previous_last = -1
+    allowed = range(5) if renew else range(4)
+    for first, last, types in batches:
+        if first < 0 or last < first or first <= previous_last or not types:
+            return None
+        if any(t not in allowed for t in types):
+            return None
+        previous_last = last
+        if len(types) == 1:
+            out.append((first, last, AcknowledgeType(types[0])))
+        elif len(types) == last - first + 1:
+            for offset, kind in enumerate(types, start=first):
+                if out and out[-1][1] == offset - 1 and out[-1][2] == kind:
+                    out[-1] = (out[-1][0], offset, out[-1][2])
+                else:
+                    out.append((offset, offset, AcknowledgeType(kind)))
+        else:
+            return None
+    return out
+
+
+class ShareManager:
+    """Share sessions and share-partitions of a broker; see the module docstring."""
+
+    def __init__(
+        self,
+        config: ShareConfig,
+        timers: TimerQueue,
+        configs_of: Callable[[str], Mapping[str, str]] = lambda group_id: {},
+        store: ShareStateStore | None = None,
+        hooks: Hooks = OFF,
+    ) -> None:
+        self.config = config
+        self.hooks = hooks
+        self.sessions = ShareSessionCache(config.max_sessions)
+        self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        self._timers = timers
+        self._configs_of = configs_of
+        self.store = store
+        #: The leader epoch each share-partition was last served at (written with its state).
+        self._leader_epochs: dict[SharePartitionKey, int] = {}
+        #: Share-partitions whose last write was not stored (their state partition was not served).
+        self._unsaved: set[SharePartitionKey] = set()
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        """``share.record.lock.duration.ms`` of the group, else the broker's."""
+        return _int(self._configs_of(group_id), "share.record.lock.duration.ms", self.config.lock_duration_ms)
+
+    # -- share-partitions --------------------------------------------------------------------------
+
+    def partition(
+        self,
+        key: SharePartitionKey,
+        log_start_offset: int,
+        high_watermark: int,
+        now_ms: int,
+        leader_epoch: int = -1,
+    ) -> SharePartition | None:
+        """The share-partition of ``key``: created from the state the share coordinator kept, else
+        at the offset ``share.auto.offset.reset`` says (and that state written). None while its
+        state cannot be read yet (its ``__share_group_state`` partition is being loaded here)."""
+        configs = self._configs_of(key[0])
+        found = self.partitions.get(key)
+        self._leader_epochs[key] = leader_epoch
+        if key in self._unsaved:
+            self.persist(key, now_ms)
+        if found is None:
+            store, state_key = self.store, ShareStateKey(*key)
+            if store is not None and not store.ready(state_key, now_ms):
+                return None
+            kept = None if store is None else store.read(state_key)
+            window = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
+            if kept is not None and kept.start_offset >= 0:
+                found = SharePartition(
+                    max(kept.start_offset, log_start_offset), max_in_flight=window, hooks=self.hooks
+                )
+                found.restore(kept.batches)
+            else:
+                # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
+                reset = configs.get("share.auto.offset.reset")
+                found = SharePartition(
+                    log_start_offset if reset == EARLIEST else high_watermark, hooks=self.hooks
+                )
+            self.partitions[key] = found
+            self.persist(key, now_ms)
+        found.lock_duration_ms = _int(configs, "share.record.lock.duration.ms", self.config.lock_duration_ms)
+        found.delivery_limit = _int(configs, "share.delivery.count.limit", self.config.delivery_limit)
+        found.max_in_flight = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
+        return found
+
+    def persist(self, key: SharePartitionKey, now_ms: int) -> None:
+        """Write ``key``'s state to the share coordinator (when its state partition is here)."""
+        found, store = self.partitions.get(key), self.store
+        if found is not None and store is not None:
+            error = store.write(
+                ShareStateKey(*key),
+                found.start_offset,
+                [(f, last, int(s), c) for f, last, s, c in found.state_batches()],
+                self._leader_epochs.get(key, -1),
+                now_ms,
+            )
+            if error:  # not stored (its state partition not served yet): again at the next fetch
+                self._unsaved.add(key)
+            else:
+                self._unsaved.discard(key)
+
+    def rearm(self, key: SharePartitionKey) -> None:
+        """Put the timer of ``key`` at its earliest lock deadline (none: no timer)."""
+        found = self.partitions.get(key)
+        deadline = None if found is None else found.next_deadline_ms()
+        timer = (SHARE_TIMERS, *key)
+        if deadline is None:
+            self._timers.cancel(timer)
+        elif self._timers.deadline_of(timer) != deadline:
+            self._timers.schedule(timer, deadline)
+
+    def run_due(self, now_ms: int) -> None:
+        """Expire the locks that ran out by ``now_ms``."""
+        while (due := self._timers.pop_due(now_ms, SHARE_TIMERS)) is not None:
+            _, group_id, topic_id, partition = due.key
+            assert (
+                isinstance(group_id, str) and isinstance(topic_id, uuid.UUID) and isinstance(partition, int)
+            )
+            key = (group_id, topic_id, partition)
+            found = self.partitions.get(key)
+            if found is not None:
+                if found.expire(due.deadline_ms):
+                    self.persist(key, due.deadline_ms)
+                self.rearm(key)
+
+    def next_deadline_ms(self) -> int | None:
+        return self._timers.next_deadline_ms(SHARE_TIMERS)
+
+    # -- acknowledgements --------------------------------------------------------------------------
+
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        key: SharePartitionKey,
+        batches: list[AckBatch],
+        renew: bool,
+        now_ms: int,
+    ) -> ErrorCode:
+        """One partition's acknowledgements, all or nothing."""
+        ranges = ack_ranges(batches, renew)
+        if ranges is None:
+            return ErrorCode.INVALID_REQUEST
+        found = self.partitions.get(key)
+        if found is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        error = found.acknowledge_batches(member_id, ranges, now_ms)
+        if not error:
+            self.persist(key, now_ms)
+        self.rearm(key)
+        return error
+
+    def release_session(self, session: ShareSession, now_ms: int) -> None:
+        """The session ended: what its member holds on its partitions becomes available again."""
+        for topic_id, partition in session.partitions:
+            key = (session.group_id, topic_id, partition)
+            found = self.partitions.get(key)
+            if found is not None:
+                found.release_member(session.member_id, now_ms)
+                self.persist(key, now_ms)
+                self.rearm(key)
+
+    def connection_closed(self, conn_id: int, now_ms: int) -> None:
+        """A client's connection closed: its share sessions end and their records are released."""
+        for session in self.sessions.of_connection(conn_id):
+            self.sessions.remove(session.group_id, session.member_id)
+            self.release_session(session, now_ms)
