@@ -5,16 +5,17 @@ them (``Coordinators.handle``), where Kafka's ``KafkaApis`` makes them.
 request to hand on (without the items refused, which must not be carried out) and a ``patch``
 that puts the refused items back into the coordinator's answer. What each API needs:
 
-- JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat: READ on the group
-  (GROUP_AUTHORIZATION_FAILED); ConsumerGroupHeartbeat also DESCRIBE on each subscribed topic
+- JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat, ShareGroupHeartbeat: READ
+  on the group (GROUP_AUTHORIZATION_FAILED); the last two also DESCRIBE on each subscribed topic
   (TOPIC_AUTHORIZATION_FAILED);
 - OffsetCommit: READ on the group, READ on each topic (its partitions TOPIC_AUTHORIZATION_FAILED,
   the others committed); OffsetDelete: DELETE on the group, READ on each topic; TxnOffsetCommit:
   WRITE on the transactional id, READ on the group and on each topic;
 - OffsetFetch: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED) and on each topic (a topic
   named gets TOPIC_AUTHORIZATION_FAILED, one listed because all were asked for is left out);
-- DescribeGroups, ConsumerGroupDescribe: DESCRIBE on each group; DeleteGroups: DELETE on each
-  group; ListGroups: DESCRIBE on the cluster, else only the groups it may DESCRIBE;
+- DescribeGroups, ConsumerGroupDescribe, ShareGroupDescribe: DESCRIBE on each group;
+  DeleteGroups: DELETE on each group; ListGroups: DESCRIBE on the cluster, else only the groups
+  it may DESCRIBE;
 - InitProducerId (with a transactional id), AddOffsetsToTxn, EndTxn, AddPartitionsToTxn up to v3:
   WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); AddOffsetsToTxn also READ
   on the group; AddPartitionsToTxn also WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, the other
@@ -103,16 +104,22 @@ def _group_read(api_key: int) -> Callable[[_Checker, int, Any], Gate]:
     return check
 
 
-def _consumer_group_heartbeat(c: _Checker, version: int, body: Any) -> Gate:
-    if not c.ok(Op.READ, Rt.GROUP, body.group_id):
-        return _refuse(ApiKey.CONSUMER_GROUP_HEARTBEAT, body, GAF)
-    denied = [t for t in body.subscribed_topic_names or () if not c.ok(Op.DESCRIBE, Rt.TOPIC, t)]
-    if denied:
-        answer = messages.ConsumerGroupHeartbeatResponse(
-            error_code=TAF, error_message=f"The following topics are not authorized: {sorted(denied)}"
-        )
-        return Gate(answer=answer)
-    return Gate(body)
+def _member_heartbeat(api_key: int, response: str) -> Callable[[_Checker, int, Any], Gate]:
+    """ConsumerGroupHeartbeat and ShareGroupHeartbeat (its ``response`` class, by name: looked up
+    when needed)."""
+
+    def check(c: _Checker, version: int, body: Any) -> Gate:
+        if not c.ok(Op.READ, Rt.GROUP, body.group_id):
+            return _refuse(api_key, body, GAF)
+        denied = [t for t in body.subscribed_topic_names or () if not c.ok(Op.DESCRIBE, Rt.TOPIC, t)]
+        if denied:
+            answer = getattr(messages, response)(
+                error_code=TAF, error_message=f"The following topics are not authorized: {sorted(denied)}"
+            )
+            return Gate(answer=answer)
+        return Gate(body)
+
+    return check
 
 
 def _topic_shapes(api_key: int) -> tuple[type[Message], Any, Any]:
@@ -279,20 +286,25 @@ def _describe_groups(c: _Checker, version: int, body: Any) -> Gate:
     return Gate(body, patch=patch)
 
 
-def _consumer_group_describe(c: _Checker, version: int, body: Any) -> Gate:
-    def patch(answer: Message) -> Message:
-        assert isinstance(answer, messages.ConsumerGroupDescribeResponse)
-        groups = []
-        for g in answer.groups:
-            if not c.ok(Op.DESCRIBE, Rt.GROUP, g.group_id):
-                g = messages.ConsumerGroupDescribeResponseDescribedGroup(group_id=g.group_id, error_code=GAF)
-            elif body.include_authorized_operations:
-                g.authorized_operations = _group_operations(c, g.group_id)
-            groups.append(g)
-        answer.groups = groups
-        return answer
+def _member_groups_describe(described: str) -> Callable[[_Checker, int, Any], Gate]:
+    """ConsumerGroupDescribe and ShareGroupDescribe (the ``described`` group class, by name)."""
 
-    return Gate(body, patch=patch)
+    def check(c: _Checker, version: int, body: Any) -> Gate:
+        def patch(answer: Any) -> Message:
+            groups = []
+            for g in answer.groups:
+                if not c.ok(Op.DESCRIBE, Rt.GROUP, g.group_id):
+                    g = getattr(messages, described)(group_id=g.group_id, error_code=GAF)
+                elif body.include_authorized_operations:
+                    g.authorized_operations = _group_operations(c, g.group_id)
+                groups.append(g)
+            answer.groups = groups
+            result: Message = answer
+            return result
+
+        return Gate(body, patch=patch)
+
+    return check
 
 
 def _group_operations(c: _Checker, group: str) -> int:
@@ -403,13 +415,19 @@ _CHECKS: dict[int, Callable[[_Checker, int, Any], Gate]] = {
     ApiKey.SYNC_GROUP: _group_read(ApiKey.SYNC_GROUP),
     ApiKey.HEARTBEAT: _group_read(ApiKey.HEARTBEAT),
     ApiKey.LEAVE_GROUP: _group_read(ApiKey.LEAVE_GROUP),
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: _member_heartbeat(
+        ApiKey.CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeatResponse"
+    ),
+    ApiKey.SHARE_GROUP_HEARTBEAT: _member_heartbeat(
+        ApiKey.SHARE_GROUP_HEARTBEAT, "ShareGroupHeartbeatResponse"
+    ),
     ApiKey.OFFSET_COMMIT: _offset_commit,
     ApiKey.OFFSET_DELETE: _offset_delete,
     ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
     ApiKey.OFFSET_FETCH: _offset_fetch,
     ApiKey.DESCRIBE_GROUPS: _describe_groups,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: _member_groups_describe("ConsumerGroupDescribeResponseDescribedGroup"),
+    ApiKey.SHARE_GROUP_DESCRIBE: _member_groups_describe("ShareGroupDescribeResponseDescribedGroup"),
     ApiKey.DELETE_GROUPS: _delete_groups,
     ApiKey.LIST_GROUPS: _list_groups,
     ApiKey.INIT_PRODUCER_ID: _txn_write(ApiKey.INIT_PRODUCER_ID),
