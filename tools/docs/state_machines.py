@@ -14,7 +14,7 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     """(section, machine, where the table lives, table), in page order; imported when drawn."""
     from kafka_wire.broker.driver_contract import DRIVER_TRANSITIONS
     from kafka_wire.broker.group.reconciliation import MEMBER_TRANSITIONS
-    from kafka_wire.broker.group.share_groups import SHARE_GROUP_TRANSITIONS
+    from kafka_wire.broker.group.share_model import SHARE_GROUP_TRANSITIONS
     from kafka_wire.broker.group.share_partition import RECORD_TRANSITIONS
     from kafka_wire.broker.group.states import GROUP_TRANSITIONS
     from kafka_wire.broker.lifecycle import LIFECYCLE_TRANSITIONS
@@ -87,7 +87,7 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
         (
             "Broker",
             "Share group (KIP-932)",
-            "kafka_wire.broker.group.share_groups.SHARE_GROUP_TRANSITIONS",
+            "kafka_wire.broker.group.share_model.SHARE_GROUP_TRANSITIONS",
             SHARE_GROUP_TRANSITIONS,
         ),
         (
