@@ -4,7 +4,10 @@ values described, sorted: Kafka's own order is its hash map's)."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -81,6 +84,18 @@ def _describe(broker: BrokerProcess, components: list[tuple[str, int, str | None
     return answer.error_code, answer.error_message, entries
 
 
+def _applied(
+    broker: BrokerProcess, components: list[tuple[str, int, str | None]], done: Callable[[Any], bool]
+) -> None:
+    """Wait until the broker describes ``components`` as ``done`` wants: a Kafka broker answers
+    DescribeClientQuotas from its metadata image, which may trail the controller's answer to the
+    AlterClientQuotas before it (kafka-wire's node has applied the records when it answers)."""
+    deadline = time.monotonic() + 30.0
+    while not done(_describe(broker, components, strict=False)):
+        assert time.monotonic() < deadline, f"{broker.name} never applied the quotas of {components}"
+        time.sleep(0.05)
+
+
 def _scenario(broker: BrokerProcess, tag: str) -> list[object]:
     """Quotas for entities named after ``tag`` (the session's Kafka node is shared), then
     filters that see only those entities (and the error answers, which see none)."""
@@ -99,6 +114,7 @@ def _scenario(broker: BrokerProcess, tag: str) -> list[object]:
             validate_only=False,
         )
     )
+    _applied(broker, [("client-id", 0, other)], lambda answer: bool(answer[2]))
     bad = [  # each entity once: Kafka answers an entity named twice with one "duplicate" error
         _entry({"group": user}, {"producer_byte_rate": 1.0}),
         _entry({}, {"producer_byte_rate": 1.0}),
@@ -130,6 +146,11 @@ def _scenario(broker: BrokerProcess, tag: str) -> list[object]:
     )
     answers.append(
         _alter(broker, [_entry({"client-id": client}, {"producer_byte_rate": None})], validate_only=False)
+    )
+    _applied(  # the client id's own quota is gone (its user's stays)
+        broker,
+        [("client-id", 0, client)],
+        lambda answer: all(("producer_byte_rate", 2048.0) not in values for _, values in answer[2] or []),
     )
     answers.append(_describe(broker, [("client-id", 0, client)], strict=False))
     filters: list[list[tuple[str, int, str | None]]] = [
