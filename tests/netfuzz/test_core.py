@@ -129,7 +129,7 @@ def test_acl_requests_never_name_what_kafka_refuses_to_parse() -> None:
     c, f = create.creations[0], delete.filters[0]
     assert (c.resource_type, c.resource_pattern_type, c.operation, c.permission_type) == (1, 3, 3, 1)
     assert (describe.resource_type_filter, describe.pattern_type_filter, describe.operation) == (2, 1, 1)
-    assert (f.resource_type_filter, f.pattern_type_filter, f.permission_type) == (1, 1, 1)
+    assert (f.resource_type_filter, f.pattern_type_filter, f.permission_type) == (1, 3, 1)
     assert fetch.replica_id == 0  # other requests are left alone
 
 
