@@ -21,7 +21,7 @@ import enum
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import EncodeError
@@ -120,6 +120,35 @@ def clamp_waits(message: Message, limit_ms: int = MAX_WAIT_MS) -> None:
             setattr(message, name, min(max(value, 0), limit_ms))
 
 
+#: The fields whose code 0 (UNKNOWN) Kafka's request parsing refuses in the ACL APIs' requests
+#: (CreateAcls' creations, DescribeAcls, DeleteAcls' filters: resource and pattern types,
+#: operation, permission type): the broker closes the connection, as it does with garbage.
+_UNKNOWN_REFUSED: Final = frozenset(
+    {
+        "resource_type",
+        "resource_type_filter",
+        "resource_pattern_type",
+        "pattern_type_filter",
+        "operation",
+        "permission_type",
+    }
+)
+_ACL_REQUESTS: Final = frozenset({"CreateAclsRequest", "DescribeAclsRequest", "DeleteAclsRequest"})
+
+
+def parseable_by_kafka(message: Message) -> None:
+    """Make a generated request one that Kafka's request parsing takes, in place: an ACL request
+    naming UNKNOWN (0) where Kafka refuses it names ANY (1) instead (see :data:`_UNKNOWN_REFUSED`).
+    Other requests are left as they are."""
+    if type(message).__name__ not in _ACL_REQUESTS:
+        return
+    parts: list[Any] = [message, *getattr(message, "creations", ()), *getattr(message, "filters", ())]
+    for part in parts:
+        for spec in part.FIELDS:
+            if spec.name in _UNKNOWN_REFUSED and getattr(part, spec.name) == 0:
+                setattr(part, spec.name, 1)
+
+
 def sent_of(frame: bytes, kind: RequestKind, body: Message | None = None) -> Sent:
     api = frame_api(frame) or (-1, -1)
     acks_zero = body is not None and not expects_response(body)
@@ -195,6 +224,7 @@ class Plan:
         cls = REQUESTS[api_key]
         body = self.generate(cls, version, self.rng)
         clamp_waits(body, self.config.max_wait_ms)
+        parseable_by_kafka(body)
         header = RequestHeader(correlation_id=self._correlation_id(), client_id=CLIENT_ID)
         try:
             return encode_request(header, body, version), body

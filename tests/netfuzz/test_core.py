@@ -25,6 +25,7 @@ from kafka_wire.netfuzz.plan import (
     clamp_waits,
     classify_frame,
     mutate_frame,
+    parseable_by_kafka,
     sent_of,
 )
 from kafka_wire.netfuzz.report import Finding, Report, ReportError, dumps, loads, summary
@@ -106,6 +107,30 @@ def test_wait_fields_are_clamped() -> None:
         100,
         100,
     )
+
+
+def test_acl_requests_never_name_what_kafka_refuses_to_parse() -> None:
+    from kafka_wire.messages import (
+        CreateAclsRequest,
+        CreateAclsRequestAclCreation,
+        DeleteAclsRequest,
+        DeleteAclsRequestFilter,
+        DescribeAclsRequest,
+    )
+
+    create = CreateAclsRequest(creations=[CreateAclsRequestAclCreation(resource_type=0, operation=3)])
+    describe = DescribeAclsRequest(
+        resource_type_filter=2, pattern_type_filter=0, operation=0, permission_type=3
+    )
+    delete = DeleteAclsRequest(filters=[DeleteAclsRequestFilter(resource_type_filter=0, permission_type=0)])
+    fetch = FetchRequest(replica_id=0)
+    for message in (create, describe, delete, fetch):
+        parseable_by_kafka(message)
+    c, f = create.creations[0], delete.filters[0]
+    assert (c.resource_type, c.resource_pattern_type, c.operation, c.permission_type) == (1, 3, 3, 1)
+    assert (describe.resource_type_filter, describe.pattern_type_filter, describe.operation) == (2, 1, 1)
+    assert (f.resource_type_filter, f.pattern_type_filter, f.permission_type) == (1, 3, 1)
+    assert fetch.replica_id == 0  # other requests are left alone
 
 
 # -- classification --------------------------------------------------------------------------
