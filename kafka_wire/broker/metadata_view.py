@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from kafka_wire.broker.cluster_settings import ClusterSettings
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, PartitionState
-from kafka_wire.broker.config import ClusterSettings
 from kafka_wire.broker.node_contracts import ImagePart, RaftPart
 from kafka_wire.broker.security.authorizer import AclSource
 from kafka_wire.errors import LocalProtocolError

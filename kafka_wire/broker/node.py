@@ -23,18 +23,16 @@ interfaces, the protocols below, are used here). The wiring, after every input (
 4. the raft replica's outbound requests go to the peer links;
 5. on the only voter of its quorum (a single node), requests to its own controller (the broker
    side's registration, heartbeats and forwarded requests) are answered in-process by the
-   :class:`~kafka_wire.broker.local_link.LocalLink`, with no connection; their answers may move
-   the steps above again, so the pump repeats until nothing moves. Such a node starts, elects
-   itself, registers and is unfenced within its first call, and needs no controller socket.
+   ``LocalLink``, with no connection; their answers may move the steps above again, so the pump
+   repeats until nothing moves. Such a node starts, elects itself, registers and is unfenced
+   within its first call, and needs no controller socket.
 
 Requests on a controller listener go to the raft replica (Vote, BeginQuorumEpoch,
 EndQuorumEpoch, Fetch and FetchSnapshot of ``__cluster_metadata``, DescribeQuorum) or to the
 controller (the rest of :data:`CONTROLLER_APIS`); ApiVersions is answered here.
 
-The :class:`~kafka_wire.broker.metadata_view.MetadataView` is the node's
-:class:`~kafka_wire.broker.cluster_view.ClusterView`; the parts' interfaces are in
-:mod:`kafka_wire.broker.node_contracts`.
-"""
+The node's :class:`~kafka_wire.broker.cluster_view.ClusterView` is a ``MetadataView``; the parts'
+interfaces are in :mod:`kafka_wire.broker.node_contracts`."""
 
 from __future__ import annotations
 
@@ -45,8 +43,9 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from kafka_wire import messages
+from kafka_wire.broker.cluster_settings import ClusterSettings
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
-from kafka_wire.broker.config import BrokerConfig, ClusterSettings
+from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.controller.controller import CONTROLLER_APIS as QUORUM_CONTROLLER_APIS
 from kafka_wire.broker.controller.records import decode_record
 from kafka_wire.broker.data_dir import partition_dirs

@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from kafka_wire.broker.cluster_settings import ClusterSettings
 from kafka_wire.broker.cluster_view import BrokerInfo, ClusterView, Outbound, PartitionState
-from kafka_wire.broker.config import BrokerConfig, ClusterSettings
+from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.controller.quotas_image import ClientQuotasImage
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.state import BrokerState, Waiting

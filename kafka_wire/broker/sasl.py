@@ -22,7 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from kafka_wire import messages
-from kafka_wire.broker.config import STANDALONE_LISTENER
+from kafka_wire.broker.cluster_settings import STANDALONE_LISTENER
 from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError

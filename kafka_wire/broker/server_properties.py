@@ -50,14 +50,8 @@ from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from kafka_wire.broker import cluster_view
-from kafka_wire.broker.config import (
-    STANDALONE_LISTENER,
-    BrokerConfig,
-    BrokerConfigError,
-    ClusterSettings,
-    Voter,
-    acts_on,
-)
+from kafka_wire.broker.cluster_settings import STANDALONE_LISTENER, ClusterSettings, Voter
+from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, acts_on
 from kafka_wire.broker.kafka_properties import (
     KAFKA_BROKER_PREFIXES,
     KAFKA_BROKER_PROPERTIES,

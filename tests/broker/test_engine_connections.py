@@ -10,7 +10,7 @@ from typing import Final
 import pytest
 
 from kafka_wire.broker import BrokerConfig
-from kafka_wire.broker.config import STANDALONE_LISTENER
+from kafka_wire.broker.cluster_settings import STANDALONE_LISTENER
 from kafka_wire.broker.effects import CloseConnection, PauseReading, ResumeReading
 from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.errors import AuthenticationError, LocalProtocolError

@@ -10,7 +10,7 @@ from typing import Final
 import pytest
 
 from kafka_wire.broker import BrokerConfig
-from kafka_wire.broker.config import STANDALONE_LISTENER
+from kafka_wire.broker.cluster_settings import STANDALONE_LISTENER
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.records import decode_record, encode_record
 from kafka_wire.broker.controller.scram_image import ScramImage, java_hash_order

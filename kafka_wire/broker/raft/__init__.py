@@ -13,7 +13,7 @@
   (start, append, commit, snapshots, timers; its docstring gives the rules).
 """
 
-from kafka_wire.broker.config import Voter
+from kafka_wire.broker.cluster_settings import Voter
 from kafka_wire.broker.raft.committed import Committed, CommittedBatch, SnapshotLoad
 from kafka_wire.broker.raft.config import METADATA_DIRECTORY, METADATA_TOPIC, METADATA_TOPIC_ID, RaftConfig
 from kafka_wire.broker.raft.replica import KRaftReplica

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from kafka_wire.broker.config import Voter
+from kafka_wire.broker.cluster_settings import Voter
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
 
 METADATA_TOPIC: Final = "__cluster_metadata"

@@ -11,8 +11,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from kafka_wire import messages
+from kafka_wire.broker.cluster_settings import Voter
 from kafka_wire.broker.cluster_view import Outbound
-from kafka_wire.broker.config import Voter
 from kafka_wire.broker.effects import Delete
 from kafka_wire.broker.raft.committed import SnapshotLoad
 from kafka_wire.broker.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID

@@ -13,7 +13,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from kafka_wire.broker.config import Voter
+from kafka_wire.broker.cluster_settings import Voter
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.log.log import PartitionLog
 from kafka_wire.broker.raft.committed import CommittedBatch, SnapshotLoad

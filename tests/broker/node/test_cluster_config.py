@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kafka_wire.broker.cluster_settings import Voter
 from kafka_wire.broker.cluster_view import Endpoint
-from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, Voter
+from kafka_wire.broker.config import BrokerConfig, BrokerConfigError
 from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.broker.server_properties import load_server_properties, parse_bootstrap_servers, parse_voters
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import random
 
+from kafka_wire.broker.cluster_settings import ClusterSettings, Voter
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
-from kafka_wire.broker.config import BrokerConfig, ClusterSettings, Voter
+from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.lifecycle import BrokerLifecycle, LifecycleState
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
