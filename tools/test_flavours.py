@@ -60,8 +60,10 @@ PURE_ONLY = [
 #: brokers and clusters run the flavour they inherit), the Spark data source (its Python workers
 #: decode with the flavour they inherit), the fuzz harnesses (atheris instruments Python code only,
 #: so they are pure-flavour work anyway), the network fuzzer, ``kafka_wire.testing``'s generators,
-#: the differential suite (raw requests to Kafka and kafka-wire), the proxy's tests and the KIP-848
-#: groups on a 3-node cluster (a minute of waiting on rebalances, at the end of the longer run).
+#: the differential suite (raw requests to Kafka and kafka-wire), the proxy's tests, the KIP-848
+#: groups on a 3-node cluster (a minute of waiting on rebalances, at the end of the longer run),
+#: and the e2e suites of share groups, TLS and the ACL differential (real clients and Kafka 4.4
+#: nodes: with them the compiled run took twice the pure one's time).
 MOVED_TO_PURE = [
     "tests/broker",
     "tests/txn",
@@ -72,6 +74,11 @@ MOVED_TO_PURE = [
     "tests/differential",
     "tests/proxy",
     "tests/cluster/test_consumer_groups.py",
+    "tests/e2e/test_share_groups.py",
+    "tests/e2e/test_share_errors.py",
+    "tests/e2e/test_tls.py",
+    "tests/e2e/test_tls_cluster.py",
+    "tests/e2e/test_acl_answers.py",
 ]
 #: What the background run (``nice`` 19) takes out of the others, per flavour: in-process,
 #: deterministic and CPU-bound, no broker or client processes, no wall-clock bound.

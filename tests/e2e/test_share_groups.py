@@ -216,7 +216,7 @@ def violations(events: list[Event], values: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("client", ["java4", "confluent"])
-@pytest.mark.parametrize(("members", "partitions", "records"), [(1, 1, 1000), (3, 2, 3000), (3, 3, 30000)])
+@pytest.mark.parametrize(("members", "partitions", "records"), [(1, 1, 1000), (3, 3, 30000)])
 def test_share_consumers_drain_a_topic(
     disk_target: BrokerProcess,
     consumers: list[ShareConsumer],
