@@ -144,6 +144,23 @@ def test_server_properties_read_a_tls_listener() -> None:
         {"listeners": "SASL_SSL://:9093", **PEM, "sasl.users.SCRAM-SHA-512.carol": "pw"}
     )
     assert set(sasl.tls) == {"SASL_SSL"}
+    assert dict(sasl.config.sasl_listeners)["PLAINTEXT"].mechanisms == ("SCRAM-SHA-512",)
+    # Kafka's SASL properties on a SASL_SSL listener: the same gate as on SASL_PLAINTEXT
+    jaas = load_server_properties(
+        {
+            "listeners": "SASL_SSL://:9093",
+            **PEM,
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                'username="admin" password="a" user_admin="a" user_alice="s";'
+            ),
+        }
+    )
+    assert set(jaas.tls) == {"SASL_SSL"}
+    gate = dict(jaas.config.sasl_listeners)["PLAINTEXT"]
+    assert gate.mechanisms == ("PLAIN",) and dict(gate.plain_users) == {"admin": "a", "alice": "s"}
     assert load_server_properties({"listeners": "PLAINTEXT://:9092", **PEM}).tls == {}
 
 
