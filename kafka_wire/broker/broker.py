@@ -354,6 +354,14 @@ class Broker:
         self._clients.resume(now_ms, out)
         return self._flush(out)
 
+    def request_time(self, conn_id: int, time_ns: int, now_ms: int) -> None:
+        """The driver measured ``time_ns`` handling a client connection's requests (the calls made
+        for its bytes): it counts against the ``request_percentage`` quota of its client
+        (KIP-124), so the next answers carry the throttle time; the engine reads no clock. No
+        effects; an unknown or closed connection is ignored."""
+        if self._driver.stopped is None and conn_id >= 0:
+            self._clients.spent(conn_id, time_ns, now_ms)
+
     def tick(self, now_ms: int) -> list[Effect]:
         if self._driver.stopped is not None:
             return []

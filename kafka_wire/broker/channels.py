@@ -26,6 +26,8 @@ class Channel:
     principal: str = ""
     #: The listener it came in on (``listeners``' name).
     listener: str = "PLAINTEXT"
+    #: The client id of its latest request (its handling time counts against that client's quota).
+    client_id: str = ""
     #: The driver was told to stop reading (``PauseReading``) and not yet to resume.
     paused: bool = False
     #: Answers built for it and not yet released (they wait for the end of the call, or for its

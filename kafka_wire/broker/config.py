@@ -174,6 +174,9 @@ class BrokerConfig:
     #: Overrides are matched against the peer's address as text (the engine resolves no names).
     max_connections_per_ip: int = INT32_MAX
     max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    #: ``max.connection.creation.rate`` (KIP-612): new connections per second on each client
+    #: listener and over them all; over it the driver's acceptor waits (``adapters/acceptor.py``).
+    max_connection_creation_rate: int = INT32_MAX
     #: ``connections.max.idle.ms`` (Kafka: 10 minutes): a connection with no bytes received or sent
     #: for that long is closed (not while the broker owes it a response); negative: never, as in Kafka.
     connections_max_idle_ms: int = 600_000
@@ -382,6 +385,7 @@ class BrokerConfig:
             "fetch_session_eviction_ms",
             "max_connections",
             "max_connections_per_ip",
+            "max_connection_creation_rate",
             "failed_authentication_delay_ms",
             "connections_max_reauth_ms",
         ):

@@ -62,6 +62,7 @@ PROPERTY_OF: Final = {
     "max_connections": "max.connections",
     "max_connections_per_ip": "max.connections.per.ip",
     "max_connections_per_ip_overrides": "max.connections.per.ip.overrides",
+    "max_connection_creation_rate": "max.connection.creation.rate",
     "connections_max_idle_ms": "connections.max.idle.ms",
     "request_receive_timeout_ms": "kafka.wire.request.receive.timeout.ms",
     "queued_max_requests": "queued.max.requests",
