@@ -27,7 +27,8 @@ THROTTLED = ErrorCode.THROTTLING_QUOTA_EXCEEDED
 def _create(client: Client, *topics: tuple[str, int], version: int | None = None) -> CreateTopicsResponse:
     body = CreateTopicsRequest(
         topics=[
-            CreateTopicsRequestCreatableTopic(name=n, num_partitions=p, replication_factor=1) for n, p in topics
+            CreateTopicsRequestCreatableTopic(name=n, num_partitions=p, replication_factor=1)
+            for n, p in topics
         ],
         timeout_ms=5000,
     )
@@ -53,7 +54,10 @@ def test_create_topics_over_the_rate_is_refused_per_topic() -> None:
     assert [(t.name, t.error_code) for t in first.topics] == [("a", 0), ("b", 0)]
     assert first.throttle_time_ms == 0
     second = _create(client, ("c", 1), ("a", 1))  # below zero: "c" refused; "a" exists, counts nothing
-    assert [(t.name, t.error_code) for t in second.topics] == [("c", THROTTLED), ("a", ErrorCode.TOPIC_ALREADY_EXISTS)]
+    assert [(t.name, t.error_code) for t in second.topics] == [
+        ("c", THROTTLED),
+        ("a", ErrorCode.TOPIC_ALREADY_EXISTS),
+    ]
     assert second.topics[0].error_message == "The throttling quota has been exceeded."
     assert 1400 <= second.throttle_time_ms <= 1500  # -3 credits at 2 per second
     assert 1 in engine.paused  # muted for it once answered
@@ -87,7 +91,10 @@ def test_create_partitions_and_delete_topics_count_partitions() -> None:
         )
     ).body
     assert isinstance(grown, CreatePartitionsResponse)
-    assert [(r.name, r.error_code) for r in grown.results] == [("a", 0), ("b", THROTTLED)]  # 12 of 11 taken: -1
+    assert [(r.name, r.error_code) for r in grown.results] == [
+        ("a", 0),
+        ("b", THROTTLED),
+    ]  # 12 of 11 taken: -1
     engine.advance(grown.throttle_time_ms + 100)
     deleted = client.request(
         DeleteTopicsRequest(topics=[DeleteTopicsRequestDeleteTopicState(name="b")], timeout_ms=5000)
