@@ -17,7 +17,8 @@ for Produce and Fetch their bytes are recorded against the byte-rate quota:
 Every other answer carries the request throttle time in ``throttle_time_ms`` (where its version
 has the field); a forwarded CreateTopics, CreatePartitions or DeleteTopics answer also carries
 its mutation quota's (``apis/mutation_quota.py``), and the longest counts. Exempt, as in Kafka: a
-replica's Fetch, an acks=0 Produce (its byte rate still counts), a controller listener's requests.
+replica's Fetch, the brokers' own requests (:data:`REQUEST_QUOTA_EXEMPT`: WriteTxnMarkers...), an
+acks=0 Produce (its byte rate still counts), a controller listener's requests.
 
 The connection is then muted for the throttle time once the answer is out (the client is told
 first, KIP-219); an acks=0 Produce, which gets no answer, mutes it at once. ``client_connections.py``
@@ -40,6 +41,18 @@ from kafka_wire.messages import ApiKey, ErrorCode
 if TYPE_CHECKING:  # Produce and Fetch classes load with their first request (``messages`` is lazy)
     from kafka_wire.messages import FetchRequest
 
+#: The brokers' own requests that Kafka answers exempt from the request quota (its
+#: ``sendResponseExemptThrottle``; a replica's Fetch too, below).
+REQUEST_QUOTA_EXEMPT: Final = frozenset(
+    {
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.STOP_REPLICA,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.WRITE_TXN_MARKERS,
+        ApiKey.ALTER_PARTITION,
+    }
+)
 PRODUCER_BYTE_RATE: Final = "producer_byte_rate"
 CONSUMER_BYTE_RATE: Final = "consumer_byte_rate"
 
@@ -67,7 +80,8 @@ def throttle(
         assert isinstance(request, messages.FetchRequest)
         if request.replica_id >= 0 or request.replica_state.replica_id >= 0:
             return answer, 0  # a replica's: exempt
-    request_ms = quotas.request_throttle(user, client_id, now_ms) if answered else 0
+    exempt = not answered or api_key in REQUEST_QUOTA_EXEMPT
+    request_ms = 0 if exempt else quotas.request_throttle(user, client_id, now_ms)
     if api_key == ApiKey.PRODUCE:
         assert isinstance(request, messages.ProduceRequest)
         if not isinstance(answer, messages.ProduceResponse):

@@ -4,7 +4,12 @@ answers carry the throttle time (at most one window), then the connection is mut
 
 from __future__ import annotations
 
-from kafka_wire.messages import MetadataRequest, MetadataResponse
+from kafka_wire.messages import (
+    MetadataRequest,
+    MetadataResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from tests.broker.engine import Client, Engine
 from tests.broker.quotas.test_quota_admin import alter, entry
 
@@ -41,3 +46,16 @@ def test_connections_without_a_request_quota_are_not_measured() -> None:
     engine.broker.request_time(1, 10_000_000_000, engine.now_ms)
     engine.broker.request_time(99, 1, engine.now_ms)  # no such connection: ignored
     assert _metadata(client).throttle_time_ms == 0
+
+
+def test_a_brokers_own_requests_are_exempt() -> None:
+    """WriteTxnMarkers (a transaction coordinator's, to the leaders) is answered without a
+    throttle, as Kafka answers it, whatever the request quota of its client."""
+    engine = Engine()
+    client = Client(engine, 1)
+    assert alter(client, entry({"client-id": None}, {"request_percentage": 1.0})) == [(0, None)]
+    engine.broker.request_time(1, 1_000_000_000, engine.now_ms)
+    reply = client.request(WriteTxnMarkersRequest(markers=[])).body
+    assert isinstance(reply, WriteTxnMarkersResponse)
+    assert 1 not in engine.paused
+    assert _metadata(client).throttle_time_ms == 1000  # the client's other requests are throttled
