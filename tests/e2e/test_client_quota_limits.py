@@ -159,9 +159,10 @@ def test_the_java_admin_is_refused_over_its_mutation_rate_as_by_kafka(
     apache_kafka_node: BrokerProcess, kafka_wire_node: BrokerProcess
 ) -> None:
     expected = _java_mutations(apache_kafka_node)
-    # 12 partitions of an 11-credit bucket (1 per second over 11 windows) leave it at -1: the
-    # next topic is refused, told to wait 1 s; the client waits it out (KIP-219), so the partition
-    # after it passes (the bucket is back at 0) and leaves it at -1 again: the deletion is refused.
+    # 14 partitions of an 11-credit bucket (1 per second over 11 windows) leave it at -3: the
+    # next topic is refused, told to wait 3 s; the client waits it out (KIP-219), so the 3
+    # partitions after it pass (the bucket is back at 0) and leave it at -3 again: the deletion is
+    # refused. (Each step has 3 s to spare on a slow machine.)
     assert expected == [
         "create T-a ok",
         "create T-b ThrottlingQuotaExceededException throttled",
@@ -198,6 +199,8 @@ def _librdkafka_mutations(broker: BrokerProcess) -> list[str]:
 def test_confluent_kafka_admin_sees_the_mutation_rate_as_with_kafka(
     apache_kafka_node: BrokerProcess, kafka_wire_node: BrokerProcess
 ) -> None:
+    # librdkafka asks CreateTopics v4, CreatePartitions v1 and DeleteTopics v4 (or so): versions
+    # that are never refused, only told to wait (which librdkafka does).
     expected = _librdkafka_mutations(apache_kafka_node)
     assert expected == ["create T-a ok", "create T-b ok", "partitions T-a ok", "delete T-a ok"]
     assert _librdkafka_mutations(kafka_wire_node) == expected
@@ -205,13 +208,14 @@ def test_confluent_kafka_admin_sees_the_mutation_rate_as_with_kafka(
 
 def _old_version_throttles(broker: BrokerProcess) -> list[tuple[int, bool]]:
     """Two CreateTopics v5 (before THROTTLING_QUOTA_EXCEEDED) over the rate: (error code,
-    throttled) of each."""
+    throttled) of each. The first leaves the bucket at -1 (12 of 11 credits) and the connection
+    muted until it is back at 0; the second's 3 partitions take it to -3."""
     tag = uuid.uuid4().hex[:8]
     _set_quota(broker, "client-id", f"old-{tag}", "controller_mutation_rate", 1.0)
     wire = _Wire(broker, f"old-{tag}")
     facts = []
     try:
-        for name, partitions in ((f"old-{tag}-a", 12), (f"old-{tag}-b", 1)):
+        for name, partitions in ((f"old-{tag}-a", 12), (f"old-{tag}-b", 3)):
             topic = CreateTopicsRequestCreatableTopic(
                 name=name, num_partitions=partitions, replication_factor=1
             )

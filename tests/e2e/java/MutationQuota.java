@@ -2,8 +2,8 @@
 //
 //   java -cp JARS MutationQuota BOOTSTRAP CLIENT_ID PREFIX
 //
-// As client CLIENT_ID, without retrying on a quota violation: creates PREFIX-a (12 partitions),
-// then PREFIX-b (1 partition), then deletes PREFIX-a and adds a partition to PREFIX-a. Prints one
+// As client CLIENT_ID, without retrying on a quota violation: creates PREFIX-a (14 partitions),
+// then PREFIX-b (1 partition), then adds 3 partitions to PREFIX-a, then deletes it. Prints one
 // line per call: `create PREFIX-a ok`, or the exception's class and whether its throttle time is
 // above zero (`create PREFIX-b ThrottlingQuotaExceededException throttled`).
 import java.util.List;
@@ -46,10 +46,10 @@ public final class MutationQuota {
         String b = argv[2] + "-b";
         try (Admin admin = Admin.create(props)) {
             CreateTopicsOptions create = new CreateTopicsOptions().retryOnQuotaViolation(false);
-            report("create " + a, admin.createTopics(List.of(new NewTopic(a, 12, (short) 1)), create).all());
+            report("create " + a, admin.createTopics(List.of(new NewTopic(a, 14, (short) 1)), create).all());
             report("create " + b, admin.createTopics(List.of(new NewTopic(b, 1, (short) 1)), create).all());
             report("partitions " + a, admin.createPartitions(
-                Map.of(a, NewPartitions.increaseTo(13)), new CreatePartitionsOptions().retryOnQuotaViolation(false)).all());
+                Map.of(a, NewPartitions.increaseTo(17)), new CreatePartitionsOptions().retryOnQuotaViolation(false)).all());
             report("delete " + a, admin.deleteTopics(
                 List.of(a), new DeleteTopicsOptions().retryOnQuotaViolation(false)).all());
         } catch (Exception e) {
