@@ -127,19 +127,11 @@ def _forward(ctx: Context, request: Message) -> Message | Forwarded:
         if isinstance(opened, int):
             held.on_reply(error_answer(request, opened, None), now_ms)
         else:
-            held.on_reply(_for_version(opened, version), now_ms)
+            held.on_reply(opened, now_ms)
 
     envelope = seal_request(request, version, client_principal(ctx), ctx.token_authenticated, ctx.client_host)
     view.send(Outbound(view.controller_id, view.controller_listener, envelope, on_reply, FORWARD_TIMEOUT_MS))
     return held
-
-
-def _for_version(body: Message | None, version: int) -> Message | None:
-    """The controller's Create answer without the requester before v3 (Kafka's controller API
-    leaves it out of older versions)."""
-    if isinstance(body, messages.CreateDelegationTokenResponse) and version < 3:
-        body.token_requester_principal_type = body.token_requester_principal_name = ""
-    return body
 
 
 def _describe(

@@ -89,12 +89,9 @@ class DelegationTokenControl:
         owner = requester
         if req.owner_principal_name:
             owner = (req.owner_principal_type or "", req.owner_principal_name)
-        answer = messages.CreateDelegationTokenResponse(
-            principal_type=owner[0],
-            principal_name=owner[1],
-            token_requester_principal_type=requester[0],
-            token_requester_principal_name=requester[1],
-        )
+        answer = messages.CreateDelegationTokenResponse(principal_type=owner[0], principal_name=owner[1])
+        if version >= 3:  # the requester is in v3+ answers only
+            answer.token_requester_principal_type, answer.token_requester_principal_name = requester
         if self.secret_key is None:
             answer.error_code = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
             return answer
