@@ -2,7 +2,7 @@
 controller's token part (through an Envelope naming the client's principal), Describe from the
 image, SCRAM logins with ``tokenauth=true``, the periodic sweep of expired tokens, a restart, and
 Kafka 4.4's error codes. The same scenario runs against Kafka 4.4 in
-tests/e2e/test_delegation_tokens_kafka.py."""
+tests/e2e/test_scram_kafka.py."""
 
 from __future__ import annotations
 
