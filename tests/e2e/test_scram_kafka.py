@@ -425,7 +425,10 @@ def test_the_delegation_token_answers_are_kafkas(brokers: dict[str, BrokerProces
         (NOT_ALLOWED, "User", "admin", "User", "admin", -1, -1, 0, b""),
         (NOT_ALLOWED, [], NOT_ALLOWED, -1),
         (0, True),
-        (0, True),
+        (
+            ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH,
+            False,
+        ),  # dave's token: the admin neither owns nor renews it
         False,
         (ErrorCode.DELEGATION_TOKEN_NOT_FOUND, 0),
         ("refused", ErrorCode.SASL_AUTHENTICATION_FAILED),
