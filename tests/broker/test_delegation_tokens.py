@@ -16,13 +16,14 @@ import pytest
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.cluster_settings import STANDALONE_LISTENER
 from kafka_wire.broker.controller.delta import DeltaBuilder
-from kafka_wire.broker.controller.envelope import seal_request, serve_envelope
+from kafka_wire.broker.controller.envelope import open_response, seal_request, serve_envelope
 from kafka_wire.broker.controller.records import decode_record, encode_record
 from kafka_wire.broker.controller.tokens_image import DelegationTokenImage, token_hmac
 from kafka_wire.broker.sasl_config import ListenerSasl
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import AuthenticationError
 from kafka_wire.messages import (
+    ApiKey,
     CreateDelegationTokenRequest,
     CreateDelegationTokenRequestCreatableRenewers,
     CreateDelegationTokenResponse,
@@ -42,6 +43,7 @@ from kafka_wire.messages import (
 from kafka_wire.protocol import ClientState, Response
 from kafka_wire.protocol.sasl import PlainClient, ScramClient
 from kafka_wire.testing.memory_storage import MemoryStorage
+from tests.broker.controller.harness import Harness
 from tests.broker.engine import Client, Engine
 from tests.broker.test_scram_credentials import Conn, alter, upsert
 
@@ -275,3 +277,27 @@ def test_envelopes_the_controller_cannot_open() -> None:
     assert serve_envelope(sealed, lambda key: True, never) == EnvelopeResponse(
         error_code=ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE
     )
+
+
+def test_the_controller_takes_token_requests_only_from_a_brokers_envelope() -> None:
+    """A token request straight to a controller listener (PLAINTEXT), or in an Envelope naming a
+    token-authenticated principal, is refused as Kafka's controller refuses it; one in an
+    Envelope is decided and answered inside an EnvelopeResponse."""
+    h = Harness(delegation_token_secret_key=SECRET)
+    h.tick()
+    bare = h.call(ApiKey.CREATE_DELEGATION_TOKEN, 3, CreateDelegationTokenRequest())
+    assert isinstance(bare, CreateDelegationTokenResponse)
+    assert (bare.error_code, bare.principal_name, bare.max_timestamp_ms) == (
+        ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, "ANONYMOUS", -1,
+    )  # fmt: skip
+    for token_authenticated, code in ((True, ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), (False, 0)):
+        sealed = seal_request(CreateDelegationTokenRequest(), 3, ("User", "ann"), token_authenticated, "::1")
+        envelope = h.call(ApiKey.ENVELOPE, 0, sealed)
+        inner = open_response(envelope, ApiKey.CREATE_DELEGATION_TOKEN, 3)
+        assert isinstance(inner, CreateDelegationTokenResponse)
+        assert (inner.error_code, inner.principal_name, inner.token_requester_principal_name) == (
+            code,
+            "ann",
+            "ann",
+        )
+    assert [r.owner for r in h.raft.records() if isinstance(r, DelegationTokenRecord)] == ["User:ann"]

@@ -456,8 +456,14 @@ class QuorumController:
             return serve_envelope(
                 body,
                 self._principal_handlers.__contains__,
-                lambda o: self.handle(o.api_key, o.api_version, o.body, now_ms, o.principal),
+                lambda o: (
+                    self.tokens.not_allowed(o.api_key, o.api_version, o.body, o.principal)
+                    if o.token_authenticated
+                    else self.handle(o.api_key, o.api_version, o.body, now_ms, o.principal)
+                ),
             )
+        if api_key in self._principal_handlers and principal is None:  # not from a broker
+            return self.tokens.not_allowed(api_key, api_version, body, ("User", "ANONYMOUS"))
         if api_key not in self._handlers and api_key not in self._principal_handlers:
             raise ValueError(f"api {api_key} is not a controller API")
         pending = _Pending(self, api_key, api_version, body, now_ms)

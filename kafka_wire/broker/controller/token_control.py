@@ -171,6 +171,33 @@ class DelegationTokenControl:
             record = token.record(expiry)
         return self._result(ApiKey.EXPIRE_DELEGATION_TOKEN, req, [record], answer)
 
+    @staticmethod
+    def not_allowed(api_key: int, version: int, req: Message, requester: Principal) -> Message:
+        """DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, as Kafka's controller answers a token request
+        that did not come from a broker's Envelope (a controller listener is PLAINTEXT) or names a
+        token-authenticated principal; the times -1."""
+        code = ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+        if isinstance(req, messages.CreateDelegationTokenRequest):
+            owner = (
+                (req.owner_principal_type or "", req.owner_principal_name)
+                if req.owner_principal_name
+                else requester
+            )
+            answer = messages.CreateDelegationTokenResponse(
+                error_code=code,
+                principal_type=owner[0],
+                principal_name=owner[1],
+                issue_timestamp_ms=-1,
+                expiry_timestamp_ms=-1,
+                max_timestamp_ms=-1,
+            )
+            if version >= 3:
+                answer.token_requester_principal_type, answer.token_requester_principal_name = requester
+            return answer
+        if api_key == ApiKey.RENEW_DELEGATION_TOKEN:
+            return messages.RenewDelegationTokenResponse(error_code=code, expiry_timestamp_ms=-1)
+        return messages.ExpireDelegationTokenResponse(error_code=code, expiry_timestamp_ms=-1)
+
     def sweep(self, now_ms: int) -> list[Message]:
         """The removal records of the tokens past their expiry or maximum time."""
         return [
