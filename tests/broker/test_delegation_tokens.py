@@ -20,6 +20,7 @@ from kafka_wire.broker.controller.envelope import open_response, seal_request, s
 from kafka_wire.broker.controller.records import decode_record, encode_record
 from kafka_wire.broker.controller.tokens_image import DelegationTokenImage, token_hmac
 from kafka_wire.broker.sasl_config import ListenerSasl
+from kafka_wire.broker.security.acls import AclOperation, ResourceType
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import AuthenticationError
 from kafka_wire.messages import (
@@ -45,6 +46,7 @@ from kafka_wire.protocol.sasl import PlainClient, ScramClient
 from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.controller.harness import Harness
 from tests.broker.engine import Client, Engine
+from tests.broker.security.engine_users import acl, create_acls, login, secured_engine
 from tests.broker.test_scram_credentials import Conn, alter, upsert
 
 SECRET: Final = "token-secret"
@@ -301,3 +303,42 @@ def test_the_controller_takes_token_requests_only_from_a_brokers_envelope() -> N
             "ann",
         )
     assert [r.owner for r in h.raft.records() if isinstance(r, DelegationTokenRecord)] == ["User:ann"]
+
+
+def test_kip_373_acls_on_other_owners_tokens() -> None:
+    """With an authorizer: a token for another owner needs CREATE_TOKENS on that User; another's
+    tokens are described with DESCRIBE on the token (by id) or DESCRIBE_TOKENS on its owner."""
+    e = secured_engine(delegation_token_secret_key=SECRET)
+    admin, alice, bob = login(e, 1, "admin"), login(e, 2, "alice"), login(e, 3, "bob")
+
+    def create_for(client: Client, owner: str) -> CreateDelegationTokenResponse:
+        body = client.request(
+            CreateDelegationTokenRequest(owner_principal_type="User", owner_principal_name=owner)
+        ).body
+        assert isinstance(body, CreateDelegationTokenResponse)
+        return body
+
+    def described(client: Client) -> list[str]:
+        body = client.request(DescribeDelegationTokenRequest(owners=None)).body
+        assert isinstance(body, DescribeDelegationTokenResponse) and body.error_code == 0
+        return sorted(t.principal_name for t in body.tokens)
+
+    refused = create_for(bob, "carol")
+    assert (refused.error_code, refused.principal_name, refused.token_requester_principal_name) == (
+        ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, "carol", "bob",
+    )  # fmt: skip
+    assert create_for(bob, "bob").error_code == 0  # a token of one's own needs no ACL
+    create_acls(admin, acl(ResourceType.USER, "User:carol", "User:bob", AclOperation.CREATE_TOKENS))
+    carols = create_for(bob, "carol")
+    assert (carols.error_code, carols.principal_name, carols.token_requester_principal_name) == (
+        0,
+        "carol",
+        "bob",
+    )
+    assert described(alice) == [] and described(bob) == ["bob"] and described(admin) == ["bob", "carol"]
+    create_acls(
+        admin, acl(ResourceType.DELEGATION_TOKEN, carols.token_id, "User:alice", AclOperation.DESCRIBE)
+    )
+    assert described(alice) == ["carol"]
+    create_acls(admin, acl(ResourceType.USER, "User:bob", "User:alice", AclOperation.DESCRIBE_TOKENS))
+    assert described(alice) == ["bob", "carol"]
