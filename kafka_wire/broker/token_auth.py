@@ -25,8 +25,8 @@ from kafka_wire.errors import LocalProtocolError
 if TYPE_CHECKING:
     from kafka_wire.protocol.sasl import ScramCredential
 
-#: ``(token id, mechanism) -> (credential, owner's name)`` of a live token, else None.
-TokenLookup = Callable[[str, str], "tuple[ScramCredential, str] | None"]
+#: ``(token id, mechanism) -> (credential, owner's name, expiry time)`` of a live token, else None.
+TokenLookup = Callable[[str, str], "tuple[ScramCredential, str, int] | None"]
 
 #: Kafka's ``ScramMechanism.minIterations``: a token's credential is derived with it.
 TOKEN_ITERATIONS: Final = 4096
@@ -47,7 +47,7 @@ def token_lookup(view: object, secret_key: str) -> TokenLookup:
 
     derived: dict[tuple[str, str], ScramCredential] = {}
 
-    def lookup(token_id: str, mechanism: str) -> tuple[ScramCredential, str] | None:
+    def lookup(token_id: str, mechanism: str) -> tuple[ScramCredential, str, int] | None:
         if not secret_key or not isinstance(view, MetadataView):
             return None
         try:
@@ -71,7 +71,7 @@ def token_lookup(view: object, secret_key: str) -> TokenLookup:
             except ValueError:  # not a SCRAM mechanism
                 return None
             derived[(token_id, mechanism)] = credential
-        return credential, token.owner[1]
+        return credential, token.owner[1], token.expiry_timestamp_ms
 
     return lookup
 
@@ -96,6 +96,9 @@ class TokenScramServer:
         self.name: str = self._scram.name
         #: The token's id, once a token login found its token.
         self.token_id = ""
+        #: The token's expiry time (Kafka's negotiated ``CREDENTIAL_LIFETIME_MS``, which bounds a
+        #: KIP-368 session; not applied here yet), once a token login found its token.
+        self.credential_expiry_ms: int | None = None
         self._owner = ""
 
     def _lookup(self, username: str) -> ScramCredential | None:
@@ -104,7 +107,7 @@ class TokenScramServer:
         found = self._tokens(username, self._mechanism)
         if found is None:
             return None
-        credential, self._owner = found
+        credential, self._owner, self.credential_expiry_ms = found
         self.token_id = username
         return credential
 
