@@ -342,3 +342,13 @@ def test_kip_373_acls_on_other_owners_tokens() -> None:
     assert described(alice) == ["carol"]
     create_acls(admin, acl(ResourceType.USER, "User:bob", "User:alice", AclOperation.DESCRIBE_TOKENS))
     assert described(alice) == ["bob", "carol"]
+
+
+def test_the_secret_key_under_its_old_name() -> None:
+    """``delegation.token.master.key`` (Kafka 3's name) sets the key unless the new name does."""
+    old = BrokerConfig.from_properties({"delegation.token.master.key": "old"})
+    assert old.delegation_token_secret_key == "old"
+    both = {"delegation.token.master.key": "old", "delegation.token.secret.key": "new"}
+    assert BrokerConfig.from_properties(both).delegation_token_secret_key == "new"
+    assert BrokerConfig.from_properties(dict(reversed(both.items()))).delegation_token_secret_key == "new"
+    assert "old" not in repr(old)  # a secret
