@@ -54,9 +54,13 @@ def token_lookup(view: object, secret_key: str) -> TokenLookup:
             image = view.image
         except LocalProtocolError:  # the node's parts are not built yet
             return None
-        token = image.tokens.tokens.get(token_id)
+        tokens = image.tokens.tokens
+        token = tokens.get(token_id)
         if token is None:
             return None
+        if len(derived) > 2 * len(tokens) + 16:  # forget the credentials of removed tokens
+            for gone in [key for key in derived if key[0] not in tokens]:
+                del derived[gone]
         credential = derived.get((token_id, mechanism))
         if credential is None:
             from kafka_wire.protocol.sasl import ScramCredential

@@ -88,8 +88,8 @@ class DelegationTokenImage:
 
     def __init__(self) -> None:
         self.tokens: dict[str, TokenInfo] = {}
-        #: HMACs already computed: (token id, secret key) -> HMAC.
-        self._hmacs: dict[tuple[str, str], bytes] = {}
+        #: HMACs already computed: token id -> (secret key, HMAC).
+        self._hmacs: dict[str, tuple[str, bytes]] = {}
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
         if isinstance(record, DelegationTokenRecord):
@@ -104,16 +104,16 @@ class DelegationTokenImage:
             )
         elif isinstance(record, RemoveDelegationTokenRecord):
             self.tokens.pop(record.token_id, None)
+            self._hmacs.pop(record.token_id, None)
 
     def snapshot_records(self) -> list[Message]:
         return [token.record() for token in self.tokens.values()]
 
     def hmac_of(self, token_id: str, secret_key: str) -> bytes:
-        key = (token_id, secret_key)
-        found = self._hmacs.get(key)
-        if found is None:
-            found = self._hmacs[key] = token_hmac(token_id, secret_key)
-        return found
+        found = self._hmacs.get(token_id)
+        if found is None or found[0] != secret_key:
+            found = self._hmacs[token_id] = (secret_key, token_hmac(token_id, secret_key))
+        return found[1]
 
     def token_for_hmac(self, mac: bytes, secret_key: str) -> TokenInfo | None:
         """The token whose HMAC is ``mac`` (Kafka's ``DelegationTokenCache.tokenForHmac``)."""
