@@ -144,7 +144,7 @@ class Broker:
                 scram_lookup(cluster.view),
                 nonces,
                 config.sasl_users,
-                token_lookup(cluster.view, config.delegation_token_secret_key),
+                tokens=token_lookup(cluster.view, config.delegation_token_secret_key),
             ),
             logger=self._log,
         )

@@ -43,6 +43,7 @@ def server_sasl(
     scram: ScramLookup,
     nonce: Callable[[], str],
     users: Mapping[str, Mapping[str, str]] | None = None,
+    *,
     tokens: TokenLookup | None = None,
 ) -> dict[str, ServerSasl]:
     """The gate of each SASL listener, by listener name (``users``: ``sasl.users.*``; ``tokens``:

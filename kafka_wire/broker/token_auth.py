@@ -100,9 +100,7 @@ class TokenScramServer:
         self.name: str = self._scram.name
         #: The token's id, once a token login found its token.
         self.token_id = ""
-        #: The token's expiry time (Kafka's negotiated ``CREDENTIAL_LIFETIME_MS``, which bounds a
-        #: KIP-368 session; not applied here yet), once a token login found its token.
-        self.credential_expiry_ms: int | None = None
+        self._expires_ms: int | None = None
         self._owner = ""
 
     def _lookup(self, username: str) -> ScramCredential | None:
@@ -111,7 +109,7 @@ class TokenScramServer:
         found = self._tokens(username, self._mechanism)
         if found is None:
             return None
-        credential, self._owner, self.credential_expiry_ms = found
+        credential, self._owner, self._expires_ms = found
         self.token_id = username
         return credential
 
@@ -125,6 +123,12 @@ class TokenScramServer:
     @property
     def token_authenticated(self) -> bool:
         return self.complete and bool(self.token_id)
+
+    @property
+    def credential_expires_ms(self) -> int | None:
+        """A token login's token expiry (Kafka's negotiated ``CREDENTIAL_LIFETIME_MS``, which ends
+        a KIP-368 session at the latest); None for a user's login."""
+        return self._expires_ms if self.token_authenticated else None
 
     @property
     def principal(self) -> str:
