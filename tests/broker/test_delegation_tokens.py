@@ -137,9 +137,9 @@ def test_a_token_is_created_described_used_renewed_and_expired() -> None:
         assert used.client.state is ClientState.READY
         assert e.broker._clients._conns[2].principal == "admin"
         assert e.broker._clients._conns[2].token_authenticated
-        mechanism = e.broker._clients._conns[2].server.sasl_mechanism
-        assert isinstance(mechanism, TokenScramServer)  # its token's expiry bounds a KIP-368 session
-        assert mechanism.credential_expires_ms == made.expiry_timestamp_ms
+        used_by = e.broker._clients._conns[2].server.sasl_mechanism
+        assert isinstance(used_by, TokenScramServer)  # its token's expiry bounds a KIP-368 session
+        assert used_by.credential_expires_ms == made.expiry_timestamp_ms
         assert create(used).error_code == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
         assert describe(used).error_code == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
         refused = renew(used, made.hmac)
