@@ -246,10 +246,10 @@ class ClientConnections:
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
+                conn.token_authenticated = token_authenticated(server.sasl_mechanism)
                 if event.principal != conn.principal:
                     self._log.info("connection %d: SASL principal User:%s", conn_id, event.principal)
                 conn.principal = event.principal
-                conn.token_authenticated = token_authenticated(server.sasl_mechanism)
                 self._timers.session(conn_id, server.next_deadline_ms())
             elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:
                 # Answer (and close) later, so that passwords cannot be tried at full speed.

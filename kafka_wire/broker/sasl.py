@@ -32,7 +32,7 @@ from kafka_wire.protocol.sasl.base import SaslServerMechanism
 from kafka_wire.protocol.server import ServerSasl
 
 if TYPE_CHECKING:
-    from kafka_wire.protocol.sasl import ScramCredential
+    from kafka_wire.protocol.sasl import ScramCredential, ScramServer
 
 #: ``(user, mechanism) -> credential``: the SCRAM credentials of the node's metadata image.
 ScramLookup = Callable[[str, str], "ScramCredential | None"]
@@ -103,7 +103,7 @@ def _check_plain(table: Mapping[str, str], user: str, password: str) -> bool:
 
 def _scram_server(
     mechanism: str, scram: ScramLookup, nonce: Callable[[], str], tokens: TokenLookup | None
-) -> SaslServerMechanism:
+) -> ScramServer | TokenScramServer:
     from kafka_wire.protocol.sasl import ScramServer
 
     if tokens is not None:
