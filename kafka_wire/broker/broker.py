@@ -73,6 +73,7 @@ from kafka_wire.broker.state import BrokerState, Spliced
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.storage_pipeline import StoragePipeline
 from kafka_wire.broker.timers import TimerQueue
+from kafka_wire.broker.token_auth import token_lookup
 from kafka_wire.broker.txn.coordinator import TXN_API_KEYS
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ErrorCode
@@ -138,7 +139,13 @@ class Broker:
             effects=self._effects,
             timer_queue=self._timer_queue,
             faults=self.faults,
-            sasl=server_sasl(config.sasl_listeners, scram_lookup(cluster.view), nonces, config.sasl_users),
+            sasl=server_sasl(
+                config.sasl_listeners,
+                scram_lookup(cluster.view),
+                nonces,
+                config.sasl_users,
+                tokens=token_lookup(cluster.view, config.delegation_token_secret_key),
+            ),
             logger=self._log,
         )
 

@@ -35,6 +35,7 @@ from kafka_wire.broker.sasl import sasl_refusal
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage_pipeline import StoragePipeline
 from kafka_wire.broker.timers import TimerQueue
+from kafka_wire.broker.token_auth import token_authenticated
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.structs import Message
@@ -245,6 +246,7 @@ class ClientConnections:
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
+                conn.token_authenticated = token_authenticated(server.sasl_mechanism)
                 if event.principal != conn.principal:
                     self._log.info("connection %d: SASL principal User:%s", conn_id, event.principal)
                 conn.principal = event.principal
@@ -323,6 +325,7 @@ class ClientConnections:
             principal=conn.principal,
             client_host=conn.host,
             listener=conn.listener,
+            token_authenticated=conn.token_authenticated,
         )
         if key == ApiKey.FETCH and self._state.quotas.active:
             cap_fetch(self._state.quotas, conn.principal, request.header.client_id or "", request.body)  # type: ignore[arg-type]  # a Fetch's body

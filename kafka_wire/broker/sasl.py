@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from kafka_wire import messages
 from kafka_wire.broker.cluster_settings import STANDALONE_LISTENER
 from kafka_wire.broker.sasl_config import ListenerSasl
+from kafka_wire.broker.token_auth import TokenLookup, TokenScramServer
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ApiKey, ErrorCode
@@ -42,8 +43,11 @@ def server_sasl(
     scram: ScramLookup,
     nonce: Callable[[], str],
     users: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    tokens: TokenLookup | None = None,
 ) -> dict[str, ServerSasl]:
-    """The gate of each SASL listener, by listener name (``users``: ``sasl.users.*``)."""
+    """The gate of each SASL listener, by listener name (``users``: ``sasl.users.*``; ``tokens``:
+    the delegation tokens SCRAM logins with ``tokenauth=true`` use, ``token_auth.py``)."""
     if not listeners and users:
         listeners = {
             STANDALONE_LISTENER: ListenerSasl(
@@ -77,7 +81,7 @@ def server_sasl(
                 table = dict(settings.plain_users)
                 mechanisms[mechanism] = partial(PlainServer, partial(_check_plain, table))
             else:
-                mechanisms[mechanism] = partial(_scram_server, mechanism, scram, nonce)
+                mechanisms[mechanism] = partial(_scram_server, mechanism, scram, nonce, tokens)
         gates[listener] = ServerSasl(mechanisms=mechanisms)
     return gates
 
@@ -97,9 +101,13 @@ def _check_plain(table: Mapping[str, str], user: str, password: str) -> bool:
     return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
 
 
-def _scram_server(mechanism: str, scram: ScramLookup, nonce: Callable[[], str]) -> ScramServer:
+def _scram_server(
+    mechanism: str, scram: ScramLookup, nonce: Callable[[], str], tokens: TokenLookup | None
+) -> ScramServer | TokenScramServer:
     from kafka_wire.protocol.sasl import ScramServer
 
+    if tokens is not None:
+        return TokenScramServer(mechanism, lambda user: scram(user, mechanism), tokens, nonce())
     return ScramServer(mechanism, lambda user: scram(user, mechanism), nonce())
 
 

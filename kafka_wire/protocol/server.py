@@ -299,6 +299,11 @@ class ServerConnection(Guarded):
         return self._machine.state
 
     @property
+    def sasl_mechanism(self) -> SaslServerMechanism | None:
+        """The server mechanism of the last SASL exchange (None before one)."""
+        return self._mechanism
+
+    @property
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return self._versions
 
