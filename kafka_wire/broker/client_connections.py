@@ -250,7 +250,9 @@ class ClientConnections:
                 self._timers.failed_authentication(conn_id, now_ms)
                 return
             if isinstance(event, ConnectionClosed) and event.reason == "session expired":
-                self._log.info("closing connection %d from %s: SASL session expired", conn_id, conn.host or "?")
+                self._log.info(
+                    "closing connection %d from %s: SASL session expired", conn_id, conn.host or "?"
+                )
             if server.must_close or isinstance(event, ConnectionClosed):
                 self._close(conn_id, conn, out)
                 return
