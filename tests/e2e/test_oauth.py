@@ -1,6 +1,6 @@
 """SASL/OAUTHBEARER and KIP-368 re-authentication on ``kafka-wire serve`` and on Apache Kafka 4.4,
 configured with the same properties: three SASL_PLAINTEXT listeners with
-``connections.max.reauth.ms=3000``; ``UNSECURED`` with Kafka's default (unsecured) validator,
+``connections.max.reauth.ms=2000``; ``UNSECURED`` with Kafka's default (unsecured) validator,
 ``SIGNED`` with ``OAuthBearerValidatorCallbackHandler`` and an RS256 key set in a ``file:`` URL,
 ``HTTPS`` with the same validator and the key set served over https (a server in this process,
 its certificate from ``certs.py``, trusted through the JAAS entry's ``ssl.truststore.*``). Kafka
@@ -12,10 +12,10 @@ one listener a process, so there are three. Every listener is advertised through
 confluent-kafka (in this process: ``enable.sasl.oauthbearer.unsecure.jwt``, or ``oauth_cb``
 handing signed tokens) and the Java 4.4 client (``java/OAuthProbe.java``: the default login
 handler with ``unsecuredLoginStringClaim_sub``, or a login callback handler reading a signed
-token) produce and consume; each re-authenticates on its connections at the broker's 3 s (a
+token) produce and consume; each re-authenticates on its connections at the broker's 2 s (a
 second SaslHandshake on one connection through the tap); expired, forged, wrong-audience and
 unsigned tokens get SASL_AUTHENTICATION_FAILED with ``{"status":"invalid_token"}``; a session
-lasts until the token's ``exp`` when that comes before 3 s, and a connection that did not
+lasts until the token's ``exp`` when that comes before 2 s, and a connection that did not
 re-authenticate is closed at its first request after the session ended."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from tests.interop.harness import JAVA4_ARTIFACTS, Address, free_port, java_comm
 MODULE: Final = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 SIGNED_HANDLER: Final = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 LISTENERS: Final = ("UNSECURED", "SIGNED", "HTTPS")
-REAUTH_MS: Final = 3000
+REAUTH_MS: Final = 2000
 AUDIENCE: Final = "kafka-cluster"
 ISSUER: Final = "https://idp.example"
 KEY: Final = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -432,14 +432,14 @@ def test_an_expired_unsecured_token_is_refused(targets: dict[str, Target]) -> No
 def test_the_session_ends_with_the_token_and_the_next_request_closes_the_connection(
     targets: dict[str, Target], name: str
 ) -> None:
-    """Two sessions: one of a token that expires in 2 s (the session lasts 2 s at most, not 3),
-    one of a long token (3 s: connections.max.reauth.ms). Neither client re-authenticates (one
+    """Two sessions: one of a token that expires in 1.5 s (the session lasts 1.5 s at most, not 2),
+    one of a long token (2 s: connections.max.reauth.ms). Neither client re-authenticates (one
     mechanism object); the long one's request at 1 s is served; after its end, its next request
     is met by a closed connection."""
     bootstrap = targets[name].bootstrap("UNSECURED")
 
     async def scenario() -> tuple[int, int, bool]:
-        short = await _login(bootstrap, unsecured_token(exp_s=2))
+        short = await _login(bootstrap, unsecured_token(exp_s=1.5))
         long = await _login(bootstrap, unsecured_token())
         assert short.authenticated is not None and long.authenticated is not None
         lifetimes = short.authenticated.session_lifetime_ms, long.authenticated.session_lifetime_ms
@@ -456,4 +456,4 @@ def test_the_session_ends_with_the_token_and_the_next_request_closes_the_connect
         return lifetimes[0], lifetimes[1], closed
 
     short_ms, long_ms, closed = asyncio.run(scenario())
-    assert 0 < short_ms <= 2000 and long_ms == REAUTH_MS and closed
+    assert 0 < short_ms <= 1500 and long_ms == REAUTH_MS and closed
