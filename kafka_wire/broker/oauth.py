@@ -57,7 +57,7 @@ def _section(text: str) -> dict[str, object] | None:
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         value = json.loads(raw)
-    except (binascii.Error, ValueError):
+    except (binascii.Error, ValueError, RecursionError):  # RecursionError: JSON nested too deep
         return None
     return value if isinstance(value, dict) else None
 
@@ -218,7 +218,7 @@ class SignedValidator:
                 continue
             try:
                 payload = json.loads(decoded["payload"])
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
             return payload if isinstance(payload, dict) else None
         return None

@@ -164,6 +164,7 @@ def test_an_unsecured_token_gives_its_principal_expiry_and_scope() -> None:
         unsecured(VALID).rstrip("."),
         "a..b",
         "not base64!.x.",
+        f"{_b64({'alg': 'none'})}.{base64.urlsafe_b64encode(b'[' * 100_000 + b']' * 100_000).decode()}.",
     ],
 )
 def test_bad_unsecured_tokens_are_invalid_tokens(token: str) -> None:
@@ -194,6 +195,8 @@ def test_a_missing_required_scope_is_insufficient_scope_naming_the_list() -> Non
 
 # -- the signed validator ------------------------------------------------------------------------
 
+#: A header nested deeper than Python's JSON reader recurses: refused, not a crash.
+DEEP_HEADER: Final = base64.urlsafe_b64encode(b'{"a":' * 50_000 + b"1" + b"}" * 50_000).decode()
 PRIVATE: Final = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 FORGER: Final = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 URL: Final = "file:///jwks.json"
@@ -244,6 +247,7 @@ def test_a_signed_token_is_verified_with_the_key_of_its_kid(keys: KeySets) -> No
         unsecured(CLAIMS) + "c2ln",  # alg none with a signature
         jwt.encode(CLAIMS, "secret-of-32-bytes-at-the-least!", algorithm="HS256", headers={"kid": "k1"}),
         "one.two",
+        DEEP_HEADER + ".e30.c2ln",
     ],
 )
 def test_bad_signed_tokens_are_invalid_tokens(keys: KeySets, token: str) -> None:

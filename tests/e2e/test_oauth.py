@@ -366,7 +366,7 @@ def test_the_java_client_produces_consumes_and_reauthenticates(
         mode, credential = "signed", str(token)
     mark = tap.mark()
     lines = _java(
-        target.bootstrap(listener), f"java-{listener.lower()}", mode, credential, 2.5 * REAUTH_MS / 1000
+        target.bootstrap(listener), f"java-{listener.lower()}", mode, credential, 2 * REAUTH_MS / 1000
     )
     produced = int(lines[0].removeprefix("produced "))
     assert produced >= 2 and lines[1] == f"consumed {produced}"
