@@ -69,6 +69,12 @@ def _number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def _numeric_date(value: object) -> int | None:
+    """A JWT NumericDate as jose4j reads it: a JSON number, in whole seconds (truncated)."""
+    number = _number(value)
+    return None if number is None else int(number)
+
+
 def _seconds_to_ms(seconds: float) -> int:
     return math.floor(seconds * 1000 + 0.5)  # Java's Math.round
 
@@ -228,13 +234,13 @@ class SignedValidator:
     ) -> OAuthBearerToken | OAuthBearerRefusal:
         settings = self.settings
         skew_ms = settings.clock_skew_s * 1000
-        exp, iat = _number(claims.get("exp")), _number(claims.get("iat"))
+        exp, iat = _numeric_date(claims.get("exp")), _numeric_date(claims.get("iat"))
         if exp is None or iat is None:
             return _refusal("'exp' and 'iat' are required numeric dates")
         if now_ms >= 1000 * exp + skew_ms:
             return _refusal("the JWT has expired")
         if "nbf" in claims:
-            nbf = _number(claims["nbf"])
+            nbf = _numeric_date(claims["nbf"])
             if nbf is None or now_ms + skew_ms < 1000 * nbf:
                 return _refusal("the JWT is not valid yet ('nbf')")
         if settings.expected_audience:
@@ -257,8 +263,8 @@ class SignedValidator:
             return _refusal("'exp' and 'iat' must not be negative")
         return OAuthBearerToken(
             subject.strip(),
-            expires_ms=_seconds_to_ms(exp),
-            start_ms=_seconds_to_ms(iat),
+            expires_ms=exp * 1000,
+            start_ms=iat * 1000,
             scope=frozenset(str(item).strip() for item in items),
         )
 
