@@ -333,6 +333,26 @@ def test_confluent_kafka_produces_consumes_and_reauthenticates(
     assert _consume(config, topic, count) == [f"v{i}".encode() for i in range(count)]
 
 
+#: librdkafka's RD_KAFKA_RESP_ERR__AUTHENTICATION: the broker's SASL_AUTHENTICATION_FAILED answer.
+LIBRDKAFKA_AUTHENTICATION: Final = -169
+
+
+def test_confluent_kafka_is_refused_an_expired_token(targets: dict[str, Target]) -> None:
+    def refusal(bootstrap: str) -> tuple[int, str]:
+        errors: list[confluent_kafka.KafkaError] = []
+        config = _librdkafka(bootstrap, _oauth_cb(signed_token(exp_s=-120)))
+        producer = confluent_kafka.Producer({**config, "error_cb": errors.append})
+        deadline = time.monotonic() + 20
+        while not errors and time.monotonic() < deadline:
+            producer.poll(0.2)
+        assert errors, "no error reported"
+        return errors[0].code(), errors[0].str()
+
+    answers = {name: refusal(t.bootstrap("SIGNED")) for name, t in targets.items()}
+    for code, text in answers.values():
+        assert code == LIBRDKAFKA_AUTHENTICATION and '{"status":"invalid_token"}' in text, answers
+
+
 # -- the Java client -----------------------------------------------------------------------------
 
 
