@@ -51,6 +51,7 @@ from kafka_wire.protocol.framing import (
 )
 from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
+from kafka_wire.protocol.sasl_session import MIN_REAUTHENTICATION_INTERVAL_MS, SaslSession
 
 if TYPE_CHECKING:
     from kafka_wire.messages import (
@@ -64,8 +65,6 @@ _KEY_VERSION: Final = struct.Struct(">hh")
 
 #: Kafka's ``sasl.server.max.receive.size``: the largest frame accepted before authentication.
 DEFAULT_MAX_PREAUTH_FRAME_BYTES: Final = 512 * 1024
-#: Kafka's broker starts at most one re-authentication a second on a connection (KafkaChannel).
-MIN_REAUTHENTICATION_INTERVAL_MS: Final = 1000
 
 
 class ServerState(enum.Enum):
@@ -293,10 +292,8 @@ class ServerConnection(Guarded):
         self._eof = False
         self._now_ms = now_ms
         self._last_activity_ms = now_ms
-        #: When the authenticated session ends (KIP-368), if it does.
-        self._session_expires_ms: int | None = None
-        #: When the last re-authentication began.
-        self._reauthentication_started_ms: int | None = None
+        #: The authenticated session (KIP-368).
+        self._session = SaslSession(config.max_reauth_ms, config.min_reauthentication_interval_ms)
         self._closed_reason = ""
         self._failure: BaseException | None = None
         initial = ServerState.AWAITING_HANDSHAKE if sasl else ServerState.READY
@@ -603,7 +600,11 @@ class ServerConnection(Guarded):
 
     def _on_frame(self, frame: bytes) -> ServerEvent | None:
         state = self._machine.state
-        if state is ServerState.READY and self._session_expired(frame):
+        if (
+            state is ServerState.READY
+            and self._session.ended(self._now_ms)
+            and not self._reauthenticates(frame)
+        ):
             # KIP-368: the first request after the session ended closes the connection, unanswered.
             self._machine.move(ServerInput.SESSION_EXPIRED)
             self._closed_reason = "session expired"
@@ -634,8 +635,8 @@ class ServerConnection(Guarded):
             if state is ServerState.READY and isinstance(
                 body, messages.SaslHandshakeRequest | messages.SaslAuthenticateRequest
             ):
-                if isinstance(body, messages.SaslHandshakeRequest) and self._may_reauthenticate(
-                    request.api_version
+                if isinstance(body, messages.SaslHandshakeRequest) and self._session.may_reauthenticate(
+                    request.api_version, self._now_ms
                 ):
                     return self._on_reauthentication(request, body)
                 # Kafka answers these after authentication (without re-authentication) with ILLEGAL_SASL_STATE.
@@ -699,25 +700,13 @@ class ServerConnection(Guarded):
             _Slot(request.correlation_id, request.api_key, request.api_version, request.body, (data,))
         )
 
-    def _session_expired(self, frame: bytes) -> bool:
-        """Whether the session ended before this request, which is not a re-authentication."""
-        expires = self._session_expires_ms
-        if expires is None or self._now_ms <= expires:
+    def _reauthenticates(self, frame: bytes) -> bool:
+        """Whether this request frame is a SaslHandshake that starts a re-authentication."""
+        if len(frame) < 8:
             return False
-        if len(frame) >= 8:
-            api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
-            if api_key == ApiKey.SASL_HANDSHAKE and self._may_reauthenticate(api_version):
-                return False
-        return True
-
-    def _may_reauthenticate(self, handshake_version: int) -> bool:
-        """KIP-368: in a session that expires, a SaslHandshake v1+ starts a re-authentication, at
-        most one a second (Kafka's broker answers a quicker one as an ordinary request)."""
-        last = self._reauthentication_started_ms
-        return (
-            self._session_expires_ms is not None
-            and handshake_version >= 1
-            and (last is None or self._now_ms - last >= self.config.min_reauthentication_interval_ms)
+        api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
+        return api_key == ApiKey.SASL_HANDSHAKE and self._session.may_reauthenticate(
+            api_version, self._now_ms
         )
 
     def _on_reauthentication(self, request: Request, body: SaslHandshakeRequest) -> ServerEvent | None:
@@ -738,7 +727,7 @@ class ServerConnection(Guarded):
                 error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
             )
         self._mechanism = self._sasl.mechanisms[body.mechanism]()
-        self._reauthentication_started_ms = self._now_ms
+        self._session.reauthenticating(self._now_ms)
         self._answer(request, messages.SaslHandshakeResponse(mechanisms=enabled))
         self._machine.move(ServerInput.REAUTHENTICATION_STARTED)
         return None
@@ -784,23 +773,12 @@ class ServerConnection(Guarded):
             return self._failed(failure.reason, code)
         lifetime = 0
         if self._mechanism is not None and self._mechanism.complete and request.api_version >= 1:
-            lifetime = self._session_lifetime_ms() or 0  # KIP-368: the client re-authenticates in time
+            # KIP-368: the client re-authenticates in time.
+            lifetime = self._session.lifetime_ms(self._mechanism.credential_expires_ms, self._now_ms) or 0
         self._answer(
             request, messages.SaslAuthenticateResponse(auth_bytes=reply, session_lifetime_ms=lifetime)
         )
         return self._succeeded()
-
-    def _session_lifetime_ms(self) -> int | None:
-        """How long the session that starts now lasts (None: for ever), as Kafka's broker decides
-        (KIP-368): ``connections.max.reauth.ms`` when set, capped by the credential's expiry (an
-        OAUTHBEARER token's), never below 0."""
-        assert self._mechanism is not None
-        expires = self._mechanism.credential_expires_ms
-        limit = self.config.max_reauth_ms
-        if expires is None:
-            return limit if limit > 0 else None
-        left = max(0, expires - self._now_ms)
-        return min(left, limit) if limit > 0 else left
 
     def _principal_change(self) -> AuthenticationError | None:
         assert self._mechanism is not None
@@ -833,10 +811,10 @@ class ServerConnection(Guarded):
         self._machine.move(ServerInput.AUTHENTICATED)
         self._reader.max_frame_bytes = self.config.max_frame_bytes
         self.principal = self._mechanism.principal
-        lifetime = self._session_lifetime_ms()
+        lifetime = self._session.lifetime_ms(self._mechanism.credential_expires_ms, self._now_ms)
         # Sessions expire for every client (KIP-368): one that cannot re-authenticate (raw tokens,
         # SaslAuthenticate v0) is closed at its first request after its session ended.
-        self._session_expires_ms = None if lifetime is None else self._now_ms + lifetime
+        self._session.begin(lifetime, self._now_ms)
         return Authenticated(
             mechanism=self._mechanism_name,
             principal=self.principal,
