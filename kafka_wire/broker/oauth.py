@@ -52,21 +52,33 @@ def _refusal(reason: str, scope: str | None = None) -> OAuthBearerRefusal:
     return OAuthBearerRefusal(status=status, scope=scope, reason=reason)
 
 
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")  # NaN and Infinity: Jackson and jose4j refuse them
+
+
+def _json(raw: bytes | str) -> object:
+    """JSON as Kafka's readers take it (no NaN or Infinity); ValueError or RecursionError (nested
+    too deep) otherwise."""
+    return json.loads(raw, parse_constant=_no_constant)
+
+
 def _section(text: str) -> dict[str, object] | None:
     """A base64url section holding a JSON object (padding optional), or None."""
     try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        value = json.loads(raw)
-    except (binascii.Error, ValueError, RecursionError):  # RecursionError: JSON nested too deep
+        value = _json(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    except (binascii.Error, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
 
 def _number(value: object) -> float | None:
-    """A JSON number (not a boolean), finite, or None."""
+    """A JSON number (not a boolean) that a double holds, or None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        return float(value)
+    except OverflowError:  # an integer past a double's range
+        return None
 
 
 def _numeric_date(value: object) -> int | None:
@@ -86,7 +98,8 @@ def _java_text(value: object) -> str | list[str] | float:
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, int | float):
-        return float(value)
+        number = _number(value)
+        return "" if number is None else number
     return value if isinstance(value, str) else ""
 
 
@@ -223,7 +236,7 @@ class SignedValidator:
             except (PyJWTError, TypeError, ValueError):
                 continue
             try:
-                payload = json.loads(decoded["payload"])
+                payload = _json(decoded["payload"])
             except (ValueError, RecursionError):
                 return None
             return payload if isinstance(payload, dict) else None

@@ -139,7 +139,11 @@ def _oauth_server(
     from kafka_wire.protocol.sasl import OAuthBearerRefusal, OAuthBearerServer
 
     def validate(token: str, extensions: Mapping[str, str]) -> Validation:
-        outcome = check.validate(token, now_ms())
+        try:
+            outcome = check.validate(token, now_ms())
+        except Exception:  # a fault of the validator's on a client's token: refused, logged, not fatal
+            logger.exception("OAUTHBEARER token validation failed")
+            return OAuthBearerRefusal(reason="the validator failed")
         if isinstance(outcome, OAuthBearerRefusal):
             logger.info("OAUTHBEARER token refused (%s): %s", outcome.status, outcome.reason)
         return outcome

@@ -42,6 +42,11 @@ def unsecured(claims: dict[str, object], header: dict[str, object] | None = None
     return f"{_b64(header or {'alg': 'none'})}.{_b64(claims)}.{signature}"
 
 
+def _raw_claims(claims: bytes) -> str:
+    """An unsecured token whose claims are these bytes (JSON or not)."""
+    return f"{_b64({'alg': 'none'})}.{base64.urlsafe_b64encode(claims).decode()}."
+
+
 # -- settings ------------------------------------------------------------------------------------
 
 
@@ -165,6 +170,9 @@ def test_an_unsecured_token_gives_its_principal_expiry_and_scope() -> None:
         "a..b",
         "not base64!.x.",
         f"{_b64({'alg': 'none'})}.{base64.urlsafe_b64encode(b'[' * 100_000 + b']' * 100_000).decode()}.",
+        unsecured({**VALID, "exp": 10**400}),  # past a double
+        _raw_claims(b'{"sub": "a", "exp": NaN}'),
+        _raw_claims(b'{"sub": "a", "exp": Infinity}'),
     ],
 )
 def test_bad_unsecured_tokens_are_invalid_tokens(token: str) -> None:
@@ -248,6 +256,7 @@ def test_a_signed_token_is_verified_with_the_key_of_its_kid(keys: KeySets) -> No
         jwt.encode(CLAIMS, "secret-of-32-bytes-at-the-least!", algorithm="HS256", headers={"kid": "k1"}),
         "one.two",
         DEEP_HEADER + ".e30.c2ln",
+        signed({**CLAIMS, "exp": 10**400}),
     ],
 )
 def test_bad_signed_tokens_are_invalid_tokens(keys: KeySets, token: str) -> None:
