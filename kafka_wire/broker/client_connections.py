@@ -190,16 +190,12 @@ class ClientConnections:
 
     def expire(self, now_ms: int, out: list[Effect]) -> None:
         """Close the connections whose timers passed (idle, unfinished request, failed
-        authentication, SASL session)."""
+        authentication). A SASL session that ended closes its connection at the next request
+        (the connection layer's ``ConnectionClosed``), as Kafka's does."""
         for conn_id, expiry in self._timers.due(now_ms):
             conn = self._conns.get(conn_id)
             if conn is None:
                 continue
-            if expiry is Expiry.SESSION:
-                conn.server.handle_timer(now_ms)
-                if not conn.server.must_close:  # re-authenticating: the session it ends with decides
-                    self._timers.session(conn_id, conn.server.next_deadline_ms())
-                    continue
             if expiry is not Expiry.AUTHENTICATION_FAILED:
                 self._log.info("closing connection %d from %s: %s", conn_id, conn.host or "?", expiry.value)
             self._close(conn_id, conn, out)
@@ -250,12 +246,15 @@ class ClientConnections:
                 if event.principal != conn.principal:
                     self._log.info("connection %d: SASL principal User:%s", conn_id, event.principal)
                 conn.principal = event.principal
-                self._timers.session(conn_id, server.next_deadline_ms())
             elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:
                 # Answer (and close) later, so that passwords cannot be tried at full speed.
                 muting.mute(conn_id, MuteInput.AUTHENTICATION_FAILED, out)
                 self._timers.failed_authentication(conn_id, now_ms)
                 return
+            if isinstance(event, ConnectionClosed) and event.reason == "session expired":
+                self._log.info(
+                    "closing connection %d from %s: SASL session expired", conn_id, conn.host or "?"
+                )
             if server.must_close or isinstance(event, ConnectionClosed):
                 self._close(conn_id, conn, out)
                 return

@@ -26,7 +26,7 @@ from kafka_wire.broker.config_properties import PROPERTY_OF
 from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
 from kafka_wire.broker.group.config import CONSUMER_ASSIGNORS, MIGRATION_POLICIES
 from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
-from kafka_wire.broker.sasl_config import SERVED_MECHANISMS, ListenerSasl
+from kafka_wire.broker.sasl_config import PASSWORD_MECHANISMS, ListenerSasl
 from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL
 from kafka_wire.errors import KafkaWireError
@@ -504,7 +504,7 @@ class BrokerConfig:
 
 #: The authorizer class kafka_wire implements (Kafka's KRaft ``StandardAuthorizer``).
 STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-SASL_MECHANISMS: Final = SERVED_MECHANISMS
+SASL_MECHANISMS: Final = PASSWORD_MECHANISMS
 #: ``sasl.users.<MECHANISM>.<user>=<password>``: kafka_wire's own way to configure SASL users.
 SASL_USERS_PREFIX: Final = "sasl.users."
 
