@@ -24,6 +24,8 @@ class Channel:
     server: ServerConnection
     host: str
     principal: str = ""
+    #: Its SASL login was a delegation token's (``kafka_wire.broker.token_auth``).
+    token_authenticated: bool = False
     #: The listener it came in on (``listeners``' name).
     listener: str = "PLAINTEXT"
     #: The client id of its latest request (its handling time counts against that client's quota).

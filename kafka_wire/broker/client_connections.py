@@ -36,6 +36,7 @@ from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage_pipeline import StoragePipeline
 from kafka_wire.broker.throttles import Throttles
 from kafka_wire.broker.timers import TimerQueue
+from kafka_wire.broker.token_auth import token_authenticated
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.structs import Message
@@ -188,16 +189,12 @@ class ClientConnections:
 
     def expire(self, now_ms: int, out: list[Effect]) -> None:
         """Close the connections whose timers passed (idle, unfinished request, failed
-        authentication, SASL session)."""
+        authentication). A SASL session that ended closes its connection at the next request
+        (the connection layer's ``ConnectionClosed``), as Kafka's does."""
         for conn_id, expiry in self._timers.due(now_ms):
             conn = self._conns.get(conn_id)
             if conn is None:
                 continue
-            if expiry is Expiry.SESSION:
-                conn.server.handle_timer(now_ms)
-                if not conn.server.must_close:  # re-authenticating: the session it ends with decides
-                    self._timers.session(conn_id, conn.server.next_deadline_ms())
-                    continue
             if expiry is not Expiry.AUTHENTICATION_FAILED:
                 self._log.info("closing connection %d from %s: %s", conn_id, conn.host or "?", expiry.value)
             self._close(conn_id, conn, out)
@@ -244,15 +241,19 @@ class ClientConnections:
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
+                conn.token_authenticated = token_authenticated(server.sasl_mechanism)
                 if event.principal != conn.principal:
                     self._log.info("connection %d: SASL principal User:%s", conn_id, event.principal)
                 conn.principal = event.principal
-                self._timers.session(conn_id, server.next_deadline_ms())
             elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:
                 # Answer (and close) later, so that passwords cannot be tried at full speed.
                 muting.mute(conn_id, MuteInput.AUTHENTICATION_FAILED, out)
                 self._timers.failed_authentication(conn_id, now_ms)
                 return
+            if isinstance(event, ConnectionClosed) and event.reason == "session expired":
+                self._log.info(
+                    "closing connection %d from %s: SASL session expired", conn_id, conn.host or "?"
+                )
             if server.must_close or isinstance(event, ConnectionClosed):
                 self._close(conn_id, conn, out)
                 return
@@ -329,6 +330,7 @@ class ClientConnections:
             principal=conn.principal,
             client_host=conn.host,
             listener=conn.listener,
+            token_authenticated=conn.token_authenticated,
         )
         if key == ApiKey.FETCH and self.throttles.applies(conn):
             cap_fetch(self._state.quotas, conn.principal, request.header.client_id or "", request.body)  # type: ignore[arg-type]  # a Fetch's body

@@ -51,6 +51,7 @@ from kafka_wire.protocol.framing import (
 )
 from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
+from kafka_wire.protocol.sasl_session import MIN_REAUTHENTICATION_INTERVAL_MS, SaslSession
 
 if TYPE_CHECKING:
     from kafka_wire.messages import (
@@ -174,9 +175,15 @@ class ServerConfig:
     #: without traffic for this long. None: never.
     max_idle_ms: int | None = None
     #: Kafka's ``connections.max.reauth.ms`` (KIP-368): with a SASL gate, an authenticated session
-    #: lasts this long; SaslAuthenticate v1+ tells the client, which re-authenticates in time, and
-    #: a connection whose session expired is closed. 0 (Kafka's default): sessions never expire.
+    #: lasts this long (or until its credential expires: an OAUTHBEARER token's ``exp``);
+    #: SaslAuthenticate v1+ tells the client, which re-authenticates in time, and a connection
+    #: whose session expired is closed at its next request. 0 (Kafka's default): sessions end only
+    #: with their credentials.
     max_reauth_ms: int = 0
+    #: A re-authentication begun sooner than this after the previous one is refused: its
+    #: SaslHandshake is answered as any request after authentication (ILLEGAL_SASL_STATE). Kafka's
+    #: broker fixes it at one second.
+    min_reauthentication_interval_ms: int = MIN_REAUTHENTICATION_INTERVAL_MS
     #: Api keys whose requests are not decoded (a proxy forwarding frames): they come out of
     #: ``next_event`` as :class:`RawRequest` (header decoded, body left as bytes) and are answered
     #: with ``send_raw``. ApiVersions is always decoded, and so are the SASL requests before
@@ -190,8 +197,8 @@ class ServerConfig:
             raise ValueError("max_in_flight_requests must be None or at least 1")
         if self.max_idle_ms is not None and self.max_idle_ms < 0:
             raise ValueError("max_idle_ms must be None or >= 0")
-        if self.max_reauth_ms < 0:
-            raise ValueError("max_reauth_ms must be >= 0")
+        if self.max_reauth_ms < 0 or self.min_reauthentication_interval_ms < 0:
+            raise ValueError("max_reauth_ms and min_reauthentication_interval_ms must be >= 0")
         if ApiKey.API_VERSIONS in self.passthrough:
             raise ValueError("ApiVersions cannot be passed through: the connection answers it")
         for key, (lo, hi) in (self.api_versions or {}).items():
@@ -253,7 +260,8 @@ class ServerConnection(Guarded):
     Flow control: with ``max_in_flight_requests`` requests unanswered, ``next_event`` returns
     ``PAUSED`` (the connection is :attr:`paused`) and decodes nothing more until responses go
     out, as Kafka mutes a channel. Time: ``next_deadline_ms`` / ``handle_timer`` close an idle
-    connection and one whose SASL session expired without re-authentication (KIP-368).
+    connection; a connection whose SASL session expired without re-authentication (KIP-368) is
+    closed by its next request (``next_event`` returns :class:`ConnectionClosed`), as Kafka's is.
 
     Any exception inside a method (a SASL mechanism's included) moves the connection to ``ERROR``
     and propagates; every later call raises :class:`LocalProtocolError`. ``logger`` receives
@@ -284,8 +292,8 @@ class ServerConnection(Guarded):
         self._eof = False
         self._now_ms = now_ms
         self._last_activity_ms = now_ms
-        #: When the authenticated session ends (KIP-368), if it does.
-        self._session_expires_ms: int | None = None
+        #: The authenticated session (KIP-368).
+        self._session = SaslSession(config.max_reauth_ms, config.min_reauthentication_interval_ms)
         self._closed_reason = ""
         self._failure: BaseException | None = None
         initial = ServerState.AWAITING_HANDSHAKE if sasl else ServerState.READY
@@ -297,6 +305,11 @@ class ServerConnection(Guarded):
     @property
     def state(self) -> ServerState:
         return self._machine.state
+
+    @property
+    def sasl_mechanism(self) -> SaslServerMechanism | None:
+        """The server mechanism of the last SASL exchange (None before one)."""
+        return self._mechanism
 
     @property
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
@@ -492,21 +505,20 @@ class ServerConnection(Guarded):
     # -- time ----------------------------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:
-        """When ``handle_timer`` has work (idle limit, session expiry), or None."""
+        """When ``handle_timer`` has work (the idle limit), or None."""
         state = self._machine.state
         if state not in _OPEN:
             return None
         deadlines = []
         if self.config.max_idle_ms is not None:
             deadlines.append(self._last_activity_ms + self.config.max_idle_ms)
-        if self._session_expires_ms is not None and state is ServerState.READY:
-            deadlines.append(self._session_expires_ms)
         return min(deadlines) if deadlines else None
 
     def handle_timer(self, now_ms: int) -> None:
         """Act on the deadlines ``now_ms`` has reached: close (MUST_CLOSE, then
-        :class:`ConnectionClosed` from ``next_event``) a connection idle for ``max_idle_ms`` or
-        whose session expired without re-authentication, as Kafka's broker does."""
+        :class:`ConnectionClosed` from ``next_event``) a connection idle for ``max_idle_ms``, as
+        Kafka's broker does. (A SASL session that expired is not a deadline: Kafka closes the
+        connection when its next request arrives, and so does ``next_event``.)"""
         self._live()
         try:
             self._tick(now_ms)
@@ -517,13 +529,6 @@ class ServerConnection(Guarded):
             if idle is not None and self._last_activity_ms + idle <= self._now_ms:
                 self._machine.move(ServerInput.IDLE_EXPIRED)
                 self._closed_reason = "idle"
-            elif (
-                state is ServerState.READY
-                and self._session_expires_ms is not None
-                and self._session_expires_ms <= self._now_ms
-            ):
-                self._machine.move(ServerInput.SESSION_EXPIRED)
-                self._closed_reason = "session expired"
         except BaseException as exc:
             self._fail(exc)
             raise
@@ -600,6 +605,15 @@ class ServerConnection(Guarded):
 
     def _on_frame(self, frame: bytes) -> ServerEvent | None:
         state = self._machine.state
+        if (
+            state is ServerState.READY
+            and self._session.ended(self._now_ms)
+            and not self._reauthenticates(frame)
+        ):
+            # KIP-368: the first request after the session ended closes the connection, unanswered.
+            self._machine.move(ServerInput.SESSION_EXPIRED)
+            self._closed_reason = "session expired"
+            return None
         allowed = _PREAUTH.get(state)
         if allowed is None and self.config.passthrough and len(frame) >= 12:
             raw = self._raw(frame)
@@ -626,7 +640,9 @@ class ServerConnection(Guarded):
             if state is ServerState.READY and isinstance(
                 body, messages.SaslHandshakeRequest | messages.SaslAuthenticateRequest
             ):
-                if isinstance(body, messages.SaslHandshakeRequest) and self._may_reauthenticate(request):
+                if isinstance(body, messages.SaslHandshakeRequest) and self._session.may_reauthenticate(
+                    request.api_version, self._now_ms
+                ):
                     return self._on_reauthentication(request, body)
                 # Kafka answers these after authentication (without re-authentication) with ILLEGAL_SASL_STATE.
                 illegal = ErrorCode.ILLEGAL_SASL_STATE
@@ -689,9 +705,14 @@ class ServerConnection(Guarded):
             _Slot(request.correlation_id, request.api_key, request.api_version, request.body, (data,))
         )
 
-    def _may_reauthenticate(self, handshake: Request) -> bool:
-        """KIP-368: with sessions that expire, a SaslHandshake v1+ starts a re-authentication."""
-        return self.config.max_reauth_ms > 0 and handshake.api_version >= 1
+    def _reauthenticates(self, frame: bytes) -> bool:
+        """Whether this request frame is a SaslHandshake that starts a re-authentication."""
+        if len(frame) < 8:
+            return False
+        api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
+        return api_key == ApiKey.SASL_HANDSHAKE and self._session.may_reauthenticate(
+            api_version, self._now_ms
+        )
 
     def _on_reauthentication(self, request: Request, body: SaslHandshakeRequest) -> ServerEvent | None:
         assert self._sasl is not None
@@ -711,6 +732,7 @@ class ServerConnection(Guarded):
                 error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
             )
         self._mechanism = self._sasl.mechanisms[body.mechanism]()
+        self._session.reauthenticating(self._now_ms)
         self._answer(request, messages.SaslHandshakeResponse(mechanisms=enabled))
         self._machine.move(ServerInput.REAUTHENTICATION_STARTED)
         return None
@@ -756,7 +778,8 @@ class ServerConnection(Guarded):
             return self._failed(failure.reason, code)
         lifetime = 0
         if self._mechanism is not None and self._mechanism.complete and request.api_version >= 1:
-            lifetime = self.config.max_reauth_ms  # KIP-368: the client re-authenticates before it ends
+            # KIP-368: the client re-authenticates in time.
+            lifetime = self._session.lifetime_ms(self._mechanism.credential_expires_ms, self._now_ms) or 0
         self._answer(
             request, messages.SaslAuthenticateResponse(auth_bytes=reply, session_lifetime_ms=lifetime)
         )
@@ -793,13 +816,13 @@ class ServerConnection(Guarded):
         self._machine.move(ServerInput.AUTHENTICATED)
         self._reader.max_frame_bytes = self.config.max_frame_bytes
         self.principal = self._mechanism.principal
-        lifetime = self.config.max_reauth_ms
+        lifetime = self._session.lifetime_ms(self._mechanism.credential_expires_ms, self._now_ms)
         # Sessions expire for every client (KIP-368): one that cannot re-authenticate (raw tokens,
-        # SaslAuthenticate v0) is closed when its session ends.
-        self._session_expires_ms = self._now_ms + lifetime if lifetime > 0 else None
+        # SaslAuthenticate v0) is closed at its first request after its session ended.
+        self._session.begin(lifetime, self._now_ms)
         return Authenticated(
             mechanism=self._mechanism_name,
             principal=self.principal,
-            session_lifetime_ms=lifetime,
+            session_lifetime_ms=lifetime or 0,
             reauthentication=again,
         )
