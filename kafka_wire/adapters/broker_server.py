@@ -139,6 +139,9 @@ class BrokerServer:
                 window_size_seconds=self.config.quota_window_size_seconds,
                 max_rate=self.config.max_connection_creation_rate,
                 protected_listener=cluster_settings.inter_broker_listener if cluster_settings else None,
+                controller_listeners=frozenset(
+                    cluster_settings.controller_listener_names if cluster_settings else ()
+                ),
             ),
             self._accepted,
         )

@@ -6,7 +6,9 @@ Two limits, each a rate over the client quota windows (:class:`~.rate.SampledRat
 
 - ``max.connection.creation.rate`` (a broker setting; unlimited by default): the connections
   accepted per second on each listener and, except on the inter-broker listener of a node with
-  several listeners (Kafka's protected listener), over the node's listeners together. Over it,
+  several listeners (Kafka's protected listener), over the node's client listeners together
+  (its controller listeners have a total of their own, as Kafka's controller has a socket server
+  of its own). Over it,
   :meth:`ConnectionRates.accept_delay_ms` is how long the acceptor waits before it serves the
   connection and accepts the next (the connection is not refused; the backlog waits in the
   kernel).
@@ -32,6 +34,7 @@ CONNECTION_CREATION_RATE: Final = "connection_creation_rate"
 #: Kafka's "no limit" (``Int.MaxValue``) for both settings.
 UNLIMITED: Final = 2_147_483_647
 _BROKER: Final = ("broker", "")
+_CONTROLLER: Final = ("broker", "controller")
 
 
 def _normal(address: str) -> str:
@@ -51,12 +54,14 @@ class ConnectionRates:
         window_size_seconds: int,
         max_rate: int = UNLIMITED,
         protected_listener: str | None = None,
+        controller_listeners: frozenset[str] = frozenset(),
         values: ClientQuotasImage | None = None,
     ) -> None:
         self._window_num = window_num
         self._window_ms = window_size_seconds * 1000
         self._max_rate = max_rate
         self._protected = protected_listener
+        self._controller_listeners = controller_listeners
         self._values = values if values is not None else ClientQuotasImage()
         self._rates: dict[tuple[str, str], SampledRate] = {}
         self._used: dict[tuple[str, str], int] = {}
@@ -89,8 +94,11 @@ class ConnectionRates:
             return 0
         delay = 0
         if listener != self._protected:
-            delay = self._record(_BROKER, self._max_rate, now_ms)
+            delay = self._record(self._total_of(listener), self._max_rate, now_ms)
         return max(delay, self._record(("listener", listener), self._max_rate, now_ms))
+
+    def _total_of(self, listener: str) -> tuple[str, str]:
+        return _CONTROLLER if listener in self._controller_listeners else _BROKER
 
     def ip_limit(self, address: str) -> float | None:
         """The ``connection_creation_rate`` of ``address`` (its own, else the default IP's)."""
@@ -116,7 +124,7 @@ class ConnectionRates:
             self._rates[key].record(-1.0, now_ms)
             if self._max_rate < UNLIMITED:
                 if listener != self._protected:
-                    self._rate(_BROKER, now_ms).record(-1.0, now_ms)
+                    self._rate(self._total_of(listener), now_ms).record(-1.0, now_ms)
                 self._rate(("listener", listener), now_ms).record(-1.0, now_ms)
         return throttle_ms
 

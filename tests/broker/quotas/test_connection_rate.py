@@ -11,12 +11,22 @@ NOW = 1_700_000_000_000
 
 
 def test_the_broker_rate_delays_the_connection_over_it() -> None:
-    rates = ConnectionRates(window_num=2, window_size_seconds=1, max_rate=2, protected_listener="INTERNAL")
+    rates = ConnectionRates(
+        window_num=2,
+        window_size_seconds=1,
+        max_rate=2,
+        protected_listener="INTERNAL",
+        controller_listeners=frozenset({"CONTROLLER"}),
+    )
     assert [rates.accept_delay_ms("PLAINTEXT", NOW) for _ in range(2)] == [0, 0]  # 2 over 1 s
     assert rates.accept_delay_ms("PLAINTEXT", NOW) == 500  # 3 over 1 s: (3 - 2) / 2 of 1 s
     assert rates.accept_delay_ms("PLAINTEXT", NOW + 2500) == 0  # the windows expired
     # The inter-broker listener of a node with several listeners counts on its own rate only.
     assert [rates.accept_delay_ms("INTERNAL", NOW + 2500) for _ in range(2)] == [0, 0]
+    # A controller listener has its own total (Kafka's controller has a socket server of its own).
+    assert [rates.accept_delay_ms("CONTROLLER", NOW + 2500) for _ in range(2)] == [0, 0]
+    assert rates.accept_delay_ms("PLAINTEXT", NOW + 2500) == 0  # the second of the client listeners
+    assert rates.accept_delay_ms("PLAINTEXT", NOW + 2500) > 0
 
 
 def test_an_ip_over_its_rate_is_throttled_and_taken_back() -> None:
