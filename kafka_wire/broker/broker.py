@@ -216,7 +216,12 @@ class Broker:
             hooks=self._hooks,
             clean_shutdown=clean_shutdown,
             quotas=QuotaManager(
-                window_num=config.quota_window_num, window_size_seconds=config.quota_window_size_seconds
+                window_num=config.quota_window_num,
+                window_size_seconds=config.quota_window_size_seconds,
+                mutation_windows=(
+                    config.controller_quota_window_num,
+                    config.controller_quota_window_size_seconds,
+                ),
             ),
         )
         state.share = ShareManager(

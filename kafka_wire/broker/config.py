@@ -192,6 +192,11 @@ class BrokerConfig:
     quota_window_num: int = 11
     #: ``quota.window.size.seconds`` (Kafka: 1): the length of each client quota window.
     quota_window_size_seconds: int = 1
+    #: ``controller.quota.window.num`` and ``controller.quota.window.size.seconds`` (Kafka: 11 and
+    #: 1): the windows of ``controller_mutation_rate`` quotas (their token bucket holds
+    #: ``num * size`` seconds of the quota).
+    controller_quota_window_num: int = 11
+    controller_quota_window_size_seconds: int = 1
     #: ``connection.failed.authentication.delay.ms`` (Kafka: 100): a failed SASL authentication is
     #: answered, and its connection closed, this much later.
     failed_authentication_delay_ms: int = 100
@@ -309,6 +314,8 @@ class BrokerConfig:
             "request_receive_timeout_ms",
             "queued_max_requests",
             "quota_window_size_seconds",
+            "controller_quota_window_num",
+            "controller_quota_window_size_seconds",
         ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(PROPERTY_OF[name], "must be at least 1")

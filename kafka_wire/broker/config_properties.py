@@ -68,6 +68,8 @@ PROPERTY_OF: Final = {
     "queued_max_requests": "queued.max.requests",
     "quota_window_num": "quota.window.num",
     "quota_window_size_seconds": "quota.window.size.seconds",
+    "controller_quota_window_num": "controller.quota.window.num",
+    "controller_quota_window_size_seconds": "controller.quota.window.size.seconds",
     "failed_authentication_delay_ms": "connection.failed.authentication.delay.ms",
     "connections_max_reauth_ms": "connections.max.reauth.ms",
     "retention_check_interval_ms": "log.retention.check.interval.ms",

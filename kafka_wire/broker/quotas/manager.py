@@ -98,9 +98,12 @@ class QuotaManager:
         window_num: int = DEFAULT_WINDOW_NUM,
         window_size_seconds: int = DEFAULT_WINDOW_SIZE_SECONDS,
         values: ClientQuotasImage | None = None,
+        mutation_windows: tuple[int, int] = (DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS),
     ) -> None:
         self.window_num = window_num
         self.window_ms = window_size_seconds * 1000
+        #: ``controller.quota.window.num`` and ``.size.seconds`` (in ms): the token buckets' burst.
+        self._mutation_windows = (mutation_windows[0], mutation_windows[1] * 1000)
         self._values = values if values is not None else ClientQuotasImage()
         self._rates: dict[tuple[str, str, str], SampledRate] = {}
         #: ``controller_mutation_rate``'s token buckets, per quota instance.
@@ -160,9 +163,8 @@ class QuotaManager:
         self._touch(quota, now_ms)
         bucket = self._buckets.get(quota.instance)
         if bucket is None:
-            bucket = self._buckets[quota.instance] = TokenBucket(
-                self.window_num, self.window_ms, quota.bound, now_ms
-            )
+            samples, window_ms = self._mutation_windows
+            bucket = self._buckets[quota.instance] = TokenBucket(samples, window_ms, quota.bound, now_ms)
         return bucket
 
     def record_request_time(self, user: str, client_id: str, time_ns: int, now_ms: int) -> None:

@@ -5,7 +5,8 @@ with its strict and permissive quotas).
 second: CreateTopics counts each new topic's partitions, CreatePartitions the partitions added,
 DeleteTopics the deleted topic's partitions. The rate is Kafka's token bucket
 (:class:`~kafka_wire.broker.quotas.rate.TokenBucket`): ``quota`` credits per second, a burst of
-``quota * quota.window.num * quota.window.size.seconds``, one credit per partition. The quota
+``quota * controller.quota.window.num * controller.quota.window.size.seconds`` (Kafka's windows of
+controller mutation quotas, 11 of 1 s by default), one credit per partition. The quota
 that applies is found in the usual order (:mod:`.manager`), and its instance shares one bucket.
 
 - **Strict** (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+): before each topic the

@@ -5,6 +5,7 @@ told the throttle time; the connection is muted for it."""
 
 from __future__ import annotations
 
+from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.quotas.rate import TokenBucket
 from kafka_wire.messages import (
     CreatePartitionsRequest,
@@ -107,3 +108,16 @@ def test_create_partitions_and_delete_topics_count_partitions() -> None:
     assert isinstance(again, DeleteTopicsResponse)
     assert [(r.name, r.error_code) for r in again.responses] == [("a", THROTTLED)]
     assert again.throttle_time_ms > 2_000
+
+
+def test_the_burst_follows_the_controller_quota_windows() -> None:
+    """``controller.quota.window.num`` x ``controller.quota.window.size.seconds`` (not the client
+    quota windows) bound the bucket: 2 windows of 1 s at 2 per second hold 4 credits."""
+    engine = Engine(BrokerConfig(group_initial_rebalance_delay_ms=0, controller_quota_window_num=2))
+    client = Client(engine, 1)
+    assert alter(client, entry({"client-id": "client-1"}, {"controller_mutation_rate": 2.0})) == [(0, None)]
+    first = _create(client, ("a", 5))  # 4 credits: passes, leaves -1
+    assert [t.error_code for t in first.topics] == [0]
+    second = _create(client, ("b", 1))
+    assert [t.error_code for t in second.topics] == [THROTTLED]
+    assert 400 <= second.throttle_time_ms <= 500
