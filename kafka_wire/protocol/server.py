@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -20,7 +19,6 @@ from typing import TYPE_CHECKING, Final
 from kafka_wire import messages
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import (
-    AuthenticationError,
     DecodeError,
     LocalProtocolError,
     RemoteProtocolError,
@@ -51,7 +49,9 @@ from kafka_wire.protocol.framing import (
 )
 from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
-from kafka_wire.protocol.sasl_session import MIN_REAUTHENTICATION_INTERVAL_MS, SaslSession
+from kafka_wire.protocol.sasl_session import MIN_REAUTHENTICATION_INTERVAL_MS
+from kafka_wire.protocol.server_responses import ResponseQueue, Splice
+from kafka_wire.protocol.server_sasl import Outcome, ServerSaslExchange
 
 if TYPE_CHECKING:
     from kafka_wire.messages import (
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
         SaslHandshakeRequest,
     )
 
-_SIZE: Final = struct.Struct(">i")
 _KEY_VERSION: Final = struct.Struct(">hh")
 
 #: Kafka's ``sasl.server.max.receive.size``: the largest frame accepted before authentication.
@@ -218,42 +217,6 @@ class ServerSasl:
             raise ValueError("a SASL gate needs at least one mechanism")
 
 
-@dataclass(slots=True)
-class _Slot:
-    """One response owed, in arrival order; ``data`` is None until it is ready."""
-
-    correlation_id: int
-    api_key: int
-    api_version: int
-    request: Message | None
-    #: The encoded response: bytes, and opaque parts standing for bytes (file regions) when it
-    #: was built with :meth:`ServerConnection.send_spliced`.
-    data: tuple[object, ...] | None = None
-    #: A request passed through undecoded (``request`` is None, yet it is supported).
-    raw: bool = False
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Splice:
-    """Parts that take the place of one records payload when a response is encoded (zero-copy
-    fetch): bytes, and objects standing for bytes, such as file regions a driver sends with
-    ``sendfile``, ``size`` bytes in all.
-
-    Put :attr:`placeholder` (``size`` bytes, never copied or sent) in the records field; the
-    encoder records where each records payload lands, and :meth:`ServerConnection.send_spliced`
-    cuts the frame at this one's position, so every length prefix is already right.
-    """
-
-    size: int
-    parts: tuple[object, ...]
-    placeholder: bytes = field(init=False)
-
-    def __post_init__(self) -> None:
-        if self.size < 1:
-            raise ValueError("a splice stands for at least one byte")
-        object.__setattr__(self, "placeholder", bytes(self.size))  # calloc'd: pages never touched
-
-
 class ServerConnection(Guarded):
     """The server side of one connection (see the module docstring).
 
@@ -282,18 +245,20 @@ class ServerConnection(Guarded):
             for api in (messages.SaslHandshakeRequest, messages.SaslAuthenticateRequest):
                 assert api.API_KEY is not None
                 self._versions.setdefault(api.API_KEY, (min(api.VERSIONS), max(api.VERSIONS)))
-        self._sasl = sasl
-        self._mechanism: SaslServerMechanism | None = None
-        self._mechanism_name = ""
+        #: The SASL exchange behind the gate (None: no gate).
+        self._sasl = (
+            None
+            if sasl is None
+            else ServerSaslExchange(
+                sasl.mechanisms, config.max_reauth_ms, config.min_reauthentication_interval_ms
+            )
+        )
         self._reader = FrameReader(config.max_preauth_frame_bytes if sasl else config.max_frame_bytes)
-        self._slots: deque[_Slot] = deque()
-        #: Slots without their response yet (kept as a count: servers ask after every request).
-        self._owed = 0
+        #: The responses owed, in request order.
+        self._responses = ResponseQueue()
         self._eof = False
         self._now_ms = now_ms
         self._last_activity_ms = now_ms
-        #: The authenticated session (KIP-368).
-        self._session = SaslSession(config.max_reauth_ms, config.min_reauthentication_interval_ms)
         self._closed_reason = ""
         self._failure: BaseException | None = None
         initial = ServerState.AWAITING_HANDSHAKE if sasl else ServerState.READY
@@ -309,7 +274,7 @@ class ServerConnection(Guarded):
     @property
     def sasl_mechanism(self) -> SaslServerMechanism | None:
         """The server mechanism of the last SASL exchange (None before one)."""
-        return self._mechanism
+        return None if self._sasl is None else self._sasl.mechanism
 
     @property
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
@@ -324,13 +289,13 @@ class ServerConnection(Guarded):
     def responses_owed(self) -> int:
         """Requests received and not answered yet (a server that reads one request at a time, as
         Kafka does, stops decoding while this is not zero)."""
-        return self._owed
+        return self._responses.owed
 
     @property
     def paused(self) -> bool:
         """At the in-flight limit: ``next_event`` returns ``PAUSED`` until a response is sent."""
         limit = self.config.max_in_flight_requests
-        return limit is not None and self._owed >= limit
+        return limit is not None and self._responses.owed >= limit
 
     @property
     def buffered_bytes(self) -> int:
@@ -345,56 +310,21 @@ class ServerConnection(Guarded):
 
         Stops before a response built with :meth:`send_spliced`: :meth:`parts_to_send` gives it.
         """
-        count = 0
-        for slot in self._slots:
-            if slot.data is None or not all(isinstance(part, bytes) for part in slot.data):
-                break
-            count += 1
-        return b"".join(part for data in self._take(count) for part in data if isinstance(part, bytes))
+        queued = len(self._responses)
+        data = self._responses.data_to_send()
+        self._sent(queued)
+        return data
 
     def parts_to_send(self) -> list[object]:
         """Like :meth:`data_to_send`, keeping spliced parts: adjacent bytes are joined."""
-        count = 0
-        for slot in self._slots:
-            if slot.data is None:
-                break
-            count += 1
-        parts: list[object] = []
-        for data in self._take(count):
-            for part in data:
-                if isinstance(part, bytes) and parts and isinstance(parts[-1], bytes):
-                    parts[-1] += part
-                else:
-                    parts.append(part)
+        queued = len(self._responses)
+        parts = self._responses.parts_to_send()
+        self._sent(queued)
         return parts
 
-    def _take(self, count: int) -> list[tuple[object, ...]]:
-        taken = []
-        for _ in range(count):
-            data = self._slots.popleft().data
-            assert data is not None
-            taken.append(data)
-        if taken:
+    def _sent(self, queued: int) -> None:
+        if len(self._responses) < queued:  # responses left: traffic
             self._last_activity_ms = self._now_ms
-        return taken
-
-    def _slot_for(self, response: Response) -> _Slot:
-        self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
-        slot = next(
-            (s for s in self._slots if s.correlation_id == response.correlation_id and s.data is None), None
-        )
-        if slot is None:
-            raise LocalProtocolError(
-                f"no request with correlation id {response.correlation_id} awaits a response"
-            )
-        if (response.api_key, response.api_version) != (slot.api_key, slot.api_version) or (
-            response.body.API_KEY != slot.api_key
-        ):
-            raise LocalProtocolError(
-                f"correlation id {slot.correlation_id} asked api {slot.api_key} v{slot.api_version}; "
-                f"got {type(response.body).__name__} v{response.api_version}"
-            )
-        return slot
 
     def send(self, response: Response, *, now_ms: int | None = None) -> bytes:
         """Queue the response to a :class:`Request` (from ``request.reply(body)``) and return the
@@ -405,10 +335,10 @@ class ServerConnection(Guarded):
         self._live()
         try:
             self._tick(now_ms)
-            slot = self._slot_for(response)
+            self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
+            slot = self._responses.for_response(response)
             header = messages.ResponseHeader(correlation_id=slot.correlation_id)
-            slot.data = (encode_response(header, response.body, slot.api_version),)
-            self._owed -= 1
+            self._responses.fill(slot, (encode_response(header, response.body, slot.api_version),))
             return self.data_to_send()
         except BaseException as exc:
             self._fail(exc)
@@ -424,16 +354,7 @@ class ServerConnection(Guarded):
         try:
             self._tick(now_ms)
             self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
-            slot = next(
-                (s for s in self._slots if s.correlation_id == correlation_id and s.data is None), None
-            )
-            if slot is None or (slot.request is None and not slot.raw):
-                raise LocalProtocolError(f"no request with correlation id {correlation_id} awaits a response")
-            if len(frame) < 8 or _SIZE.unpack_from(frame, 0)[0] != len(frame) - 4:
-                raise LocalProtocolError("send_raw takes one whole size-prefixed response frame")
-            with memoryview(frame) as view:  # one copy of the frame, its correlation id replaced
-                slot.data = (b"".join((view[:4], _SIZE.pack(correlation_id), view[8:])),)
-            self._owed -= 1
+            self._responses.fill_raw(self._responses.for_raw(correlation_id), frame)
             return self.data_to_send()
         except BaseException as exc:
             self._fail(exc)
@@ -448,13 +369,13 @@ class ServerConnection(Guarded):
         self._live()
         try:
             self._tick(now_ms)
-            slot = self._slot_for(response)
+            self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
+            slot = self._responses.for_response(response)
             header = messages.ResponseHeader(correlation_id=slot.correlation_id)
             parts = encode_response_spliced(
                 header, response.body, slot.api_version, [(s.placeholder, s.parts) for s in splices]
             )
-            slot.data = tuple(p for p in parts if not (isinstance(p, bytes) and not p))
-            self._owed -= 1
+            self._responses.fill(slot, tuple(p for p in parts if not (isinstance(p, bytes) and not p)))
             return self.parts_to_send()
         except BaseException as exc:
             self._fail(exc)
@@ -470,23 +391,14 @@ class ServerConnection(Guarded):
         self._live()
         try:
             self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
-            slot = next(
-                (s for s in self._slots if s.correlation_id == event.correlation_id and s.data is None), None
-            )
-            if slot is None or slot.request is not None or slot.raw:
-                raise LocalProtocolError(
-                    f"no unsupported request with correlation id {event.correlation_id} is pending"
-                )
+            slot = self._responses.for_unsupported(event.correlation_id)
             if event.api_key == ApiKey.API_VERSIONS and ApiKey.API_VERSIONS in self._versions:
                 body = api_versions_response({ApiKey.API_VERSIONS: self._versions[ApiKey.API_VERSIONS]})
                 body.error_code = ErrorCode.UNSUPPORTED_VERSION
-                slot.data = (
-                    encode_response(messages.ResponseHeader(correlation_id=event.correlation_id), body, 0),
-                )
-                self._owed -= 1
+                header = messages.ResponseHeader(correlation_id=event.correlation_id)
+                self._responses.fill(slot, (encode_response(header, body, 0),))
             else:
-                self._slots.remove(slot)
-                self._owed -= 1
+                self._responses.drop(slot)
                 self._machine.move(ServerInput.GIVE_UP)
             return self.data_to_send()
         except BaseException as exc:
@@ -583,14 +495,14 @@ class ServerConnection(Guarded):
         limit = self.config.max_in_flight_requests
         while True:
             if self._machine.state not in _OPEN:
-                return ConnectionClosed(self._unanswered(), self._closed_reason)
-            if limit is not None and self._owed >= limit:
+                return ConnectionClosed(self._responses.unanswered(), self._closed_reason)
+            if limit is not None and self._responses.owed >= limit:
                 return PAUSED
             frame = self._reader.next_frame_before(self._eof)
             if frame is None:
                 return NEED_DATA
             if frame is END:
-                unanswered = self._unanswered()
+                unanswered = self._responses.unanswered()
                 self._machine.move(ServerInput.PEER_CLOSED)
                 return ConnectionClosed(unanswered)
             if self._machine.state is ServerState.AWAITING_TOKEN:
@@ -600,14 +512,12 @@ class ServerConnection(Guarded):
             if event is not None:
                 return event
 
-    def _unanswered(self) -> tuple[Message, ...]:
-        return tuple(s.request for s in self._slots if s.data is None and s.request is not None)
-
     def _on_frame(self, frame: bytes) -> ServerEvent | None:
         state = self._machine.state
         if (
             state is ServerState.READY
-            and self._session.ended(self._now_ms)
+            and self._sasl is not None
+            and self._sasl.session_ended(self._now_ms)
             and not self._reauthenticates(frame)
         ):
             # KIP-368: the first request after the session ended closes the connection, unanswered.
@@ -636,34 +546,14 @@ class ServerConnection(Guarded):
                 header.request_api_key, header.request_api_version, header.correlation_id, reason
             )
         request = Request(header, body, decoded.trailing)
-        if self._sasl is not None:
-            if state is ServerState.READY and isinstance(
-                body, messages.SaslHandshakeRequest | messages.SaslAuthenticateRequest
-            ):
-                if isinstance(body, messages.SaslHandshakeRequest) and self._session.may_reauthenticate(
-                    request.api_version, self._now_ms
-                ):
-                    return self._on_reauthentication(request, body)
-                # Kafka answers these after authentication (without re-authentication) with ILLEGAL_SASL_STATE.
-                illegal = ErrorCode.ILLEGAL_SASL_STATE
-                refusal = (
-                    messages.SaslHandshakeResponse(error_code=illegal, mechanisms=list(self._sasl.mechanisms))
-                    if isinstance(body, messages.SaslHandshakeRequest)
-                    else messages.SaslAuthenticateResponse(
-                        error_code=illegal, error_message="already authenticated"
-                    )
-                )
-                self._answer(request, refusal)
-                return None
-            if isinstance(body, messages.SaslHandshakeRequest):
-                return self._on_handshake(request, body)
-            if isinstance(body, messages.SaslAuthenticateRequest):
-                return self._on_authenticate(request, body)
+        if self._sasl is not None and isinstance(
+            body, messages.SaslHandshakeRequest | messages.SaslAuthenticateRequest
+        ):
+            return self._on_sasl(request, body)
         if request.expects_response:
-            self._slots.append(
-                _Slot(header.correlation_id, header.request_api_key, header.request_api_version, body)
+            self._responses.expect(
+                header.correlation_id, header.request_api_key, header.request_api_version, body
             )
-            self._owed += 1
         return request
 
     def _raw(self, frame: bytes) -> RawRequest | None:
@@ -679,8 +569,7 @@ class ServerConnection(Guarded):
         )
         expects = api_key != ApiKey.PRODUCE or produce_acks(frame, pos, api_version) != 0
         if expects:
-            self._slots.append(_Slot(header.correlation_id, api_key, api_version, None, raw=True))
-            self._owed += 1
+            self._responses.expect(header.correlation_id, api_key, api_version, None, raw=True)
         return RawRequest(header, frame, expects)
 
     def _not_allowed(self, api_key: int) -> RemoteProtocolError:
@@ -691,8 +580,7 @@ class ServerConnection(Guarded):
     def _unsupported(
         self, api_key: int, api_version: int, correlation_id: int, reason: str
     ) -> UnsupportedRequest:
-        self._slots.append(_Slot(correlation_id, api_key, api_version, None))
-        self._owed += 1
+        self._responses.expect(correlation_id, api_key, api_version, None)
         return UnsupportedRequest(
             api_key=api_key, api_version=api_version, correlation_id=correlation_id, reason=reason
         )
@@ -701,128 +589,65 @@ class ServerConnection(Guarded):
         data = encode_response(
             messages.ResponseHeader(correlation_id=request.correlation_id), body, request.api_version
         )
-        self._slots.append(
-            _Slot(request.correlation_id, request.api_key, request.api_version, request.body, (data,))
+        self._responses.answered(
+            request.correlation_id, request.api_key, request.api_version, request.body, data
         )
 
     def _reauthenticates(self, frame: bytes) -> bool:
         """Whether this request frame is a SaslHandshake that starts a re-authentication."""
-        if len(frame) < 8:
+        if len(frame) < 8 or self._sasl is None:
             return False
         api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
-        return api_key == ApiKey.SASL_HANDSHAKE and self._session.may_reauthenticate(
-            api_version, self._now_ms
-        )
+        return api_key == ApiKey.SASL_HANDSHAKE and self._sasl.may_reauthenticate(api_version, self._now_ms)
 
-    def _on_reauthentication(self, request: Request, body: SaslHandshakeRequest) -> ServerEvent | None:
+    def _on_sasl(
+        self, request: Request, body: SaslHandshakeRequest | SaslAuthenticateRequest
+    ) -> ServerEvent | None:
+        """A SASL request behind the gate: the exchange answers it, the connection moves."""
         assert self._sasl is not None
-        enabled = list(self._sasl.mechanisms)
-        if body.mechanism != self._mechanism_name:
-            # Kafka refuses a re-authentication that changes the mechanism, and closes.
-            self._answer(
-                request,
-                messages.SaslHandshakeResponse(
-                    error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
-                ),
-            )
-            self._machine.move(ServerInput.GIVE_UP)
-            return AuthenticationFailed(
-                mechanism=body.mechanism,
-                reason=f"re-authentication must keep mechanism {self._mechanism_name!r}",
-                error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-            )
-        self._mechanism = self._sasl.mechanisms[body.mechanism]()
-        self._session.reauthenticating(self._now_ms)
-        self._answer(request, messages.SaslHandshakeResponse(mechanisms=enabled))
-        self._machine.move(ServerInput.REAUTHENTICATION_STARTED)
-        return None
-
-    def _on_handshake(self, request: Request, body: SaslHandshakeRequest) -> ServerEvent | None:
-        assert self._sasl is not None
-        enabled = list(self._sasl.mechanisms)
-        factory = self._sasl.mechanisms.get(body.mechanism)
-        if factory is None:
-            self._answer(
-                request,
-                messages.SaslHandshakeResponse(
-                    error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
-                ),
-            )
-            self._machine.move(ServerInput.GIVE_UP)
-            return AuthenticationFailed(
-                mechanism=body.mechanism,
-                reason=f"mechanism {body.mechanism!r} is not enabled (enabled: {', '.join(enabled)})",
-                error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-            )
-        self._mechanism, self._mechanism_name = factory(), body.mechanism
-        self._answer(request, messages.SaslHandshakeResponse(mechanisms=enabled))
-        self._machine.move(ServerInput.HANDSHAKE_V0 if request.api_version == 0 else ServerInput.HANDSHAKE_V1)
-        return None
-
-    def _step(self, token: bytes) -> tuple[bytes, AuthenticationError | None]:
-        assert self._mechanism is not None
-        try:
-            return self._mechanism.step(token), None
-        except AuthenticationError as exc:
-            return b"", exc
-
-    def _on_authenticate(self, request: Request, body: SaslAuthenticateRequest) -> ServerEvent | None:
-        reply, failure = self._step(body.auth_bytes)
-        if failure is None and self._mechanism is not None and self._mechanism.complete:
-            failure = self._principal_change()
-        if failure is not None:
-            code = failure.error_code or ErrorCode.SASL_AUTHENTICATION_FAILED
-            self._answer(
-                request, messages.SaslAuthenticateResponse(error_code=code, error_message=failure.reason)
-            )
-            return self._failed(failure.reason, code)
-        lifetime = 0
-        if self._mechanism is not None and self._mechanism.complete and request.api_version >= 1:
-            # KIP-368: the client re-authenticates in time.
-            lifetime = self._session.lifetime_ms(self._mechanism.credential_expires_ms, self._now_ms) or 0
-        self._answer(
-            request, messages.SaslAuthenticateResponse(auth_bytes=reply, session_lifetime_ms=lifetime)
+        state, now = self._machine.state, self._now_ms
+        if state is ServerState.READY:
+            if isinstance(body, messages.SaslHandshakeRequest) and self._sasl.may_reauthenticate(
+                request.api_version, now
+            ):
+                answer, failure = self._sasl.reauthentication(body.mechanism, now)
+                self._answer(request, answer)
+                self._machine.move(ServerInput.GIVE_UP if failure else ServerInput.REAUTHENTICATION_STARTED)
+                return failure
+            # Kafka answers these after authentication (without re-authentication) with ILLEGAL_SASL_STATE.
+            self._answer(request, self._sasl.refusal(body))
+            return None
+        if isinstance(body, messages.SaslHandshakeRequest):
+            answer, failure = self._sasl.handshake(body.mechanism)
+            self._answer(request, answer)
+            if failure is not None:
+                self._machine.move(ServerInput.GIVE_UP)
+            else:
+                self._machine.move(
+                    ServerInput.HANDSHAKE_V0 if request.api_version == 0 else ServerInput.HANDSHAKE_V1
+                )
+            return failure
+        again = state is ServerState.REAUTHENTICATING
+        reply, outcome = self._sasl.authenticate(
+            body.auth_bytes, request.api_version, self.principal, reauthentication=again, now_ms=now
         )
-        return self._succeeded()
-
-    def _principal_change(self) -> AuthenticationError | None:
-        assert self._mechanism is not None
-        if (
-            self._machine.state is ServerState.REAUTHENTICATING
-            and self._mechanism.principal != self.principal
-        ):
-            return AuthenticationError(
-                "Cannot change principals during re-authentication",
-                error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
-            )
-        return None
+        self._answer(request, reply)
+        return self._exchanged(outcome)
 
     def _on_token(self, token: bytes) -> ServerEvent | None:
-        reply, failure = self._step(token)
-        if failure is not None:  # Kafka closes a raw-token connection without an answer
-            return self._failed(failure.reason, failure.error_code or ErrorCode.SASL_AUTHENTICATION_FAILED)
-        self._slots.append(_Slot(-1, -1, -1, None, (_SIZE.pack(len(reply)) + reply,)))
-        return self._succeeded()
+        assert self._sasl is not None
+        reply, outcome = self._sasl.raw_token(token, self._now_ms)
+        if reply is not None:
+            self._responses.answered(-1, -1, -1, None, reply)
+        return self._exchanged(outcome)
 
-    def _failed(self, reason: str, error_code: int) -> AuthenticationFailed:
-        self._machine.move(ServerInput.GIVE_UP)
-        return AuthenticationFailed(mechanism=self._mechanism_name, reason=reason, error_code=error_code)
-
-    def _succeeded(self) -> Authenticated | None:
-        assert self._mechanism is not None
-        if not self._mechanism.complete:
-            return None
-        again = self._machine.state is ServerState.REAUTHENTICATING
-        self._machine.move(ServerInput.AUTHENTICATED)
-        self._reader.max_frame_bytes = self.config.max_frame_bytes
-        self.principal = self._mechanism.principal
-        lifetime = self._session.lifetime_ms(self._mechanism.credential_expires_ms, self._now_ms)
-        # Sessions expire for every client (KIP-368): one that cannot re-authenticate (raw tokens,
-        # SaslAuthenticate v0) is closed at its first request after its session ended.
-        self._session.begin(lifetime, self._now_ms)
-        return Authenticated(
-            mechanism=self._mechanism_name,
-            principal=self.principal,
-            session_lifetime_ms=lifetime or 0,
-            reauthentication=again,
-        )
+    def _exchanged(self, outcome: Outcome) -> Outcome:
+        """Move as a SASL exchange step ended: closing after a failure, open to every request
+        once authenticated."""
+        if isinstance(outcome, AuthenticationFailed):
+            self._machine.move(ServerInput.GIVE_UP)
+        elif isinstance(outcome, Authenticated):
+            self._machine.move(ServerInput.AUTHENTICATED)
+            self._reader.max_frame_bytes = self.config.max_frame_bytes
+            self.principal = outcome.principal
+        return outcome

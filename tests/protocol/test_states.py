@@ -400,7 +400,7 @@ class ServerMachine(RuleBasedStateMachine):
 
     @invariant()
     def responses_owed_counts_the_unanswered_requests(self) -> None:
-        assert self.conn.responses_owed == sum(1 for slot in self.conn._slots if slot.data is None)
+        assert self.conn.responses_owed == sum(1 for slot in self.conn._responses.slots if slot.data is None)
 
 
 TestClientMachine = ClientMachine.TestCase
