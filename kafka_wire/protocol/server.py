@@ -6,25 +6,24 @@ arrived, whatever order the server answers them in. Requests of an API key or ve
 does not support become :class:`UnsupportedRequest` events, answered Kafka's way by ``reject``.
 With a :class:`ServerSasl` gate, nothing but ApiVersions, SaslHandshake and SaslAuthenticate is
 accepted until a client authenticates; the connection runs the SASL exchange itself.
+
+This module holds the connection's state machine (:data:`SERVER_TRANSITIONS`, the one table of its
+moves) and makes every move; it delegates to parts that own their state: frames become events in
+:mod:`~kafka_wire.protocol.server_requests`, the responses owed wait in request order in
+:mod:`~kafka_wire.protocol.server_responses`, and the SASL exchange and its session are
+:mod:`~kafka_wire.protocol.server_sasl`'s. Its configuration is :mod:`~kafka_wire.protocol.server_config`'s.
 """
 
 from __future__ import annotations
 
 import enum
-import struct
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
 from kafka_wire.codec.structs import Message
-from kafka_wire.errors import (
-    DecodeError,
-    LocalProtocolError,
-    RemoteProtocolError,
-    UnsupportedApiError,
-)
-from kafka_wire.messages import REQUESTS, VALID_VERSIONS, ApiKey, ErrorCode
+from kafka_wire.errors import DecodeError, LocalProtocolError, RemoteProtocolError
+from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.events import (
     NEED_DATA,
     PAUSED,
@@ -39,31 +38,36 @@ from kafka_wire.protocol.events import (
     ServerEvent,
     UnsupportedRequest,
 )
-from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, END, Buffer, FrameReader
-from kafka_wire.protocol.framing import (
-    decode_request_frame,
-    encode_response,
-    encode_response_spliced,
-    produce_acks,
-    request_header_version,
-)
+from kafka_wire.protocol.frames import END, Buffer, FrameReader
+from kafka_wire.protocol.framing import encode_response, encode_response_spliced
 from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
-from kafka_wire.protocol.sasl_session import MIN_REAUTHENTICATION_INTERVAL_MS
+from kafka_wire.protocol.server_config import (
+    DEFAULT_MAX_PREAUTH_FRAME_BYTES,
+    ServerConfig,
+    ServerSasl,
+    all_api_versions,
+    api_versions_response,
+)
+from kafka_wire.protocol.server_requests import RequestDecoder
 from kafka_wire.protocol.server_responses import ResponseQueue, Splice
 from kafka_wire.protocol.server_sasl import Outcome, ServerSaslExchange
 
 if TYPE_CHECKING:
-    from kafka_wire.messages import (
-        ApiVersionsResponse,
-        SaslAuthenticateRequest,
-        SaslHandshakeRequest,
-    )
+    from kafka_wire.messages import SaslAuthenticateRequest, SaslHandshakeRequest
 
-_KEY_VERSION: Final = struct.Struct(">hh")
-
-#: Kafka's ``sasl.server.max.receive.size``: the largest frame accepted before authentication.
-DEFAULT_MAX_PREAUTH_FRAME_BYTES: Final = 512 * 1024
+__all__ = [
+    "DEFAULT_MAX_PREAUTH_FRAME_BYTES",
+    "SERVER_TRANSITIONS",
+    "ServerConfig",
+    "ServerConnection",
+    "ServerInput",
+    "ServerSasl",
+    "ServerState",
+    "Splice",
+    "all_api_versions",
+    "api_versions_response",
+]
 
 
 class ServerState(enum.Enum):
@@ -141,82 +145,6 @@ _PREAUTH: Final[Mapping[ServerState, frozenset[int]]] = {
 }
 
 
-def all_api_versions() -> dict[int, tuple[int, int]]:
-    """Per api key, the (min, max) request versions this library can decode."""
-    return {key: (min(versions), max(versions)) for key, versions in sorted(VALID_VERSIONS.items())}
-
-
-def api_versions_response(api_versions: Mapping[int, tuple[int, int]]) -> ApiVersionsResponse:
-    """An ApiVersions response body listing ``api_versions`` in api key order."""
-    return messages.ApiVersionsResponse(
-        api_keys=[
-            messages.ApiVersionsResponseApiVersion(api_key=key, min_version=lo, max_version=hi)
-            for key, (lo, hi) in sorted(api_versions.items())
-        ]
-    )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServerConfig:
-    #: Per api key, the (min, max) versions the server accepts; None accepts every version this
-    #: library can decode. Others become :class:`UnsupportedRequest` events.
-    api_versions: Mapping[int, tuple[int, int]] | None = None
-    #: Kafka's ``socket.request.max.bytes`` default; checked before a body is buffered.
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    #: The frame limit until a SASL client has authenticated.
-    max_preauth_frame_bytes: int = DEFAULT_MAX_PREAUTH_FRAME_BYTES
-    #: Refuse bytes after a request body (Kafka accepts them).
-    strict: bool = False
-    #: How many requests may await their responses before ``next_event`` returns ``PAUSED``
-    #: (Kafka's broker mutes a channel while one request is in flight: 1). None: no limit.
-    max_in_flight_requests: int | None = None
-    #: Kafka's ``connections.max.idle.ms`` (600000 on a broker): close (MUST_CLOSE) a connection
-    #: without traffic for this long. None: never.
-    max_idle_ms: int | None = None
-    #: Kafka's ``connections.max.reauth.ms`` (KIP-368): with a SASL gate, an authenticated session
-    #: lasts this long (or until its credential expires: an OAUTHBEARER token's ``exp``);
-    #: SaslAuthenticate v1+ tells the client, which re-authenticates in time, and a connection
-    #: whose session expired is closed at its next request. 0 (Kafka's default): sessions end only
-    #: with their credentials.
-    max_reauth_ms: int = 0
-    #: A re-authentication begun sooner than this after the previous one is refused: its
-    #: SaslHandshake is answered as any request after authentication (ILLEGAL_SASL_STATE). Kafka's
-    #: broker fixes it at one second.
-    min_reauthentication_interval_ms: int = MIN_REAUTHENTICATION_INTERVAL_MS
-    #: Api keys whose requests are not decoded (a proxy forwarding frames): they come out of
-    #: ``next_event`` as :class:`RawRequest` (header decoded, body left as bytes) and are answered
-    #: with ``send_raw``. ApiVersions is always decoded, and so are the SASL requests before
-    #: authentication.
-    passthrough: frozenset[int] = frozenset()
-
-    def __post_init__(self) -> None:
-        if self.max_frame_bytes < 12 or self.max_preauth_frame_bytes < 12:
-            raise ValueError("frame limits must be at least 12 bytes (a request header)")
-        if self.max_in_flight_requests is not None and self.max_in_flight_requests < 1:
-            raise ValueError("max_in_flight_requests must be None or at least 1")
-        if self.max_idle_ms is not None and self.max_idle_ms < 0:
-            raise ValueError("max_idle_ms must be None or >= 0")
-        if self.max_reauth_ms < 0 or self.min_reauthentication_interval_ms < 0:
-            raise ValueError("max_reauth_ms and min_reauthentication_interval_ms must be >= 0")
-        if ApiKey.API_VERSIONS in self.passthrough:
-            raise ValueError("ApiVersions cannot be passed through: the connection answers it")
-        for key, (lo, hi) in (self.api_versions or {}).items():
-            versions = VALID_VERSIONS.get(key)
-            if versions is None or lo > hi or lo not in versions or hi not in versions:
-                raise ValueError(f"api_versions[{key}] = ({lo}, {hi}) is not a range this library can decode")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServerSasl:
-    """The SASL gate: mechanism name to a factory making a fresh server mechanism per attempt."""
-
-    mechanisms: Mapping[str, Callable[[], SaslServerMechanism]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.mechanisms:
-            raise ValueError("a SASL gate needs at least one mechanism")
-
-
 class ServerConnection(Guarded):
     """The server side of one connection (see the module docstring).
 
@@ -254,6 +182,7 @@ class ServerConnection(Guarded):
             )
         )
         self._reader = FrameReader(config.max_preauth_frame_bytes if sasl else config.max_frame_bytes)
+        self._requests = RequestDecoder(self._versions, config.passthrough, config.strict)
         #: The responses owed, in request order.
         self._responses = ResponseQueue()
         self._eof = False
@@ -518,72 +447,27 @@ class ServerConnection(Guarded):
             state is ServerState.READY
             and self._sasl is not None
             and self._sasl.session_ended(self._now_ms)
-            and not self._reauthenticates(frame)
+            and not self._sasl.starts_reauthentication(frame, self._now_ms)
         ):
             # KIP-368: the first request after the session ended closes the connection, unanswered.
             self._machine.move(ServerInput.SESSION_EXPIRED)
             self._closed_reason = "session expired"
             return None
-        allowed = _PREAUTH.get(state)
-        if allowed is None and self.config.passthrough and len(frame) >= 12:
-            raw = self._raw(frame)
-            if raw is not None:
-                return raw
-        try:
-            decoded = decode_request_frame(frame, strict=self.config.strict)
-        except UnsupportedApiError as exc:
-            api_key, api_version = exc.api_key or 0, exc.version or 0
-            if allowed is not None and api_key not in allowed:
-                raise self._not_allowed(api_key) from exc
-            return self._unsupported(api_key, api_version, exc.correlation_id, exc.reason)
-        header, body = decoded.header, decoded.body
-        if allowed is not None and header.request_api_key not in allowed:
-            raise self._not_allowed(header.request_api_key)
-        lo, hi = self._versions.get(header.request_api_key, (0, -1))
-        if not lo <= header.request_api_version <= hi:
-            reason = f"unsupported version: api {header.request_api_key} v{header.request_api_version}"
-            return self._unsupported(
-                header.request_api_key, header.request_api_version, header.correlation_id, reason
-            )
-        request = Request(header, body, decoded.trailing)
-        if self._sasl is not None and isinstance(
-            body, messages.SaslHandshakeRequest | messages.SaslAuthenticateRequest
-        ):
-            return self._on_sasl(request, body)
-        if request.expects_response:
-            self._responses.expect(
-                header.correlation_id, header.request_api_key, header.request_api_version, body
-            )
-        return request
-
-    def _raw(self, frame: bytes) -> RawRequest | None:
-        """A passthrough request as a :class:`RawRequest`, or None to decode it as usual."""
-        api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
-        if api_key not in self.config.passthrough:
-            return None
-        lo, hi = self._versions.get(api_key, (0, -1))
-        if not lo <= api_version <= hi:
-            return None  # decoded, to be refused as unsupported
-        header, pos = messages.RequestHeader.decode_from(
-            frame, 4, request_header_version(api_key, api_version)
-        )
-        expects = api_key != ApiKey.PRODUCE or produce_acks(frame, pos, api_version) != 0
-        if expects:
-            self._responses.expect(header.correlation_id, api_key, api_version, None, raw=True)
-        return RawRequest(header, frame, expects)
-
-    def _not_allowed(self, api_key: int) -> RemoteProtocolError:
-        name = REQUESTS[api_key].__name__ if api_key in REQUESTS else f"api key {api_key}"
-        state = self._machine.state.name
-        return RemoteProtocolError(f"{name} is not allowed in state {state} (before SASL authentication)")
-
-    def _unsupported(
-        self, api_key: int, api_version: int, correlation_id: int, reason: str
-    ) -> UnsupportedRequest:
-        self._responses.expect(correlation_id, api_key, api_version, None)
-        return UnsupportedRequest(
-            api_key=api_key, api_version=api_version, correlation_id=correlation_id, reason=reason
-        )
+        event = self._requests.decode(frame, _PREAUTH.get(state), state.name)
+        if isinstance(event, UnsupportedRequest):
+            self._responses.expect(event.correlation_id, event.api_key, event.api_version, None)
+        elif isinstance(event, RawRequest):
+            if event.expects_response:
+                self._responses.expect(event.correlation_id, event.api_key, event.api_version, None, raw=True)
+        else:
+            body = event.body
+            if self._sasl is not None and isinstance(
+                body, messages.SaslHandshakeRequest | messages.SaslAuthenticateRequest
+            ):
+                return self._on_sasl(event, body)
+            if event.expects_response:
+                self._responses.expect(event.correlation_id, event.api_key, event.api_version, body)
+        return event
 
     def _answer(self, request: Request, body: Message) -> None:
         data = encode_response(
@@ -592,13 +476,6 @@ class ServerConnection(Guarded):
         self._responses.answered(
             request.correlation_id, request.api_key, request.api_version, request.body, data
         )
-
-    def _reauthenticates(self, frame: bytes) -> bool:
-        """Whether this request frame is a SaslHandshake that starts a re-authentication."""
-        if len(frame) < 8 or self._sasl is None:
-            return False
-        api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
-        return api_key == ApiKey.SASL_HANDSHAKE and self._sasl.may_reauthenticate(api_version, self._now_ms)
 
     def _on_sasl(
         self, request: Request, body: SaslHandshakeRequest | SaslAuthenticateRequest

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Final
 from kafka_wire import messages
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import AuthenticationError
-from kafka_wire.messages import ErrorCode
+from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.events import Authenticated, AuthenticationFailed
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
 from kafka_wire.protocol.sasl_session import SaslSession
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     )
 
 _SIZE: Final = struct.Struct(">i")
+_KEY_VERSION: Final = struct.Struct(">hh")
 
 #: How an exchange step ended: authenticated, refused, or not yet (None).
 Outcome = Authenticated | AuthenticationFailed | None
@@ -62,6 +63,13 @@ class ServerSaslExchange:
     def may_reauthenticate(self, handshake_version: int, now_ms: int) -> bool:
         """Whether a SaslHandshake of ``handshake_version`` starts a re-authentication now."""
         return self._session.may_reauthenticate(handshake_version, now_ms)
+
+    def starts_reauthentication(self, frame: bytes, now_ms: int) -> bool:
+        """Whether this request frame is a SaslHandshake that starts a re-authentication."""
+        if len(frame) < 8:
+            return False
+        api_key, api_version = _KEY_VERSION.unpack_from(frame, 4)
+        return api_key == ApiKey.SASL_HANDSHAKE and self._session.may_reauthenticate(api_version, now_ms)
 
     def session_ended(self, now_ms: int) -> bool:
         return self._session.ended(now_ms)
