@@ -314,7 +314,7 @@ class ClientMachine(RuleBasedStateMachine):
 
     @invariant()
     def in_flight_stays_within_the_limit(self) -> None:
-        users = sum(1 for f in self.conn._in_flight if f.kind.name == "USER")
+        users = sum(1 for f in self.conn._requests.in_flight if f.kind.name == "USER")
         assert users <= 2
 
     @invariant()
