@@ -5,7 +5,8 @@ As Kafka's broker decides: a session lasts ``connections.max.reauth.ms`` when th
 by the credential's expiry (an OAUTHBEARER token's ``exp``), never below 0; without either it
 never ends. In a session that has an end, a SaslHandshake v1+ starts a re-authentication, at most
 one per ``min_interval_ms`` (Kafka: a second). The session has ended once ``now_ms`` is past its
-end; the connection closes at its next request then (:class:`~kafka_wire.protocol.server.ServerConnection`).
+end; the connection closes at its next request then (:class:`~kafka_wire.protocol.server.ServerConnection`;
+the session belongs to its SASL exchange, :class:`~kafka_wire.protocol.server_sasl.ServerSaslExchange`).
 """
 
 from __future__ import annotations

@@ -314,7 +314,7 @@ class ClientMachine(RuleBasedStateMachine):
 
     @invariant()
     def in_flight_stays_within_the_limit(self) -> None:
-        users = sum(1 for f in self.conn._in_flight if f.kind.name == "USER")
+        users = sum(1 for f in self.conn._requests.in_flight if f.kind.name == "USER")
         assert users <= 2
 
     @invariant()
@@ -400,7 +400,7 @@ class ServerMachine(RuleBasedStateMachine):
 
     @invariant()
     def responses_owed_counts_the_unanswered_requests(self) -> None:
-        assert self.conn.responses_owed == sum(1 for slot in self.conn._slots if slot.data is None)
+        assert self.conn.responses_owed == sum(1 for slot in self.conn._responses.slots if slot.data is None)
 
 
 TestClientMachine = ClientMachine.TestCase
