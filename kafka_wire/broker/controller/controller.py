@@ -55,7 +55,6 @@ from kafka_wire.broker.controller.acl_control import AclControl
 from kafka_wire.broker.controller.cluster_control import ClusterControl
 from kafka_wire.broker.controller.configuration_control import ConfigurationControl
 from kafka_wire.broker.controller.delta import DeltaBuilder, MetadataDelta
-from kafka_wire.broker.controller.envelope import serve_envelope
 from kafka_wire.broker.controller.feature_control import FeatureControl
 from kafka_wire.broker.controller.image import MetadataImage, route
 from kafka_wire.broker.controller.producer_id_control import ProducerIdControl
@@ -452,6 +451,9 @@ class QuorumController:
         ``principal``: the client's, as the broker's Envelope named it (an Envelope's request is
         answered inside an EnvelopeResponse)."""
         if api_key == ApiKey.ENVELOPE:
+            # Imported on the first Envelope: its message modules are not loaded at start.
+            from kafka_wire.broker.controller.envelope import serve_envelope
+
             assert isinstance(body, messages.EnvelopeRequest)
             return serve_envelope(
                 body,
