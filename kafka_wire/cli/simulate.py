@@ -384,7 +384,8 @@ def _outcomes(args: argparse.Namespace, seeds: list[int], jobs: int) -> Iterator
 
 
 class _Progress:
-    """A one-line progress bar on a terminal (a line every tenth of the seeds otherwise)."""
+    """A one-line progress bar on a terminal; otherwise (a log file) a line every tenth of the
+    seeds, at most every 100 seeds, and one for each failing seed as soon as it is known."""
 
     WIDTH = 30
 
@@ -396,7 +397,7 @@ class _Progress:
         self.started = time.perf_counter()
         self.tty = out.isatty()
         self._last = 0.0
-        self._step = max(1, total // 10)
+        self._step = max(1, min(total // 10, 100))
 
     def update(self, outcome: Outcome) -> None:
         self.done_count += 1
@@ -407,8 +408,13 @@ class _Progress:
                 return
             self._last = now
             self.out.write("\r" + self._line(now))
-        elif self.done_count % self._step == 0 or self.done_count == self.total:
-            self.out.write(self._line(now) + "\n")
+        else:
+            if outcome.violation is not None:
+                shrunk = outcome.shrunk
+                faults = "" if shrunk is None else f" (shrunk: --faults {','.join(map(str, shrunk)) or ','})"
+                self.out.write(f"seed {outcome.seed}: {outcome.violation}{faults}\n")
+            if self.done_count % self._step == 0 or self.done_count == self.total:
+                self.out.write(self._line(now) + "\n")
         self.out.flush()
 
     def _line(self, now: float) -> str:
