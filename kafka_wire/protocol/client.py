@@ -639,22 +639,13 @@ class ClientConnection(Guarded):
         state = self._machine.state
         if state is ClientState.CLOSED or state is ClientState.ERROR:
             return None
-        # The smallest deadline, found without building a list: every engine call asks for it
-        # of every connection.
-        best: int | None = None
-        for flight in self._in_flight:
-            due = flight.deadline_ms
-            if due is not None and (best is None or due < best):
-                best = due
+        deadlines = [f.deadline_ms for f in self._in_flight if f.deadline_ms is not None]
         idle = self.config.max_idle_ms
         if idle is not None and not self.in_flight and not self._held:
-            due = self._last_activity_ms + idle
-            if best is None or due < best:
-                best = due
-        due = self._reauthenticate_at_ms
-        if due is not None and state is ClientState.READY and (best is None or due < best):
-            best = due
-        return best
+            deadlines.append(self._last_activity_ms + idle)
+        if self._reauthenticate_at_ms is not None and state is ClientState.READY:
+            deadlines.append(self._reauthenticate_at_ms)
+        return min(deadlines) if deadlines else None
 
     def handle_timer(self, now_ms: int) -> None:
         """Act on the deadlines that ``now_ms`` has reached; events it makes come from
