@@ -307,7 +307,7 @@ class ClientConnections:
                     self._close_failed_without_answer(conn_id, out)
                 return
         if self._cluster.serves(conn.listener):
-            served = self._cluster.handle(request, now_ms)
+            served = self._cluster.handle(request, now_ms, conn.principal, conn.host)
             if isinstance(served, Message):
                 self._respond(conn_id, request, served)
             else:

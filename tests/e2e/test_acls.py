@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.cluster.harness import HOST, LocalCluster, listener_port
+from tests.e2e.acl_client import wait_described
 from tests.e2e.apache_kafka import apache_kafka
 from tests.e2e.brokers import BrokerProcess, kafka_wire
 from tests.e2e.certs import Pki, make_pki
@@ -135,7 +136,9 @@ class SecuredCluster:
                 "sasl.mechanism.inter.broker.protocol": "PLAIN",
                 "listener.name.sasl_ssl.plain.sasl.jaas.config": _jaas(),
                 "authorizer.class.name": STANDARD_AUTHORIZER,
-                "super.users": "User:admin",
+                # the controller listeners are PLAINTEXT: the nodes talk to their controllers as
+                # ANONYMOUS, which needs CLUSTER_ACTION there (as on the Kafka node)
+                "super.users": "User:admin;User:ANONYMOUS",
                 **pem_tls(pki),
             }
 
@@ -187,6 +190,8 @@ def test_acls_as_kafka_enforces_them(broker: BrokerProcess | SecuredCluster, pki
 
 
 PROBE = Path(__file__).resolve().parent / "java" / "AclProbe.java"
+#: The ACLs ``AclProbe`` creates (the brokers must describe them all before it goes on).
+JAVA_EXPECTED_ACLS = 5
 JAVA_EXPECTED = {
     "topics-before": "[]",
     "produce-before": "TopicAuthorizationException",
@@ -200,13 +205,23 @@ JAVA_EXPECTED = {
 
 
 def test_the_java_client_sees_the_same_acls(broker: BrokerProcess | SecuredCluster, pki: Pki) -> None:
-    run = subprocess.run(
+    lines = []
+    with subprocess.Popen(
         java_command(PROBE, broker.bootstrap, str(pki.ca), client="java4"),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
-    )
-    lines = run.stdout.splitlines()
-    assert run.returncode == 0, (lines, run.stderr[-3000:])
+    ) as probe:
+        assert probe.stdin is not None and probe.stdout is not None and probe.stderr is not None
+        for line in probe.stdout:
+            if line.strip() == "acls-created":
+                wait_described(broker.bootstrap, JAVA_EXPECTED_ACLS, str(pki.ca))
+                probe.stdin.write("\n")
+                probe.stdin.flush()
+            else:
+                lines.append(line.rstrip("\n"))
+        stderr = probe.stderr.read()
+        assert probe.wait(300) == 0, (lines, stderr[-3000:])
     seen = dict(line.split(" ", 1) for line in lines)
     assert seen == JAVA_EXPECTED
