@@ -24,10 +24,11 @@ module. This module does no I/O and knows nothing of the broker; errors are
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.errors import KafkaWireError
+from kafka_wire.quick_dataclass import dataclass
 
 #: The mechanisms a kafka_wire broker serves.
 SERVED_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")

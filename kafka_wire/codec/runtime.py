@@ -23,7 +23,6 @@ import gc
 import struct
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID, SafeUUID
 
@@ -34,6 +33,7 @@ from kafka_wire.errors import (
     InvalidValueError,
     TruncatedError,
 )
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire._compiled.base import Struct

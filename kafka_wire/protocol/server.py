@@ -14,7 +14,7 @@ import enum
 import struct
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
@@ -51,6 +51,7 @@ from kafka_wire.protocol.framing import (
 )
 from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.messages import (
