@@ -93,7 +93,7 @@ def source_of(name: str, spec: Spec) -> list[str]:
     frozen, slots, post_init, fields, defined = spec
     names = [f[0] for f in fields]
     self_ = "__dataclass_self__" if "self" in names else "self"
-    out = [f"def {name}(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:"]
+    out = [f"def {name}(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:"]
     made: list[str] = []
     if "__init__" not in defined:
         params: list[str] = []
@@ -101,7 +101,7 @@ def source_of(name: str, spec: Spec) -> list[str]:
         body: list[str] = []
         for i, (fname, init, _r, _c, _h, kw_only, has_default, has_factory) in enumerate(fields):
             if has_factory:
-                out.append(f"    _dflt_{fname} = fields[{i}].default_factory")
+                out.append(f"    _dflt_{fname}: Any = fields[{i}].default_factory")
             elif has_default and (init or slots):
                 out.append(f"    _dflt_{fname} = fields[{i}].default")
             if init:
@@ -243,10 +243,10 @@ def _quick(cls: type, frozen: bool, slots: bool, kw_only: bool) -> type:
     if "__hash__" not in spec[4] and not frozen:
         made.__hash__ = None  # type: ignore[assignment]  # eq without frozen: unhashable, as dataclasses
     if frozen and slots:
-        if "__getstate__" not in own:
-            made.__getstate__ = _getstate  # type: ignore[attr-defined]
+        if "__getstate__" not in own:  # for pickling and copying, as dataclasses does
+            setattr(made, "__getstate__", _getstate)  # noqa: B010  # object declares it: no plain assignment
         if "__setstate__" not in own:
-            made.__setstate__ = _setstate  # type: ignore[attr-defined]
+            setattr(made, "__setstate__", _setstate)  # noqa: B010
     if not own.get("__doc__"):
         try:
             described = str(inspect.signature(made)).replace(" -> None", "")

@@ -15,7 +15,7 @@ _object_setattr = object.__setattr__
 
 
 # kafka_wire.broker.channels:Channel
-def broker_channels__Channel(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_channels__Channel(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_principal = fields[2].default
     _dflt_listener = fields[3].default
     _dflt_paused = fields[4].default
@@ -39,7 +39,7 @@ def broker_channels__Channel(cls: type, fields: tuple[Field[Any], ...]) -> dict[
 
 
 # kafka_wire.broker.channels:Answer
-def broker_channels__Answer(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_channels__Answer(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_throttle_ms = fields[3].default
     def __init__(self: Any, conn_id: Any, request: Any, body: Any, throttle_ms: Any=_dflt_throttle_ms) -> None:
         _object_setattr(self, 'conn_id', conn_id)
@@ -66,7 +66,7 @@ def broker_channels__Answer(cls: type, fields: tuple[Field[Any], ...]) -> dict[s
 
 
 # kafka_wire.broker.channels:Held
-def broker_channels__Held(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_channels__Held(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, conn_id: Any, request: Any, waiting: Any) -> None:
         self.conn_id = conn_id
         self.request = request
@@ -81,7 +81,7 @@ def broker_channels__Held(cls: type, fields: tuple[Field[Any], ...]) -> dict[str
 
 
 # kafka_wire.broker.cluster_settings:Voter
-def broker_cluster_settings__Voter(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_cluster_settings__Voter(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, node_id: Any, host: Any, port: Any) -> None:
         _object_setattr(self, 'node_id', node_id)
         _object_setattr(self, 'host', host)
@@ -106,7 +106,7 @@ def broker_cluster_settings__Voter(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.cluster_settings:ClusterSettings
-def broker_cluster_settings__ClusterSettings(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_cluster_settings__ClusterSettings(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_bootstrap_servers = fields[6].default
     _dflt_security_protocols = fields[7].default
     _dflt_inter_broker_login = fields[8].default
@@ -140,7 +140,7 @@ def broker_cluster_settings__ClusterSettings(cls: type, fields: tuple[Field[Any]
 
 
 # kafka_wire.broker.cluster_view:Endpoint
-def broker_cluster_view__Endpoint(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_cluster_view__Endpoint(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, listener: Any, host: Any, port: Any) -> None:
         _object_setattr(self, 'listener', listener)
         _object_setattr(self, 'host', host)
@@ -165,7 +165,7 @@ def broker_cluster_view__Endpoint(cls: type, fields: tuple[Field[Any], ...]) -> 
 
 
 # kafka_wire.broker.cluster_view:BrokerInfo
-def broker_cluster_view__BrokerInfo(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_cluster_view__BrokerInfo(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_rack = fields[3].default
     _dflt_fenced = fields[4].default
     _dflt_in_controlled_shutdown = fields[5].default
@@ -196,7 +196,7 @@ def broker_cluster_view__BrokerInfo(cls: type, fields: tuple[Field[Any], ...]) -
 
 
 # kafka_wire.broker.cluster_view:PartitionState
-def broker_cluster_view__PartitionState(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_cluster_view__PartitionState(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_leader_recovery_state = fields[8].default
     _dflt_elr = fields[9].default
     _dflt_last_known_elr = fields[10].default
@@ -236,7 +236,7 @@ def broker_cluster_view__PartitionState(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.cluster_view:Outbound
-def broker_cluster_view__Outbound(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_cluster_view__Outbound(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_timeout_ms = fields[4].default
     _dflt_version = fields[5].default
     def __init__(self: Any, destination: Any, listener: Any, body: Any, on_reply: Any, timeout_ms: Any=_dflt_timeout_ms, version: Any=_dflt_version) -> None:
@@ -266,7 +266,7 @@ def broker_cluster_view__Outbound(cls: type, fields: tuple[Field[Any], ...]) -> 
 
 
 # kafka_wire.broker.config:BrokerConfig
-def broker_config__BrokerConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_config__BrokerConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_node_id = fields[0].default
     _dflt_host = fields[1].default
     _dflt_port = fields[2].default
@@ -277,7 +277,7 @@ def broker_config__BrokerConfig(cls: type, fields: tuple[Field[Any], ...]) -> di
     _dflt_num_partitions = fields[7].default
     _dflt_default_replication_factor = fields[8].default
     _dflt_delete_topic_enable = fields[9].default
-    _dflt_topic_default_properties = fields[10].default_factory
+    _dflt_topic_default_properties: Any = fields[10].default_factory
     _dflt_offsets_topic_num_partitions = fields[11].default
     _dflt_offsets_retention_ms = fields[12].default
     _dflt_offsets_topic_segment_bytes = fields[13].default
@@ -325,7 +325,7 @@ def broker_config__BrokerConfig(cls: type, fields: tuple[Field[Any], ...]) -> di
     _dflt_fetch_session_eviction_ms = fields[55].default
     _dflt_max_connections = fields[56].default
     _dflt_max_connections_per_ip = fields[57].default
-    _dflt_max_connections_per_ip_overrides = fields[58].default_factory
+    _dflt_max_connections_per_ip_overrides: Any = fields[58].default_factory
     _dflt_connections_max_idle_ms = fields[59].default
     _dflt_request_receive_timeout_ms = fields[60].default
     _dflt_queued_max_requests = fields[61].default
@@ -336,8 +336,8 @@ def broker_config__BrokerConfig(cls: type, fields: tuple[Field[Any], ...]) -> di
     _dflt_retention_check_interval_ms = fields[66].default
     _dflt_max_records_per_user_op = fields[67].default
     _dflt_max_work_bytes_per_call = fields[68].default
-    _dflt_sasl_listeners = fields[69].default_factory
-    _dflt_sasl_users = fields[70].default_factory
+    _dflt_sasl_listeners: Any = fields[69].default_factory
+    _dflt_sasl_users: Any = fields[70].default_factory
     _dflt_authorizer_class_name = fields[71].default
     _dflt_super_users = fields[72].default
     _dflt_allow_everyone_if_no_acl_found = fields[73].default
@@ -475,7 +475,7 @@ def broker_config__BrokerConfig(cls: type, fields: tuple[Field[Any], ...]) -> di
 
 
 # kafka_wire.broker.controller.cluster_image:BrokerRegistration
-def broker_controller_cluster_image__BrokerRegistration(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_cluster_image__BrokerRegistration(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_features = fields[2].default
     _dflt_security_protocols = fields[3].default
     _dflt_log_dirs = fields[4].default
@@ -505,7 +505,7 @@ def broker_controller_cluster_image__BrokerRegistration(cls: type, fields: tuple
 
 
 # kafka_wire.broker.controller.controller:_Held
-def broker_controller_controller___Held(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_controller___Held(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, controller: Any, epoch: Any, offset: Any, deadline_ms: Any, answer: Any, fail: Any) -> None:
         self.controller = controller
         self.epoch = epoch
@@ -523,7 +523,7 @@ def broker_controller_controller___Held(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.controller.controller:_Pending
-def broker_controller_controller___Pending(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_controller___Pending(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_answer = fields[5].default
     def __init__(self: Any, controller: Any, api_key: Any, api_version: Any, body: Any, deadline_ms: Any, answer: Any=_dflt_answer) -> None:
         self.controller = controller
@@ -542,7 +542,7 @@ def broker_controller_controller___Pending(cls: type, fields: tuple[Field[Any], 
 
 
 # kafka_wire.broker.controller.controller:_Proposal
-def broker_controller_controller___Proposal(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_controller___Proposal(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, pending: Any, result: Any, stepping: Any) -> None:
         self.pending = pending
         self.result = result
@@ -557,7 +557,7 @@ def broker_controller_controller___Proposal(cls: type, fields: tuple[Field[Any],
 
 
 # kafka_wire.broker.controller.delta:MetadataDelta
-def broker_controller_delta__MetadataDelta(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_delta__MetadataDelta(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_partitions = fields[1].default
     _dflt_removed_topics = fields[2].default
     _dflt_brokers = fields[3].default
@@ -590,7 +590,7 @@ def broker_controller_delta__MetadataDelta(cls: type, fields: tuple[Field[Any], 
 
 
 # kafka_wire.broker.controller.elections:ElectionResult
-def broker_controller_elections__ElectionResult(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_elections__ElectionResult(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, node: Any, unclean: Any) -> None:
         _object_setattr(self, 'node', node)
         _object_setattr(self, 'unclean', unclean)
@@ -614,7 +614,7 @@ def broker_controller_elections__ElectionResult(cls: type, fields: tuple[Field[A
 
 
 # kafka_wire.broker.controller.result:ControllerResult
-def broker_controller_result__ControllerResult(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_result__ControllerResult(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_timeout_ms = fields[3].default
     _dflt_proposed = fields[4].default
     _dflt_steps = fields[5].default
@@ -635,7 +635,7 @@ def broker_controller_result__ControllerResult(cls: type, fields: tuple[Field[An
 
 
 # kafka_wire.broker.controller.scram_image:StoredCredential
-def broker_controller_scram_image__StoredCredential(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_scram_image__StoredCredential(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, salt: Any, iterations: Any, stored_key: Any, server_key: Any) -> None:
         _object_setattr(self, 'salt', salt)
         _object_setattr(self, 'iterations', iterations)
@@ -661,7 +661,7 @@ def broker_controller_scram_image__StoredCredential(cls: type, fields: tuple[Fie
 
 
 # kafka_wire.broker.controller.settings:ControllerConfig
-def broker_controller_settings__ControllerConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_settings__ControllerConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_session_timeout_ms = fields[2].default
     _dflt_num_partitions = fields[3].default
     _dflt_default_replication_factor = fields[4].default
@@ -673,8 +673,8 @@ def broker_controller_settings__ControllerConfig(cls: type, fields: tuple[Field[
     _dflt_elr_enabled = fields[10].default
     _dflt_delete_topic_enable = fields[11].default
     _dflt_max_records_per_user_op = fields[12].default
-    _dflt_static_topic_properties = fields[13].default_factory
-    _dflt_topic_defaults = fields[14].default_factory
+    _dflt_static_topic_properties: Any = fields[13].default_factory
+    _dflt_topic_defaults: Any = fields[14].default_factory
     _dflt_bootstrap_transaction_version = fields[15].default
     def __init__(self: Any, *, node_id: Any, cluster_id: Any, session_timeout_ms: Any=_dflt_session_timeout_ms, num_partitions: Any=_dflt_num_partitions, default_replication_factor: Any=_dflt_default_replication_factor, min_insync_replicas: Any=_dflt_min_insync_replicas, unclean_leader_election_enable: Any=_dflt_unclean_leader_election_enable, auto_leader_rebalance_enable: Any=_dflt_auto_leader_rebalance_enable, leader_imbalance_check_interval_ms: Any=_dflt_leader_imbalance_check_interval_ms, snapshot_max_bytes: Any=_dflt_snapshot_max_bytes, elr_enabled: Any=_dflt_elr_enabled, delete_topic_enable: Any=_dflt_delete_topic_enable, max_records_per_user_op: Any=_dflt_max_records_per_user_op, static_topic_properties: Any=FACTORY, topic_defaults: Any=FACTORY, bootstrap_transaction_version: Any=_dflt_bootstrap_transaction_version) -> None:
         _object_setattr(self, 'node_id', node_id)
@@ -714,7 +714,7 @@ def broker_controller_settings__ControllerConfig(cls: type, fields: tuple[Field[
 
 
 # kafka_wire.broker.controller.topic_requests:_NewTopic
-def broker_controller_topic_requests___NewTopic(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_controller_topic_requests___NewTopic(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, entry: Any, result: Any, partitions: Any, replication: Any, configs: Any, assignment: Any) -> None:
         self.entry = entry
         self.result = result
@@ -732,8 +732,8 @@ def broker_controller_topic_requests___NewTopic(cls: type, fields: tuple[Field[A
 
 
 # kafka_wire.broker.controller.topics_image:TopicImage
-def broker_controller_topics_image__TopicImage(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_partitions = fields[2].default_factory
+def broker_controller_topics_image__TopicImage(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_partitions: Any = fields[2].default_factory
     def __init__(self: Any, name: Any, topic_id: Any, partitions: Any=FACTORY) -> None:
         self.name = name
         self.topic_id = topic_id
@@ -748,9 +748,9 @@ def broker_controller_topics_image__TopicImage(cls: type, fields: tuple[Field[An
 
 
 # kafka_wire.broker.data_dir:DataDir
-def broker_data_dir__DataDir(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_effects = fields[1].default_factory
-    _dflt_warnings = fields[2].default_factory
+def broker_data_dir__DataDir(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_effects: Any = fields[1].default_factory
+    _dflt_warnings: Any = fields[2].default_factory
     _dflt_directory_id = fields[3].default
     def __init__(self: Any, metadata: Any, effects: Any=FACTORY, warnings: Any=FACTORY, directory_id: Any=_dflt_directory_id) -> None:
         self.metadata = metadata
@@ -767,7 +767,7 @@ def broker_data_dir__DataDir(cls: type, fields: tuple[Field[Any], ...]) -> dict[
 
 
 # kafka_wire.broker.driving:StorageFailure
-def broker_driving__StorageFailure(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_driving__StorageFailure(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, effect: Any, errno: Any, reason: Any) -> None:
         _object_setattr(self, 'effect', effect)
         _object_setattr(self, 'errno', errno)
@@ -792,7 +792,7 @@ def broker_driving__StorageFailure(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.effects:FileRegion
-def broker_effects__FileRegion(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__FileRegion(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, path: Any, position: Any, size: Any) -> None:
         _object_setattr(self, 'path', path)
         _object_setattr(self, 'position', position)
@@ -817,7 +817,7 @@ def broker_effects__FileRegion(cls: type, fields: tuple[Field[Any], ...]) -> dic
 
 
 # kafka_wire.broker.effects:Send
-def broker_effects__Send(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__Send(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, conn_id: Any, parts: Any) -> None:
         _object_setattr(self, 'conn_id', conn_id)
         _object_setattr(self, 'parts', parts)
@@ -841,7 +841,7 @@ def broker_effects__Send(cls: type, fields: tuple[Field[Any], ...]) -> dict[str,
 
 
 # kafka_wire.broker.effects:CloseConnection
-def broker_effects__CloseConnection(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__CloseConnection(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, conn_id: Any) -> None:
         _object_setattr(self, 'conn_id', conn_id)
     def __repr__(self: Any) -> Any:
@@ -864,7 +864,7 @@ def broker_effects__CloseConnection(cls: type, fields: tuple[Field[Any], ...]) -
 
 
 # kafka_wire.broker.effects:OpenConnection
-def broker_effects__OpenConnection(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__OpenConnection(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_listener = fields[3].default
     def __init__(self: Any, conn_id: Any, host: Any, port: Any, listener: Any=_dflt_listener) -> None:
         _object_setattr(self, 'conn_id', conn_id)
@@ -891,7 +891,7 @@ def broker_effects__OpenConnection(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.effects:PauseReading
-def broker_effects__PauseReading(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__PauseReading(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, conn_id: Any) -> None:
         _object_setattr(self, 'conn_id', conn_id)
     def __repr__(self: Any) -> Any:
@@ -914,7 +914,7 @@ def broker_effects__PauseReading(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.broker.effects:ResumeReading
-def broker_effects__ResumeReading(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__ResumeReading(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, conn_id: Any) -> None:
         _object_setattr(self, 'conn_id', conn_id)
     def __repr__(self: Any) -> Any:
@@ -937,7 +937,7 @@ def broker_effects__ResumeReading(cls: type, fields: tuple[Field[Any], ...]) -> 
 
 
 # kafka_wire.broker.effects:MakeDir
-def broker_effects__MakeDir(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__MakeDir(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, path: Any) -> None:
         _object_setattr(self, 'path', path)
     def __repr__(self: Any) -> Any:
@@ -960,7 +960,7 @@ def broker_effects__MakeDir(cls: type, fields: tuple[Field[Any], ...]) -> dict[s
 
 
 # kafka_wire.broker.effects:Append
-def broker_effects__Append(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__Append(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, path: Any, data: Any) -> None:
         _object_setattr(self, 'path', path)
         _object_setattr(self, 'data', data)
@@ -984,7 +984,7 @@ def broker_effects__Append(cls: type, fields: tuple[Field[Any], ...]) -> dict[st
 
 
 # kafka_wire.broker.effects:WriteAt
-def broker_effects__WriteAt(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__WriteAt(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, path: Any, position: Any, data: Any) -> None:
         _object_setattr(self, 'path', path)
         _object_setattr(self, 'position', position)
@@ -1009,7 +1009,7 @@ def broker_effects__WriteAt(cls: type, fields: tuple[Field[Any], ...]) -> dict[s
 
 
 # kafka_wire.broker.effects:Truncate
-def broker_effects__Truncate(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__Truncate(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, path: Any, size: Any) -> None:
         _object_setattr(self, 'path', path)
         _object_setattr(self, 'size', size)
@@ -1033,7 +1033,7 @@ def broker_effects__Truncate(cls: type, fields: tuple[Field[Any], ...]) -> dict[
 
 
 # kafka_wire.broker.effects:Fsync
-def broker_effects__Fsync(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__Fsync(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, path: Any) -> None:
         _object_setattr(self, 'path', path)
     def __repr__(self: Any) -> Any:
@@ -1056,7 +1056,7 @@ def broker_effects__Fsync(cls: type, fields: tuple[Field[Any], ...]) -> dict[str
 
 
 # kafka_wire.broker.effects:Rename
-def broker_effects__Rename(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__Rename(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, source: Any, target: Any) -> None:
         _object_setattr(self, 'source', source)
         _object_setattr(self, 'target', target)
@@ -1080,7 +1080,7 @@ def broker_effects__Rename(cls: type, fields: tuple[Field[Any], ...]) -> dict[st
 
 
 # kafka_wire.broker.effects:Delete
-def broker_effects__Delete(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__Delete(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, path: Any) -> None:
         _object_setattr(self, 'path', path)
     def __repr__(self: Any) -> Any:
@@ -1103,7 +1103,7 @@ def broker_effects__Delete(cls: type, fields: tuple[Field[Any], ...]) -> dict[st
 
 
 # kafka_wire.broker.effects:StopBroker
-def broker_effects__StopBroker(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_effects__StopBroker(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, reason: Any) -> None:
         _object_setattr(self, 'reason', reason)
     def __repr__(self: Any) -> Any:
@@ -1126,7 +1126,7 @@ def broker_effects__StopBroker(cls: type, fields: tuple[Field[Any], ...]) -> dic
 
 
 # kafka_wire.broker.faults:_Queue
-def broker_faults___Queue(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_faults___Queue(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, items: Any, forever: Any, first: Any) -> None:
         self.items = items
         self.forever = forever
@@ -1141,7 +1141,7 @@ def broker_faults___Queue(cls: type, fields: tuple[Field[Any], ...]) -> dict[str
 
 
 # kafka_wire.broker.fetch_sessions:SessionPartition
-def broker_fetch_sessions__SessionPartition(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_fetch_sessions__SessionPartition(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_current_leader_epoch = fields[5].default
     _dflt_sent_high_watermark = fields[6].default
     _dflt_sent_last_stable_offset = fields[7].default
@@ -1166,12 +1166,12 @@ def broker_fetch_sessions__SessionPartition(cls: type, fields: tuple[Field[Any],
 
 
 # kafka_wire.broker.fetch_sessions:FetchSession
-def broker_fetch_sessions__FetchSession(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_fetch_sessions__FetchSession(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_privileged = fields[1].default
     _dflt_created_ms = fields[2].default
     _dflt_last_used_ms = fields[3].default
     _dflt_next_epoch = fields[4].default
-    _dflt_partitions = fields[5].default_factory
+    _dflt_partitions: Any = fields[5].default_factory
     _dflt_cached_size = fields[6].default
     _dflt_evictable_by_all = fields[7].default
     _dflt_evictable_by_privileged = fields[8].default
@@ -1195,7 +1195,7 @@ def broker_fetch_sessions__FetchSession(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.group.config:GroupConfig
-def broker_group_config__GroupConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_config__GroupConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_initial_rebalance_delay_ms = fields[0].default
     _dflt_min_session_timeout_ms = fields[1].default
     _dflt_max_session_timeout_ms = fields[2].default
@@ -1252,7 +1252,7 @@ def broker_group_config__GroupConfig(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.broker.group.effects:Respond
-def broker_group_effects__Respond(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_effects__Respond(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, token: Any, body: Any) -> None:
         _object_setattr(self, 'token', token)
         _object_setattr(self, 'body', body)
@@ -1276,7 +1276,7 @@ def broker_group_effects__Respond(cls: type, fields: tuple[Field[Any], ...]) -> 
 
 
 # kafka_wire.broker.group.effects:Persist
-def broker_group_effects__Persist(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_effects__Persist(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_producer_id = fields[4].default
     _dflt_producer_epoch = fields[5].default
     def __init__(self: Any, group_id: Any, partition: Any, records: Any, append_id: Any, producer_id: Any=_dflt_producer_id, producer_epoch: Any=_dflt_producer_epoch) -> None:
@@ -1306,7 +1306,7 @@ def broker_group_effects__Persist(cls: type, fields: tuple[Field[Any], ...]) -> 
 
 
 # kafka_wire.broker.group.records:OffsetCommitKey
-def broker_group_records__OffsetCommitKey(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_records__OffsetCommitKey(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, group: Any, topic: Any, partition: Any) -> None:
         _object_setattr(self, 'group', group)
         _object_setattr(self, 'topic', topic)
@@ -1331,7 +1331,7 @@ def broker_group_records__OffsetCommitKey(cls: type, fields: tuple[Field[Any], .
 
 
 # kafka_wire.broker.group.records:GroupMetadataKey
-def broker_group_records__GroupMetadataKey(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_records__GroupMetadataKey(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, group: Any) -> None:
         _object_setattr(self, 'group', group)
     def __repr__(self: Any) -> Any:
@@ -1354,7 +1354,7 @@ def broker_group_records__GroupMetadataKey(cls: type, fields: tuple[Field[Any], 
 
 
 # kafka_wire.broker.group.records:UnknownKey
-def broker_group_records__UnknownKey(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_records__UnknownKey(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, version: Any) -> None:
         _object_setattr(self, 'version', version)
     def __repr__(self: Any) -> Any:
@@ -1377,7 +1377,7 @@ def broker_group_records__UnknownKey(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.broker.group.records:OffsetCommitValue
-def broker_group_records__OffsetCommitValue(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_records__OffsetCommitValue(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_metadata = fields[1].default
     _dflt_commit_timestamp_ms = fields[2].default
     _dflt_expire_timestamp_ms = fields[3].default
@@ -1408,7 +1408,7 @@ def broker_group_records__OffsetCommitValue(cls: type, fields: tuple[Field[Any],
 
 
 # kafka_wire.broker.group.records:MemberMetadata
-def broker_group_records__MemberMetadata(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_records__MemberMetadata(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, member_id: Any, group_instance_id: Any, client_id: Any, client_host: Any, rebalance_timeout_ms: Any, session_timeout_ms: Any, subscription: Any, assignment: Any) -> None:
         _object_setattr(self, 'member_id', member_id)
         _object_setattr(self, 'group_instance_id', group_instance_id)
@@ -1438,7 +1438,7 @@ def broker_group_records__MemberMetadata(cls: type, fields: tuple[Field[Any], ..
 
 
 # kafka_wire.broker.group.records:GroupMetadataValue
-def broker_group_records__GroupMetadataValue(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_records__GroupMetadataValue(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_current_state_timestamp_ms = fields[4].default
     _dflt_members = fields[5].default
     def __init__(self: Any, protocol_type: Any, generation: Any, protocol: Any, leader: Any, current_state_timestamp_ms: Any=_dflt_current_state_timestamp_ms, members: Any=_dflt_members) -> None:
@@ -1468,7 +1468,7 @@ def broker_group_records__GroupMetadataValue(cls: type, fields: tuple[Field[Any]
 
 
 # kafka_wire.broker.group.share_partition:InFlight
-def broker_group_share_partition__InFlight(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_share_partition__InFlight(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_state = fields[0].default
     _dflt_delivery_count = fields[1].default
     _dflt_member_id = fields[2].default
@@ -1488,7 +1488,7 @@ def broker_group_share_partition__InFlight(cls: type, fields: tuple[Field[Any], 
 
 
 # kafka_wire.broker.group.share_partition:Acquired
-def broker_group_share_partition__Acquired(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_share_partition__Acquired(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, first: Any, last: Any, delivery_count: Any) -> None:
         _object_setattr(self, 'first', first)
         _object_setattr(self, 'last', last)
@@ -1513,7 +1513,7 @@ def broker_group_share_partition__Acquired(cls: type, fields: tuple[Field[Any], 
 
 
 # kafka_wire.broker.group_link:_Replicating
-def broker_group_link___Replicating(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_group_link___Replicating(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, append_id: Any, partition: Any, end_offset: Any, deadline_ms: Any) -> None:
         _object_setattr(self, 'append_id', append_id)
         _object_setattr(self, 'partition', partition)
@@ -1539,7 +1539,7 @@ def broker_group_link___Replicating(cls: type, fields: tuple[Field[Any], ...]) -
 
 
 # kafka_wire.broker.internal_topics:InternalTopicSpec
-def broker_internal_topics__InternalTopicSpec(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_internal_topics__InternalTopicSpec(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, name: Any, partitions: Any, configs: Any) -> None:
         _object_setattr(self, 'name', name)
         _object_setattr(self, 'partitions', partitions)
@@ -1564,7 +1564,7 @@ def broker_internal_topics__InternalTopicSpec(cls: type, fields: tuple[Field[Any
 
 
 # kafka_wire.broker.local_link:_Held
-def broker_local_link___Held(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_local_link___Held(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, outbound: Any, deadline_ms: Any, waiting: Any) -> None:
         self.outbound = outbound
         self.deadline_ms = deadline_ms
@@ -1579,7 +1579,7 @@ def broker_local_link___Held(cls: type, fields: tuple[Field[Any], ...]) -> dict[
 
 
 # kafka_wire.broker.log.config:ConfigKey
-def broker_log_config__ConfigKey(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_config__ConfigKey(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_minimum = fields[4].default
     _dflt_maximum = fields[5].default
     _dflt_choices = fields[6].default
@@ -1615,7 +1615,7 @@ def broker_log_config__ConfigKey(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.broker.log.config:LogConfig
-def broker_log_config__LogConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_config__LogConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_cleanup_policy = fields[0].default
     _dflt_compression_gzip_level = fields[1].default
     _dflt_compression_lz4_level = fields[2].default
@@ -1690,7 +1690,7 @@ def broker_log_config__LogConfig(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.broker.log.loader:RecoveryStart
-def broker_log_loader__RecoveryStart(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_loader__RecoveryStart(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_recovery_point = fields[1].default
     def __init__(self: Any, clean_shutdown: Any, recovery_point: Any=_dflt_recovery_point) -> None:
         _object_setattr(self, 'clean_shutdown', clean_shutdown)
@@ -1715,7 +1715,7 @@ def broker_log_loader__RecoveryStart(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.broker.log.loader:LogLoader
-def broker_log_loader__LogLoader(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_loader__LogLoader(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_start = fields[4].default
     def __init__(self: Any, directory: Any, config: Any, storage: Any, queue: Any, start: Any=_dflt_start) -> None:
         _object_setattr(self, 'directory', directory)
@@ -1743,7 +1743,7 @@ def broker_log_loader__LogLoader(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.broker.log.log:AppendResult
-def broker_log_log__AppendResult(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_log__AppendResult(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_base_offset = fields[1].default
     _dflt_last_offset = fields[2].default
     _dflt_log_append_time = fields[3].default
@@ -1780,7 +1780,7 @@ def broker_log_log__AppendResult(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.broker.log.log:ReadResult
-def broker_log_log__ReadResult(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_log__ReadResult(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_parts = fields[1].default
     _dflt_size = fields[2].default
     _dflt_next_offset = fields[3].default
@@ -1813,7 +1813,7 @@ def broker_log_log__ReadResult(cls: type, fields: tuple[Field[Any], ...]) -> dic
 
 
 # kafka_wire.broker.log.log:_PendingDelete
-def broker_log_log___PendingDelete(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_log___PendingDelete(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_paths = fields[1].default
     def __init__(self: Any, due_ms: Any, paths: Any=_dflt_paths) -> None:
         self.due_ms = due_ms
@@ -1828,7 +1828,7 @@ def broker_log_log___PendingDelete(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.log.validation:RecordError
-def broker_log_validation__RecordError(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_validation__RecordError(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, batch_index: Any, message: Any) -> None:
         _object_setattr(self, 'batch_index', batch_index)
         _object_setattr(self, 'message', message)
@@ -1852,7 +1852,7 @@ def broker_log_validation__RecordError(cls: type, fields: tuple[Field[Any], ...]
 
 
 # kafka_wire.broker.log.validation:Rejection
-def broker_log_validation__Rejection(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_validation__Rejection(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_record_errors = fields[2].default
     _dflt_work_bytes = fields[3].default
     def __init__(self: Any, error_code: Any, message: Any, record_errors: Any=_dflt_record_errors, work_bytes: Any=_dflt_work_bytes) -> None:
@@ -1880,7 +1880,7 @@ def broker_log_validation__Rejection(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.broker.log.validation:ValidRecords
-def broker_log_validation__ValidRecords(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_validation__ValidRecords(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_work_bytes = fields[3].default
     def __init__(self: Any, data: Any, headers: Any, log_append_time: Any, work_bytes: Any=_dflt_work_bytes) -> None:
         _object_setattr(self, 'data', data)
@@ -1907,7 +1907,7 @@ def broker_log_validation__ValidRecords(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.log.validation:_Decoded
-def broker_log_validation___Decoded(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_log_validation___Decoded(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, batch: Any, records: Any, work_bytes: Any) -> None:
         _object_setattr(self, 'batch', batch)
         _object_setattr(self, 'records', records)
@@ -1932,8 +1932,8 @@ def broker_log_validation___Decoded(cls: type, fields: tuple[Field[Any], ...]) -
 
 
 # kafka_wire.broker.metadata:TopicInfo
-def broker_metadata__TopicInfo(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_configs = fields[3].default_factory
+def broker_metadata__TopicInfo(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_configs: Any = fields[3].default_factory
     def __init__(self: Any, name: Any, topic_id: Any, partitions: Any, configs: Any=FACTORY) -> None:
         self.name = name
         self.topic_id = topic_id
@@ -1949,8 +1949,8 @@ def broker_metadata__TopicInfo(cls: type, fields: tuple[Field[Any], ...]) -> dic
 
 
 # kafka_wire.broker.metadata:ClusterMetadata
-def broker_metadata__ClusterMetadata(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_topics = fields[2].default_factory
+def broker_metadata__ClusterMetadata(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_topics: Any = fields[2].default_factory
     def __init__(self: Any, cluster_id: Any, node_id: Any, topics: Any=FACTORY) -> None:
         self.cluster_id = cluster_id
         self.node_id = node_id
@@ -1965,7 +1965,7 @@ def broker_metadata__ClusterMetadata(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.broker.node_contracts:NodeParts
-def broker_node_contracts__NodeParts(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_node_contracts__NodeParts(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_controller = fields[2].default
     _dflt_replication = fields[3].default
     def __init__(self: Any, raft: Any, image: Any, controller: Any=_dflt_controller, replication: Any=_dflt_replication) -> None:
@@ -1983,7 +1983,7 @@ def broker_node_contracts__NodeParts(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.broker.node_contracts:PartsContext
-def broker_node_contracts__PartsContext(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_node_contracts__PartsContext(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, config: Any, settings: Any, state: Any, effects: Any, view: Any, rng: Any, now_ms: Any, logger: Any) -> None:
         _object_setattr(self, 'config', config)
         _object_setattr(self, 'settings', settings)
@@ -2013,7 +2013,7 @@ def broker_node_contracts__PartsContext(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.node_contracts:MergedDelta
-def broker_node_contracts__MergedDelta(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_node_contracts__MergedDelta(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, partitions: Any, removed_topics: Any, configs: Any) -> None:
         _object_setattr(self, 'partitions', partitions)
         _object_setattr(self, 'removed_topics', removed_topics)
@@ -2038,7 +2038,7 @@ def broker_node_contracts__MergedDelta(cls: type, fields: tuple[Field[Any], ...]
 
 
 # kafka_wire.broker.offsets_topic:Appended
-def broker_offsets_topic__Appended(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_offsets_topic__Appended(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_end_offset = fields[1].default
     def __init__(self: Any, error_code: Any, end_offset: Any=_dflt_end_offset) -> None:
         _object_setattr(self, 'error_code', error_code)
@@ -2063,7 +2063,7 @@ def broker_offsets_topic__Appended(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.partition.followers:FollowerState
-def broker_partition_followers__FollowerState(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_partition_followers__FollowerState(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_log_end_offset = fields[1].default
     _dflt_log_start_offset = fields[2].default
     _dflt_last_caught_up_ms = fields[3].default
@@ -2088,7 +2088,7 @@ def broker_partition_followers__FollowerState(cls: type, fields: tuple[Field[Any
 
 
 # kafka_wire.broker.peers:_Waiting
-def broker_peers___Waiting(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_peers___Waiting(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, outbound: Any, deadline_ms: Any) -> None:
         _object_setattr(self, 'outbound', outbound)
         _object_setattr(self, 'deadline_ms', deadline_ms)
@@ -2112,12 +2112,12 @@ def broker_peers___Waiting(cls: type, fields: tuple[Field[Any], ...]) -> dict[st
 
 
 # kafka_wire.broker.peers:_Link
-def broker_peers___Link(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_peers___Link(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_state = fields[3].default
     _dflt_conn_id = fields[4].default
     _dflt_client = fields[5].default
-    _dflt_waiting = fields[6].default_factory
-    _dflt_in_flight = fields[7].default_factory
+    _dflt_waiting: Any = fields[6].default_factory
+    _dflt_in_flight: Any = fields[7].default_factory
     _dflt_backoff_ms = fields[8].default
     _dflt_backoff_until_ms = fields[9].default
     _dflt_sasl = fields[10].default
@@ -2143,7 +2143,7 @@ def broker_peers___Link(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, 
 
 
 # kafka_wire.broker.producer_ids:IdBlock
-def broker_producer_ids__IdBlock(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_producer_ids__IdBlock(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, start: Any, length: Any) -> None:
         _object_setattr(self, 'start', start)
         _object_setattr(self, 'length', length)
@@ -2167,7 +2167,7 @@ def broker_producer_ids__IdBlock(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.broker.quotas.manager:Quota
-def broker_quotas_manager__Quota(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_quotas_manager__Quota(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, bound: Any, instance: Any) -> None:
         _object_setattr(self, 'bound', bound)
         _object_setattr(self, 'instance', instance)
@@ -2191,7 +2191,7 @@ def broker_quotas_manager__Quota(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.broker.quotas.rate:_Window
-def broker_quotas_rate___Window(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_quotas_rate___Window(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_total = fields[1].default
     def __init__(self: Any, start_ms: Any, total: Any=_dflt_total) -> None:
         self.start_ms = start_ms
@@ -2206,7 +2206,7 @@ def broker_quotas_rate___Window(cls: type, fields: tuple[Field[Any], ...]) -> di
 
 
 # kafka_wire.broker.raft.committed:CommittedBatch
-def broker_raft_committed__CommittedBatch(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_raft_committed__CommittedBatch(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, base_offset: Any, last_offset: Any, epoch: Any, append_time_ms: Any, records: Any) -> None:
         _object_setattr(self, 'base_offset', base_offset)
         _object_setattr(self, 'last_offset', last_offset)
@@ -2233,7 +2233,7 @@ def broker_raft_committed__CommittedBatch(cls: type, fields: tuple[Field[Any], .
 
 
 # kafka_wire.broker.raft.committed:SnapshotLoad
-def broker_raft_committed__SnapshotLoad(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_raft_committed__SnapshotLoad(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, snapshot_id: Any, records: Any) -> None:
         _object_setattr(self, 'snapshot_id', snapshot_id)
         _object_setattr(self, 'records', records)
@@ -2257,7 +2257,7 @@ def broker_raft_committed__SnapshotLoad(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.raft.config:RaftConfig
-def broker_raft_config__RaftConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_raft_config__RaftConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_cluster_id = fields[2].default
     _dflt_listener = fields[3].default
     _dflt_bootstrap_ids = fields[4].default
@@ -2306,7 +2306,7 @@ def broker_raft_config__RaftConfig(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.raft.outbound:_Call
-def broker_raft_outbound___Call(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_raft_outbound___Call(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, replica: Any, api: Any, destination: Any, epoch: Any, generation: Any) -> None:
         self.replica = replica
         self.api = api
@@ -2323,7 +2323,7 @@ def broker_raft_outbound___Call(cls: type, fields: tuple[Field[Any], ...]) -> di
 
 
 # kafka_wire.broker.raft.quorum_state:ElectionState
-def broker_raft_quorum_state__ElectionState(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_raft_quorum_state__ElectionState(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_epoch = fields[0].default
     _dflt_leader_id = fields[1].default
     _dflt_voted_id = fields[2].default
@@ -2351,7 +2351,7 @@ def broker_raft_quorum_state__ElectionState(cls: type, fields: tuple[Field[Any],
 
 
 # kafka_wire.broker.raft.replica_state:ReplicaProgress
-def broker_raft_replica_state__ReplicaProgress(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_raft_replica_state__ReplicaProgress(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_end_offset = fields[0].default
     _dflt_last_fetch_ms = fields[1].default
     _dflt_last_caught_up_ms = fields[2].default
@@ -2371,8 +2371,8 @@ def broker_raft_replica_state__ReplicaProgress(cls: type, fields: tuple[Field[An
 
 
 # kafka_wire.broker.raft.replica_state:SnapshotFetch
-def broker_raft_replica_state__SnapshotFetch(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_data = fields[1].default_factory
+def broker_raft_replica_state__SnapshotFetch(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_data: Any = fields[1].default_factory
     def __init__(self: Any, snapshot_id: Any, data: Any=FACTORY) -> None:
         self.snapshot_id = snapshot_id
         self.data = _dflt_data() if data is FACTORY else data
@@ -2386,7 +2386,7 @@ def broker_raft_replica_state__SnapshotFetch(cls: type, fields: tuple[Field[Any]
 
 
 # kafka_wire.broker.replication.alter_partition:Proposal
-def broker_replication_alter_partition__Proposal(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_replication_alter_partition__Proposal(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_retry_at_ms = fields[5].default
     def __init__(self: Any, replica: Any, isr: Any, leader_epoch: Any, partition_epoch: Any, recovery_state: Any, retry_at_ms: Any=_dflt_retry_at_ms) -> None:
         self.replica = replica
@@ -2405,10 +2405,10 @@ def broker_replication_alter_partition__Proposal(cls: type, fields: tuple[Field[
 
 
 # kafka_wire.broker.replication.checkpoints:OffsetCheckpoints
-def broker_replication_checkpoints__OffsetCheckpoints(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_high_watermarks = fields[0].default_factory
-    _dflt_recovery_points = fields[1].default_factory
-    _dflt_log_starts = fields[2].default_factory
+def broker_replication_checkpoints__OffsetCheckpoints(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_high_watermarks: Any = fields[0].default_factory
+    _dflt_recovery_points: Any = fields[1].default_factory
+    _dflt_log_starts: Any = fields[2].default_factory
     def __init__(self: Any, high_watermarks: Any=FACTORY, recovery_points: Any=FACTORY, log_starts: Any=FACTORY) -> None:
         self.high_watermarks = _dflt_high_watermarks() if high_watermarks is FACTORY else high_watermarks
         self.recovery_points = _dflt_recovery_points() if recovery_points is FACTORY else recovery_points
@@ -2423,7 +2423,7 @@ def broker_replication_checkpoints__OffsetCheckpoints(cls: type, fields: tuple[F
 
 
 # kafka_wire.broker.replication.fetcher:FetcherConfig
-def broker_replication_fetcher__FetcherConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_replication_fetcher__FetcherConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_wait_max_ms = fields[0].default
     _dflt_max_bytes = fields[1].default
     _dflt_response_max_bytes = fields[2].default
@@ -2453,7 +2453,7 @@ def broker_replication_fetcher__FetcherConfig(cls: type, fields: tuple[Field[Any
 
 
 # kafka_wire.broker.replication.fetcher:FetchedPartition
-def broker_replication_fetcher__FetchedPartition(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_replication_fetcher__FetchedPartition(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_ready_at_ms = fields[1].default
     _dflt_stalled = fields[2].default
     _dflt_requested = fields[3].default
@@ -2472,11 +2472,11 @@ def broker_replication_fetcher__FetchedPartition(cls: type, fields: tuple[Field[
 
 
 # kafka_wire.broker.replication.manager:ReplicationConfig
-def broker_replication_manager__ReplicationConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_replication_manager__ReplicationConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_replica_lag_time_max_ms = fields[0].default
     _dflt_replica_high_watermark_checkpoint_interval_ms = fields[1].default
     _dflt_alter_partition_retry_backoff_ms = fields[2].default
-    _dflt_fetcher = fields[3].default_factory
+    _dflt_fetcher: Any = fields[3].default_factory
     def __init__(self: Any, replica_lag_time_max_ms: Any=_dflt_replica_lag_time_max_ms, replica_high_watermark_checkpoint_interval_ms: Any=_dflt_replica_high_watermark_checkpoint_interval_ms, alter_partition_retry_backoff_ms: Any=_dflt_alter_partition_retry_backoff_ms, fetcher: Any=FACTORY) -> None:
         _object_setattr(self, 'replica_lag_time_max_ms', replica_lag_time_max_ms)
         _object_setattr(self, 'replica_high_watermark_checkpoint_interval_ms', replica_high_watermark_checkpoint_interval_ms)
@@ -2502,7 +2502,7 @@ def broker_replication_manager__ReplicationConfig(cls: type, fields: tuple[Field
 
 
 # kafka_wire.broker.sasl_config:JaasEntry
-def broker_sasl_config__JaasEntry(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_sasl_config__JaasEntry(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, module: Any, flag: Any, options: Any) -> None:
         _object_setattr(self, 'module', module)
         _object_setattr(self, 'flag', flag)
@@ -2527,8 +2527,8 @@ def broker_sasl_config__JaasEntry(cls: type, fields: tuple[Field[Any], ...]) -> 
 
 
 # kafka_wire.broker.sasl_config:ListenerSasl
-def broker_sasl_config__ListenerSasl(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_plain_users = fields[1].default_factory
+def broker_sasl_config__ListenerSasl(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_plain_users: Any = fields[1].default_factory
     def __init__(self: Any, *, mechanisms: Any, plain_users: Any=FACTORY) -> None:
         _object_setattr(self, 'mechanisms', mechanisms)
         _object_setattr(self, 'plain_users', _dflt_plain_users() if plain_users is FACTORY else plain_users)
@@ -2553,7 +2553,7 @@ def broker_sasl_config__ListenerSasl(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.broker.security.acls:AclFilter
-def broker_security_acls__AclFilter(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_security_acls__AclFilter(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, resource_type: Any, resource_name: Any, pattern_type: Any, principal: Any, host: Any, operation: Any, permission_type: Any) -> None:
         _object_setattr(self, 'resource_type', resource_type)
         _object_setattr(self, 'resource_name', resource_name)
@@ -2582,7 +2582,7 @@ def broker_security_acls__AclFilter(cls: type, fields: tuple[Field[Any], ...]) -
 
 
 # kafka_wire.broker.security.coordinator_checks:Gate
-def broker_security_coordinator_checks__Gate(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_security_coordinator_checks__Gate(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_body = fields[0].default
     _dflt_answer = fields[1].default
     _dflt_patch = fields[2].default
@@ -2610,7 +2610,7 @@ def broker_security_coordinator_checks__Gate(cls: type, fields: tuple[Field[Any]
 
 
 # kafka_wire.broker.server_properties:Note
-def broker_server_properties__Note(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_server_properties__Note(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, level: Any, message: Any) -> None:
         _object_setattr(self, 'level', level)
         _object_setattr(self, 'message', message)
@@ -2634,7 +2634,7 @@ def broker_server_properties__Note(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.server_properties:Endpoint
-def broker_server_properties__Endpoint(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_server_properties__Endpoint(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, listener: Any, host: Any, port: Any) -> None:
         _object_setattr(self, 'listener', listener)
         _object_setattr(self, 'host', host)
@@ -2659,8 +2659,8 @@ def broker_server_properties__Endpoint(cls: type, fields: tuple[Field[Any], ...]
 
 
 # kafka_wire.broker.server_properties:ServerProperties
-def broker_server_properties__ServerProperties(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_tls = fields[5].default_factory
+def broker_server_properties__ServerProperties(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_tls: Any = fields[5].default_factory
     def __init__(self: Any, config: Any, bind: Any, advertised: Any, data_dir: Any, notes: Any, tls: Any=FACTORY) -> None:
         _object_setattr(self, 'config', config)
         _object_setattr(self, 'bind', bind)
@@ -2688,7 +2688,7 @@ def broker_server_properties__ServerProperties(cls: type, fields: tuple[Field[An
 
 
 # kafka_wire.broker.share.manager:ShareConfig
-def broker_share_manager__ShareConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_share_manager__ShareConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_lock_duration_ms = fields[0].default
     _dflt_delivery_limit = fields[1].default
     _dflt_max_in_flight = fields[2].default
@@ -2718,8 +2718,8 @@ def broker_share_manager__ShareConfig(cls: type, fields: tuple[Field[Any], ...])
 
 
 # kafka_wire.broker.share.sessions:ShareSession
-def broker_share_sessions__ShareSession(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_partitions = fields[4].default_factory
+def broker_share_sessions__ShareSession(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_partitions: Any = fields[4].default_factory
     def __init__(self: Any, group_id: Any, member_id: Any, epoch: Any, conn_id: Any, partitions: Any=FACTORY) -> None:
         self.group_id = group_id
         self.member_id = member_id
@@ -2736,7 +2736,7 @@ def broker_share_sessions__ShareSession(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.share.state_records:ShareStateKey
-def broker_share_state_records__ShareStateKey(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_share_state_records__ShareStateKey(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, group_id: Any, topic_id: Any, partition: Any) -> None:
         _object_setattr(self, 'group_id', group_id)
         _object_setattr(self, 'topic_id', topic_id)
@@ -2761,14 +2761,14 @@ def broker_share_state_records__ShareStateKey(cls: type, fields: tuple[Field[Any
 
 
 # kafka_wire.broker.share.state_records:ShareState
-def broker_share_state_records__ShareState(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_share_state_records__ShareState(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_state_epoch = fields[0].default
     _dflt_leader_epoch = fields[1].default
     _dflt_start_offset = fields[2].default
     _dflt_snapshot_epoch = fields[3].default
     _dflt_create_timestamp_ms = fields[4].default
     _dflt_write_timestamp_ms = fields[5].default
-    _dflt_batches = fields[6].default_factory
+    _dflt_batches: Any = fields[6].default_factory
     def __init__(self: Any, state_epoch: Any=_dflt_state_epoch, leader_epoch: Any=_dflt_leader_epoch, start_offset: Any=_dflt_start_offset, snapshot_epoch: Any=_dflt_snapshot_epoch, create_timestamp_ms: Any=_dflt_create_timestamp_ms, write_timestamp_ms: Any=_dflt_write_timestamp_ms, batches: Any=FACTORY) -> None:
         self.state_epoch = state_epoch
         self.leader_epoch = leader_epoch
@@ -2787,7 +2787,7 @@ def broker_share_state_records__ShareState(cls: type, fields: tuple[Field[Any], 
 
 
 # kafka_wire.broker.ssl_principal:PrincipalRule
-def broker_ssl_principal__PrincipalRule(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_ssl_principal__PrincipalRule(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_replacement = fields[1].default
     _dflt_case = fields[2].default
     def __init__(self: Any, pattern: Any, replacement: Any=_dflt_replacement, case: Any=_dflt_case) -> None:
@@ -2814,7 +2814,7 @@ def broker_ssl_principal__PrincipalRule(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.state:Spliced
-def broker_state__Spliced(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_state__Spliced(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, body: Any, splices: Any) -> None:
         _object_setattr(self, 'body', body)
         _object_setattr(self, 'splices', splices)
@@ -2838,7 +2838,7 @@ def broker_state__Spliced(cls: type, fields: tuple[Field[Any], ...]) -> dict[str
 
 
 # kafka_wire.broker.state:Context
-def broker_state__Context(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_state__Context(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_principal = fields[5].default
     _dflt_client_host = fields[6].default
     _dflt_listener = fields[7].default
@@ -2873,24 +2873,24 @@ def broker_state__Context(cls: type, fields: tuple[Field[Any], ...]) -> dict[str
 
 
 # kafka_wire.broker.state:BrokerState
-def broker_state__BrokerState(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_partitions = fields[7].default_factory
-    _dflt_deleted_topics = fields[8].default_factory
-    _dflt_txn_offsets_ended = fields[9].default_factory
-    _dflt_touched = fields[10].default_factory
-    _dflt_budget = fields[11].default_factory
+def broker_state__BrokerState(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_partitions: Any = fields[7].default_factory
+    _dflt_deleted_topics: Any = fields[8].default_factory
+    _dflt_txn_offsets_ended: Any = fields[9].default_factory
+    _dflt_touched: Any = fields[10].default_factory
+    _dflt_budget: Any = fields[11].default_factory
     _dflt_may_slice = fields[12].default
     _dflt_directory_id = fields[13].default
-    _dflt_clean_shutdown = fields[14].default_factory
+    _dflt_clean_shutdown: Any = fields[14].default_factory
     _dflt_producer_ids = fields[15].default
     _dflt_txn_verifier = fields[16].default
-    _dflt_topic_creation = fields[17].default_factory
-    _dflt_bootstrap_records = fields[18].default_factory
+    _dflt_topic_creation: Any = fields[17].default_factory
+    _dflt_bootstrap_records: Any = fields[18].default_factory
     _dflt_hooks = fields[19].default
     _dflt_authorizer = fields[20].default
-    _dflt_quotas = fields[21].default_factory
+    _dflt_quotas: Any = fields[21].default_factory
     _dflt_share = fields[22].default
-    _dflt_group_configs = fields[23].default_factory
+    _dflt_group_configs: Any = fields[23].default_factory
     def __init__(self: Any, config: Any, storage: Any, rng: Any, metadata: Any, defaults: Any, fetch_sessions: Any, cluster: Any, partitions: Any=FACTORY, deleted_topics: Any=FACTORY, txn_offsets_ended: Any=FACTORY, touched: Any=FACTORY, budget: Any=FACTORY, may_slice: Any=_dflt_may_slice, directory_id: Any=_dflt_directory_id, clean_shutdown: Any=FACTORY, producer_ids: Any=_dflt_producer_ids, txn_verifier: Any=_dflt_txn_verifier, topic_creation: Any=FACTORY, bootstrap_records: Any=FACTORY, hooks: Any=_dflt_hooks, authorizer: Any=_dflt_authorizer, quotas: Any=FACTORY, share: Any=_dflt_share, group_configs: Any=FACTORY) -> None:
         self.config = config
         self.storage = storage
@@ -2926,7 +2926,7 @@ def broker_state__BrokerState(cls: type, fields: tuple[Field[Any], ...]) -> dict
 
 
 # kafka_wire.broker.timers:DueTimer
-def broker_timers__DueTimer(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_timers__DueTimer(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_payload = fields[2].default
     def __init__(self: Any, key: Any, deadline_ms: Any, payload: Any=_dflt_payload) -> None:
         _object_setattr(self, 'key', key)
@@ -2952,7 +2952,7 @@ def broker_timers__DueTimer(cls: type, fields: tuple[Field[Any], ...]) -> dict[s
 
 
 # kafka_wire.broker.tls_settings:TlsSettings
-def broker_tls_settings__TlsSettings(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_tls_settings__TlsSettings(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_keystore_location = fields[2].default
     _dflt_keystore_password = fields[3].default
     _dflt_keystore_key = fields[4].default
@@ -2965,7 +2965,7 @@ def broker_tls_settings__TlsSettings(cls: type, fields: tuple[Field[Any], ...]) 
     _dflt_client_auth = fields[11].default
     _dflt_protocols = fields[12].default
     _dflt_cipher_suites = fields[13].default
-    _dflt_principal_rules = fields[14].default_factory
+    _dflt_principal_rules: Any = fields[14].default_factory
     _dflt_check_hostname = fields[15].default
     def __init__(self: Any, *, listener: Any, keystore_type: Any, keystore_location: Any=_dflt_keystore_location, keystore_password: Any=_dflt_keystore_password, keystore_key: Any=_dflt_keystore_key, keystore_certificate_chain: Any=_dflt_keystore_certificate_chain, key_password: Any=_dflt_key_password, truststore_type: Any=_dflt_truststore_type, truststore_location: Any=_dflt_truststore_location, truststore_password: Any=_dflt_truststore_password, truststore_certificates: Any=_dflt_truststore_certificates, client_auth: Any=_dflt_client_auth, protocols: Any=_dflt_protocols, cipher_suites: Any=_dflt_cipher_suites, principal_rules: Any=FACTORY, check_hostname: Any=_dflt_check_hostname) -> None:
         _object_setattr(self, 'listener', listener)
@@ -3004,7 +3004,7 @@ def broker_tls_settings__TlsSettings(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.broker.topic_synonyms:Synonym
-def broker_topic_synonyms__Synonym(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_topic_synonyms__Synonym(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_default = fields[1].default
     _dflt_ms_per_unit = fields[2].default
     _dflt_minimum = fields[3].default
@@ -3033,7 +3033,7 @@ def broker_topic_synonyms__Synonym(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.topic_synonyms:TopicDefault
-def broker_topic_synonyms__TopicDefault(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_topic_synonyms__TopicDefault(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, value: Any, source: Any) -> None:
         _object_setattr(self, 'value', value)
         _object_setattr(self, 'source', source)
@@ -3057,7 +3057,7 @@ def broker_topic_synonyms__TopicDefault(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.txn.config:TxnConfig
-def broker_txn_config__TxnConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_config__TxnConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_max_timeout_ms = fields[0].default
     _dflt_transactional_id_expiration_ms = fields[1].default
     _dflt_abort_timed_out_interval_ms = fields[2].default
@@ -3090,8 +3090,8 @@ def broker_txn_config__TxnConfig(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.broker.txn.coordinator:_Batch
-def broker_txn_coordinator___Batch(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_results = fields[2].default_factory
+def broker_txn_coordinator___Batch(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_results: Any = fields[2].default_factory
     def __init__(self: Any, token: Any, waiting: Any, results: Any=FACTORY) -> None:
         self.token = token
         self.waiting = waiting
@@ -3106,7 +3106,7 @@ def broker_txn_coordinator___Batch(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.txn.effects:TxnPersist
-def broker_txn_effects__TxnPersist(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_effects__TxnPersist(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, transactional_id: Any, partition: Any, key: Any, value: Any, append_id: Any) -> None:
         _object_setattr(self, 'transactional_id', transactional_id)
         _object_setattr(self, 'partition', partition)
@@ -3133,7 +3133,7 @@ def broker_txn_effects__TxnPersist(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.txn.effects:SendMarkers
-def broker_txn_effects__SendMarkers(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_effects__SendMarkers(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, transactional_id: Any, coordinator_epoch: Any, producer_id: Any, producer_epoch: Any, commit: Any, partitions: Any, transaction_version: Any) -> None:
         _object_setattr(self, 'transactional_id', transactional_id)
         _object_setattr(self, 'coordinator_epoch', coordinator_epoch)
@@ -3162,7 +3162,7 @@ def broker_txn_effects__SendMarkers(cls: type, fields: tuple[Field[Any], ...]) -
 
 
 # kafka_wire.broker.txn.ending:_Completing
-def broker_txn_ending___Completing(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_ending___Completing(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, coordinator_epoch: Any, commit: Any, transit: Any) -> None:
         self.coordinator_epoch = coordinator_epoch
         self.commit = commit
@@ -3177,10 +3177,10 @@ def broker_txn_ending___Completing(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.txn.markers:_Txn
-def broker_txn_markers___Txn(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_ready = fields[1].default_factory
+def broker_txn_markers___Txn(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_ready: Any = fields[1].default_factory
     _dflt_ready_at_ms = fields[2].default
-    _dflt_in_flight = fields[3].default_factory
+    _dflt_in_flight: Any = fields[3].default_factory
     def __init__(self: Any, markers: Any, ready: Any=FACTORY, ready_at_ms: Any=_dflt_ready_at_ms, in_flight: Any=FACTORY) -> None:
         self.markers = markers
         self.ready = _dflt_ready() if ready is FACTORY else ready
@@ -3196,7 +3196,7 @@ def broker_txn_markers___Txn(cls: type, fields: tuple[Field[Any], ...]) -> dict[
 
 
 # kafka_wire.broker.txn.metadata:TxnTransit
-def broker_txn_metadata__TxnTransit(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_metadata__TxnTransit(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, producer_id: Any, prev_producer_id: Any, next_producer_id: Any, producer_epoch: Any, last_producer_epoch: Any, timeout_ms: Any, state: Any, partitions: Any, start_ms: Any, update_ms: Any, client_version: Any) -> None:
         _object_setattr(self, 'producer_id', producer_id)
         _object_setattr(self, 'prev_producer_id', prev_producer_id)
@@ -3229,14 +3229,14 @@ def broker_txn_metadata__TxnTransit(cls: type, fields: tuple[Field[Any], ...]) -
 
 
 # kafka_wire.broker.txn.metadata:TxnMetadata
-def broker_txn_metadata__TxnMetadata(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_metadata__TxnMetadata(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_prev_producer_id = fields[2].default
     _dflt_next_producer_id = fields[3].default
     _dflt_producer_epoch = fields[4].default
     _dflt_last_producer_epoch = fields[5].default
     _dflt_timeout_ms = fields[6].default
     _dflt_state = fields[7].default
-    _dflt_partitions = fields[8].default_factory
+    _dflt_partitions: Any = fields[8].default_factory
     _dflt_start_ms = fields[9].default
     _dflt_update_ms = fields[10].default
     _dflt_client_version = fields[11].default
@@ -3267,7 +3267,7 @@ def broker_txn_metadata__TxnMetadata(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.broker.txn.runtime:_Write
-def broker_txn_runtime___Write(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_runtime___Write(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, transactional_id: Any, coordinator_epoch: Any, transit: Any, done: Any, keep_pending_on: Any) -> None:
         self.transactional_id = transactional_id
         self.coordinator_epoch = coordinator_epoch
@@ -3284,7 +3284,7 @@ def broker_txn_runtime___Write(cls: type, fields: tuple[Field[Any], ...]) -> dic
 
 
 # kafka_wire.broker.txn.runtime:_Partition
-def broker_txn_runtime___Partition(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_runtime___Partition(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, coordinator_epoch: Any, transactions: Any) -> None:
         self.coordinator_epoch = coordinator_epoch
         self.transactions = transactions
@@ -3298,9 +3298,9 @@ def broker_txn_runtime___Partition(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.broker.txn.verifier:Verification
-def broker_txn_verifier__Verification(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_verifier__Verification(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_done = fields[6].default
-    _dflt_errors = fields[7].default_factory
+    _dflt_errors: Any = fields[7].default_factory
     _dflt_retry_at_ms = fields[8].default
     def __init__(self: Any, transactional_id: Any, producer_id: Any, producer_epoch: Any, partitions: Any, operation: Any, started_ms: Any, done: Any=_dflt_done, errors: Any=FACTORY, retry_at_ms: Any=_dflt_retry_at_ms) -> None:
         self.transactional_id = transactional_id
@@ -3322,7 +3322,7 @@ def broker_txn_verifier__Verification(cls: type, fields: tuple[Field[Any], ...])
 
 
 # kafka_wire.broker.txn_link:_Replicating
-def broker_txn_link___Replicating(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_link___Replicating(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, append_id: Any, partition: Any, end_offset: Any, deadline_ms: Any) -> None:
         _object_setattr(self, 'append_id', append_id)
         _object_setattr(self, 'partition', partition)
@@ -3348,7 +3348,7 @@ def broker_txn_link___Replicating(cls: type, fields: tuple[Field[Any], ...]) -> 
 
 
 # kafka_wire.broker.txn_offset_commits:_Pending
-def broker_txn_offset_commits___Pending(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_txn_offset_commits___Pending(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, token: Any, request: Any, verification: Any) -> None:
         self.token = token
         self.request = request
@@ -3363,9 +3363,9 @@ def broker_txn_offset_commits___Pending(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.broker.txn_offset_commits:TxnCommitGate
-def broker_txn_offset_commits__TxnCommitGate(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_rejected = fields[1].default_factory
-    _dflt_verifying = fields[2].default_factory
+def broker_txn_offset_commits__TxnCommitGate(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_rejected: Any = fields[1].default_factory
+    _dflt_verifying: Any = fields[2].default_factory
     def __init__(self: Any, state: Any, rejected: Any=FACTORY, verifying: Any=FACTORY) -> None:
         self.state = state
         self.rejected = _dflt_rejected() if rejected is FACTORY else rejected
@@ -3380,7 +3380,7 @@ def broker_txn_offset_commits__TxnCommitGate(cls: type, fields: tuple[Field[Any]
 
 
 # kafka_wire.broker.work:WorkBudget
-def broker_work__WorkBudget(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_work__WorkBudget(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, left: Any) -> None:
         self.left = left
     def __repr__(self: Any) -> Any:
@@ -3393,7 +3393,7 @@ def broker_work__WorkBudget(cls: type, fields: tuple[Field[Any], ...]) -> dict[s
 
 
 # kafka_wire.broker.work:Stepping
-def broker_work__Stepping(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def broker_work__Stepping(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_done = fields[1].default
     _dflt_result = fields[2].default
     def __init__(self: Any, steps: Any, done: Any=_dflt_done, result: Any=_dflt_result) -> None:
@@ -3410,7 +3410,7 @@ def broker_work__Stepping(cls: type, fields: tuple[Field[Any], ...]) -> dict[str
 
 
 # kafka_wire.codec.runtime:FieldSpec
-def codec_runtime__FieldSpec(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def codec_runtime__FieldSpec(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_entity_type = fields[12].default
     def __init__(self: Any, name: Any, wire_name: Any, kind: Any, element: Any, struct: Any, versions: Any, nullable: Any, tag: Any, tagged: Any, flexible_override: Any, default: Any, ignorable: Any, entity_type: Any=_dflt_entity_type) -> None:
         _object_setattr(self, 'name', name)
@@ -3446,7 +3446,7 @@ def codec_runtime__FieldSpec(cls: type, fields: tuple[Field[Any], ...]) -> dict[
 
 
 # kafka_wire.logformat.batch_header:BatchHeader
-def logformat_batch_header__BatchHeader(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def logformat_batch_header__BatchHeader(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_producer_id = fields[8].default
     def __init__(self: Any, position: Any, size: Any, magic: Any, base_offset: Any, last_offset: Any, max_timestamp: Any, attributes: Any, record_count: Any, producer_id: Any=_dflt_producer_id) -> None:
         _object_setattr(self, 'position', position)
@@ -3478,7 +3478,7 @@ def logformat_batch_header__BatchHeader(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.logformat.meta_properties:MetaProperties
-def logformat_meta_properties__MetaProperties(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def logformat_meta_properties__MetaProperties(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_directory_id = fields[2].default
     def __init__(self: Any, node_id: Any, cluster_id: Any, directory_id: Any=_dflt_directory_id) -> None:
         _object_setattr(self, 'node_id', node_id)
@@ -3504,7 +3504,7 @@ def logformat_meta_properties__MetaProperties(cls: type, fields: tuple[Field[Any
 
 
 # kafka_wire.logformat.txn_index:AbortedTxn
-def logformat_txn_index__AbortedTxn(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def logformat_txn_index__AbortedTxn(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, producer_id: Any, first_offset: Any, last_offset: Any, last_stable_offset: Any) -> None:
         _object_setattr(self, 'producer_id', producer_id)
         _object_setattr(self, 'first_offset', first_offset)
@@ -3530,7 +3530,7 @@ def logformat_txn_index__AbortedTxn(cls: type, fields: tuple[Field[Any], ...]) -
 
 
 # kafka_wire.protocol.events:Response
-def protocol_events__Response(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__Response(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_header = fields[4].default
     _dflt_request = fields[5].default
     _dflt_context = fields[6].default
@@ -3562,7 +3562,7 @@ def protocol_events__Response(cls: type, fields: tuple[Field[Any], ...]) -> dict
 
 
 # kafka_wire.protocol.events:Request
-def protocol_events__Request(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__Request(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_trailing = fields[2].default
     def __init__(self: Any, header: Any, body: Any, trailing: Any=_dflt_trailing) -> None:
         _object_setattr(self, 'header', header)
@@ -3588,7 +3588,7 @@ def protocol_events__Request(cls: type, fields: tuple[Field[Any], ...]) -> dict[
 
 
 # kafka_wire.protocol.events:RawRequest
-def protocol_events__RawRequest(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__RawRequest(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_expects_response = fields[2].default
     def __init__(self: Any, header: Any, frame: Any, expects_response: Any=_dflt_expects_response) -> None:
         _object_setattr(self, 'header', header)
@@ -3614,7 +3614,7 @@ def protocol_events__RawRequest(cls: type, fields: tuple[Field[Any], ...]) -> di
 
 
 # kafka_wire.protocol.events:RawResponse
-def protocol_events__RawResponse(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__RawResponse(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_context = fields[4].default
     def __init__(self: Any, frame: Any, api_key: Any, api_version: Any, correlation_id: Any, context: Any=_dflt_context) -> None:
         _object_setattr(self, 'frame', frame)
@@ -3642,7 +3642,7 @@ def protocol_events__RawResponse(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.protocol.events:UnsupportedRequest
-def protocol_events__UnsupportedRequest(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__UnsupportedRequest(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, api_key: Any, api_version: Any, correlation_id: Any, reason: Any) -> None:
         _object_setattr(self, 'api_key', api_key)
         _object_setattr(self, 'api_version', api_version)
@@ -3668,7 +3668,7 @@ def protocol_events__UnsupportedRequest(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.protocol.events:VersionsNegotiated
-def protocol_events__VersionsNegotiated(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__VersionsNegotiated(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, api_versions: Any, response: Any, api_version: Any) -> None:
         _object_setattr(self, 'api_versions', api_versions)
         _object_setattr(self, 'response', response)
@@ -3693,7 +3693,7 @@ def protocol_events__VersionsNegotiated(cls: type, fields: tuple[Field[Any], ...
 
 
 # kafka_wire.protocol.events:Authenticated
-def protocol_events__Authenticated(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__Authenticated(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_principal = fields[1].default
     _dflt_session_lifetime_ms = fields[2].default
     _dflt_reauthentication = fields[3].default
@@ -3722,7 +3722,7 @@ def protocol_events__Authenticated(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.protocol.events:AuthenticationFailed
-def protocol_events__AuthenticationFailed(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__AuthenticationFailed(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, mechanism: Any, reason: Any, error_code: Any) -> None:
         _object_setattr(self, 'mechanism', mechanism)
         _object_setattr(self, 'reason', reason)
@@ -3747,7 +3747,7 @@ def protocol_events__AuthenticationFailed(cls: type, fields: tuple[Field[Any], .
 
 
 # kafka_wire.protocol.events:ConnectionClosed
-def protocol_events__ConnectionClosed(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__ConnectionClosed(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_unanswered = fields[0].default
     _dflt_reason = fields[1].default
     def __init__(self: Any, unanswered: Any=_dflt_unanswered, reason: Any=_dflt_reason) -> None:
@@ -3773,7 +3773,7 @@ def protocol_events__ConnectionClosed(cls: type, fields: tuple[Field[Any], ...])
 
 
 # kafka_wire.protocol.events:RequestTimedOut
-def protocol_events__RequestTimedOut(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_events__RequestTimedOut(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, request: Any, correlation_id: Any, context: Any, unanswered: Any, contexts: Any) -> None:
         _object_setattr(self, 'request', request)
         _object_setattr(self, 'correlation_id', correlation_id)
@@ -3800,7 +3800,7 @@ def protocol_events__RequestTimedOut(cls: type, fields: tuple[Field[Any], ...]) 
 
 
 # kafka_wire.protocol.framing:RequestFrame
-def protocol_framing__RequestFrame(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_framing__RequestFrame(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_trailing = fields[2].default
     def __init__(self: Any, header: Any, body: Any, trailing: Any=_dflt_trailing) -> None:
         _object_setattr(self, 'header', header)
@@ -3826,7 +3826,7 @@ def protocol_framing__RequestFrame(cls: type, fields: tuple[Field[Any], ...]) ->
 
 
 # kafka_wire.protocol.machine:Transition
-def protocol_machine__Transition(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_machine__Transition(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_cause = fields[4].default
     def __init__(self: Any, machine: Any, source: Any, input: Any, target: Any, cause: Any=_dflt_cause) -> None:
         _object_setattr(self, 'machine', machine)
@@ -3854,7 +3854,7 @@ def protocol_machine__Transition(cls: type, fields: tuple[Field[Any], ...]) -> d
 
 
 # kafka_wire.protocol.server:ServerConfig
-def protocol_server__ServerConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_server__ServerConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_api_versions = fields[0].default
     _dflt_max_frame_bytes = fields[1].default
     _dflt_max_preauth_frame_bytes = fields[2].default
@@ -3893,8 +3893,8 @@ def protocol_server__ServerConfig(cls: type, fields: tuple[Field[Any], ...]) -> 
 
 
 # kafka_wire.protocol.server:ServerSasl
-def protocol_server__ServerSasl(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_mechanisms = fields[0].default_factory
+def protocol_server__ServerSasl(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_mechanisms: Any = fields[0].default_factory
     def __init__(self: Any, *, mechanisms: Any=FACTORY) -> None:
         _object_setattr(self, 'mechanisms', _dflt_mechanisms() if mechanisms is FACTORY else mechanisms)
         self.__post_init__()
@@ -3918,7 +3918,7 @@ def protocol_server__ServerSasl(cls: type, fields: tuple[Field[Any], ...]) -> di
 
 
 # kafka_wire.protocol.server:_Slot
-def protocol_server___Slot(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def protocol_server___Slot(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_data = fields[4].default
     _dflt_raw = fields[5].default
     def __init__(self: Any, correlation_id: Any, api_key: Any, api_version: Any, request: Any, data: Any=_dflt_data, raw: Any=_dflt_raw) -> None:
@@ -3938,7 +3938,7 @@ def protocol_server___Slot(cls: type, fields: tuple[Field[Any], ...]) -> dict[st
 
 
 # kafka_wire.records.config:ReadConfig
-def records_config__ReadConfig(cls: type, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+def records_config__ReadConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_verify_crc = fields[0].default
     _dflt_max_decompressed_bytes = fields[1].default
     _dflt_max_batch_bytes = fields[2].default

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -45,13 +46,13 @@ def _standard_twin(name: str) -> ModuleType:
     assert twin_spec is not None and twin_spec.loader is not None
     twin = importlib.util.module_from_spec(twin_spec)
     sys.modules[twin_spec.name] = twin
-    quick = sys.modules["kafka_wire.quick_dataclass"]
-    saved = quick.dataclass
-    quick.dataclass = dataclasses.dataclass  # type: ignore[assignment]  # the module reads it at import
+    namespace = vars(quick_dataclass)
+    saved = namespace["dataclass"]
+    namespace["dataclass"] = dataclasses.dataclass  # what the twin's ``from ... import dataclass`` reads
     try:
         twin_spec.loader.exec_module(twin)
     finally:
-        quick.dataclass = saved  # type: ignore[assignment]
+        namespace["dataclass"] = saved
         del sys.modules[twin_spec.name]
     return twin
 
@@ -106,8 +107,8 @@ def _compare_class(quick: type, standard: type) -> None:
         assert getattr(q_params, flag) == getattr(s_params, flag), flag
     assert (quick.__hash__ is None) == (standard.__hash__ is None)
     for kwargs in _arguments(quick):
-        q_kind, q = _outcome(lambda kwargs=kwargs: quick(**kwargs))
-        s_kind, s = _outcome(lambda kwargs=kwargs: standard(**kwargs))
+        q_kind, q = _outcome(functools.partial(quick, **kwargs))
+        s_kind, s = _outcome(functools.partial(standard, **kwargs))
         assert q_kind == s_kind, (quick, kwargs, q, s)
         if q_kind == "raised":
             assert q == s
@@ -126,7 +127,7 @@ def _compare_class(quick: type, standard: type) -> None:
                 for f in dataclasses.fields(quick)
                 if (f.compare if f.hash is None else f.hash)
             )
-            assert _outcome(lambda q=q: hash(q)) == _outcome(lambda hashed=hashed: hash(hashed))
+            assert _outcome(functools.partial(hash, q)) == _outcome(functools.partial(hash, hashed))
         if s_params.frozen:
             name = dataclasses.fields(quick)[0].name if dataclasses.fields(quick) else "x"
             with pytest.raises(dataclasses.FrozenInstanceError):
@@ -135,7 +136,8 @@ def _compare_class(quick: type, standard: type) -> None:
                 delattr(q, name)
         assert copy.copy(q) == q or not s_params.eq
         assert (
-            _outcome(lambda q=q: dataclasses.replace(q))[0] == _outcome(lambda s=s: dataclasses.replace(s))[0]
+            _outcome(functools.partial(dataclasses.replace, q))[0]
+            == _outcome(functools.partial(dataclasses.replace, s))[0]
         )
 
 
@@ -165,7 +167,7 @@ def _selfish(decorate: Callable[..., Any]) -> type:
         hidden: int = dataclasses.field(default=5, init=False, repr=False, compare=False)
         later: list[int] = dataclasses.field(default_factory=list, init=False)
 
-    return Selfish  # type: ignore[no-any-return]
+    return Selfish
 
 
 def _written(decorate: Callable[..., Any]) -> type:
@@ -186,7 +188,7 @@ def _written(decorate: Callable[..., Any]) -> type:
             if self.a < 0:
                 raise ValueError("negative")
 
-    return Written  # type: ignore[no-any-return]
+    return Written
 
 
 def _eq_only(decorate: Callable[..., Any]) -> type:
@@ -199,7 +201,7 @@ def _eq_only(decorate: Callable[..., Any]) -> type:
         def __eq__(self, other: object) -> bool:
             return isinstance(other, EqOnly)
 
-    return EqOnly  # type: ignore[no-any-return]
+    return EqOnly
 
 
 @pytest.mark.parametrize("body", [_selfish, _written, _eq_only])
@@ -227,8 +229,8 @@ def test_frozen_slotted_instances_pickle_and_repr_guards_recursion() -> None:
     assert copy.deepcopy(instance) == instance  # through __getstate__ / __setstate__
     mutable, standard = _both(_selfish, slots=True)
     a, b = mutable(self=1), standard(self=1)
-    a.other.append(a)  # type: ignore[attr-defined]
-    b.other.append(b)  # type: ignore[attr-defined]
+    a.other.append(a)
+    b.other.append(b)
     assert repr(a).replace("quick", "") == repr(b).replace("standard", "")
     assert "..." in repr(a)
 

@@ -6,6 +6,7 @@ when ready, the fault-injection control protocol when asked, and the exit status
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import random
@@ -125,6 +126,7 @@ async def _run_until_signalled(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.stop_requested.set)
+    gc.enable()  # off since ``kafka_wire.cli.main`` began (its _COLLECT_LATER)
     collector = Collector(server.quiet_for)
     collector.start()
     print(f"kafka-wire serve: {listening} (data in {data_dir})", flush=True)
