@@ -30,8 +30,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-from _thread import get_ident as _get_ident
 from collections.abc import Callable
+from reprlib import recursive_repr
 from typing import TYPE_CHECKING, Any, Final
 
 #: A field's part of a spec: name, init, repr, compare, hash, kw_only, has a default value, has a
@@ -191,24 +191,6 @@ def _setstate(self: Any, state: list[Any]) -> None:
         object.__setattr__(self, f.name, value)
 
 
-def _recursive_repr(fn: Callable[[Any], str]) -> Callable[[Any], str]:
-    """``fn`` answering ``...`` for an instance whose repr is already being made (a cycle)."""
-    running: set[tuple[int, int]] = set()
-
-    def wrapper(self: Any) -> str:
-        key = id(self), _get_ident()
-        if key in running:
-            return "..."
-        running.add(key)
-        try:
-            return fn(self)
-        finally:
-            running.discard(key)
-
-    wrapper.__name__, wrapper.__qualname__, wrapper.__wrapped__ = fn.__name__, fn.__qualname__, fn  # type: ignore[attr-defined]
-    return wrapper
-
-
 def _quick(cls: type, frozen: bool, slots: bool, kw_only: bool) -> type:
     own = dict(cls.__dict__)
     annotations = own.get("__annotations__", {})
@@ -232,7 +214,7 @@ def _quick(cls: type, frozen: bool, slots: bool, kw_only: bool) -> type:
     factory = factories[key] if specs.get(key) == spec else _compiled_now(spec)
     for name, method in factory(made, fields).items():
         method.__qualname__ = f"{made.__qualname__}.{name}"
-        setattr(made, name, _recursive_repr(method) if name == "__repr__" else method)
+        setattr(made, name, recursive_repr()(method) if name == "__repr__" else method)
     if "__init__" not in spec[4]:
         init = [f for f in fields if f.init]
         made.__init__.__annotations__ = {  # type: ignore[misc]  # as dataclasses annotates it
