@@ -10,7 +10,6 @@ import gc
 import logging
 import os
 import random
-import secrets
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -164,6 +163,8 @@ def serve_node_until_signalled(
 async def _serve_node(
     config: BrokerConfig, data_dir: Path, control_port: int | None, tls: Mapping[str, TlsListener]
 ) -> int:
+    import secrets  # (and hashlib, hmac) for a cluster node's seed only
+
     from kafka_wire.broker.node import Node
 
     settings = config.cluster
