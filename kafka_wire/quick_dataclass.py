@@ -14,8 +14,8 @@ field's flags, which methods the class defines itself); the generated module kee
 was made from beside each class's methods. When they differ (a class changed since the last
 ``make regen``, or a class the module does not know), the methods are made from the spec at
 run time, as the standard decorator makes them: slower, never wrong. Options other than
-``frozen``, ``slots`` and ``kw_only``, subclasses of dataclasses and classes with ``InitVar`` or
-``KW_ONLY`` annotations go to the standard decorator whole.
+``frozen``, ``slots``, ``kw_only``, ``eq`` and ``order``, subclasses of dataclasses and classes
+with ``InitVar`` or ``KW_ONLY`` annotations go to the standard decorator whole.
 
 The methods behave as CPython 3.11's: ``__eq__`` compares tuples of the compared fields of two
 instances of the same class, ``__hash__`` (frozen classes) hashes that tuple, ``__repr__`` guards
@@ -37,15 +37,17 @@ from typing import TYPE_CHECKING, Any, Final
 #: A field's part of a spec: name, init, repr, compare, hash, kw_only, has a default value, has a
 #: default factory.
 FieldSpec = tuple[str, bool, bool, bool, bool | None, bool, bool, bool]
-#: What a class's methods depend on: frozen, slots, has ``__post_init__``, its fields, and the
-#: methods it defines itself (which the decorator leaves alone), by name.
-Spec = tuple[bool, bool, bool, tuple[FieldSpec, ...], tuple[str, ...]]
+#: What a class's methods depend on: frozen, slots, eq, order, has ``__post_init__``, its fields,
+#: and the methods it defines itself (which the decorator leaves alone), by name.
+Spec = tuple[bool, bool, bool, bool, bool, tuple[FieldSpec, ...], tuple[str, ...]]
 #: A function of the generated module: (the finished class, its fields) -> methods by name.
 Factory = Callable[[type, tuple["dataclasses.Field[Any]", ...]], dict[str, Any]]
 
 #: The methods the decorator writes unless the class defines them (``__hash__``: see
 #: :func:`spec_of`).
 _OWN: Final = ("__init__", "__repr__", "__eq__", "__hash__", "__getstate__", "__setstate__")
+#: The methods of ``order=True``, with their operators.
+_ORDER: Final = (("__lt__", "<"), ("__le__", "<="), ("__gt__", ">"), ("__ge__", ">="))
 _GENERATED_MODULE: Final = "kafka_wire.quick_dataclass_methods"
 #: Specs of the classes this process made, by ``module:qualname`` (what the codegen writes).
 MADE: dict[str, Spec] = {}
@@ -62,7 +64,7 @@ class _Factory:
 FACTORY: Final = _Factory()
 
 
-def spec_of(cls: type, own: dict[str, Any], frozen: bool, slots: bool) -> Spec:
+def spec_of(cls: type, own: dict[str, Any], frozen: bool, slots: bool, eq: bool, order: bool) -> Spec:
     """The spec of ``cls`` (a dataclass made without methods), ``own`` its namespace as written."""
     fields = tuple(
         (
@@ -81,7 +83,7 @@ def spec_of(cls: type, own: dict[str, Any], frozen: bool, slots: bool) -> Spec:
     hash_ = own.get("__hash__", dataclasses.MISSING)
     if hash_ is None and "__eq__" in own:  # ``__eq__`` without ``__hash__``: Python's own None
         defined.remove("__hash__")
-    return frozen, slots, hasattr(cls, "__post_init__"), fields, tuple(defined)
+    return frozen, slots, eq, order, hasattr(cls, "__post_init__"), fields, tuple(defined)
 
 
 def _tuple(obj: str, names: list[str]) -> str:
@@ -90,7 +92,7 @@ def _tuple(obj: str, names: list[str]) -> str:
 
 def source_of(name: str, spec: Spec) -> list[str]:
     """The lines of the factory ``name`` for ``spec`` (typed for ``mypy --strict``)."""
-    frozen, slots, post_init, fields, defined = spec
+    frozen, slots, eq, order, post_init, fields, defined = spec
     names = [f[0] for f in fields]
     self_ = "__dataclass_self__" if "self" in names else "self"
     out = [f"def {name}(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:"]
@@ -132,7 +134,7 @@ def source_of(name: str, spec: Spec) -> list[str]:
         ]
         made.append("__repr__")
     compared = [f[0] for f in fields if f[3]]
-    if "__eq__" not in defined:
+    if eq and "__eq__" not in defined:
         out += [
             "    def __eq__(self: Any, other: Any) -> Any:",
             "        if other.__class__ is self.__class__:",
@@ -140,9 +142,17 @@ def source_of(name: str, spec: Spec) -> list[str]:
             "        return NotImplemented",
         ]
         made.append("__eq__")
+    for method, operator in _ORDER if order else ():
+        out += [
+            f"    def {method}(self: Any, other: Any) -> Any:",
+            "        if other.__class__ is self.__class__:",
+            f"            return {_tuple('self', compared)} {operator} {_tuple('other', compared)}",
+            "        return NotImplemented",
+        ]
+        made.append(method)
     if frozen:
         hashed = [f[0] for f in fields if (f[3] if f[4] is None else f[4])]
-        if "__hash__" not in defined:
+        if eq and "__hash__" not in defined:
             out += ["    def __hash__(self: Any) -> int:", f"        return hash({_tuple('self', hashed)})"]
             made.append("__hash__")
         assigned = f"({','.join(repr(n) for n in names)},)" if names else "()"
@@ -191,38 +201,39 @@ def _setstate(self: Any, state: list[Any]) -> None:
         object.__setattr__(self, f.name, value)
 
 
-def _quick(cls: type, frozen: bool, slots: bool, kw_only: bool) -> type:
+def _quick(cls: type, frozen: bool, slots: bool, kw_only: bool, eq: bool, order: bool) -> type:
     own = dict(cls.__dict__)
     annotations = own.get("__annotations__", {})
     if (
-        any("InitVar" in str(a) or "KW_ONLY" in str(a) for a in annotations.values())
+        (order and (not eq or any(method in own for method, _ in _ORDER)))
+        or any("InitVar" in str(a) or "KW_ONLY" in str(a) for a in annotations.values())
         or (frozen and ("__setattr__" in own or "__delattr__" in own))
         or any(hasattr(base, "__dataclass_fields__") for base in cls.__mro__[1:])
     ):
-        return dataclasses.dataclass(cls, frozen=frozen, slots=slots, kw_only=kw_only)
+        return dataclasses.dataclass(cls, frozen=frozen, slots=slots, kw_only=kw_only, eq=eq, order=order)
     if not own.get("__doc__"):
         cls.__doc__ = "-"  # written below, once ``__init__`` is there to be described
     made: type = dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots, kw_only=kw_only)
     params = made.__dataclass_params__  # type: ignore[attr-defined]  # set by dataclasses
-    params.init = params.repr = params.eq = True
-    params.frozen = frozen
+    params.init = params.repr = True
+    params.eq, params.order, params.frozen = eq, order, frozen
     key = f"{made.__module__}:{made.__qualname__}"
     fields = dataclasses.fields(made)
-    spec = spec_of(made, own, frozen, slots)
+    spec = spec_of(made, own, frozen, slots, eq, order)
     MADE[key] = spec
     specs, factories = _load_generated()
     factory = factories[key] if specs.get(key) == spec else _compiled_now(spec)
     for name, method in factory(made, fields).items():
         method.__qualname__ = f"{made.__qualname__}.{name}"
         setattr(made, name, recursive_repr()(method) if name == "__repr__" else method)
-    if "__init__" not in spec[4]:
+    if "__init__" not in spec[6]:
         init = [f for f in fields if f.init]
         made.__init__.__annotations__ = {  # type: ignore[misc]  # as dataclasses annotates it
             **{f.name: f.type for f in init if not f.kw_only},
             **{f.name: f.type for f in init if f.kw_only},
             "return": None,
         }
-    if "__hash__" not in spec[4] and not frozen:
+    if eq and not frozen and "__hash__" not in spec[6]:
         made.__hash__ = None  # type: ignore[assignment]  # eq without frozen: unhashable, as dataclasses
     if frozen and slots:
         if "__getstate__" not in own:  # for pickling and copying, as dataclasses does
@@ -242,11 +253,13 @@ if TYPE_CHECKING:
     from dataclasses import dataclass as dataclass  # mypy's dataclass plugin sees the standard one
 else:
 
-    def dataclass(cls=None, /, *, frozen=False, slots=False, kw_only=False, **options):
+    def dataclass(cls=None, /, *, frozen=False, slots=False, kw_only=False, eq=True, order=False, **options):
         """``dataclasses.dataclass``; see the module docstring."""
         if options:
-            standard = dataclasses.dataclass(frozen=frozen, slots=slots, kw_only=kw_only, **options)
+            standard = dataclasses.dataclass(
+                frozen=frozen, slots=slots, kw_only=kw_only, eq=eq, order=order, **options
+            )
             return standard if cls is None else standard(cls)
         if cls is None:
-            return lambda c: _quick(c, frozen, slots, kw_only)
-        return _quick(cls, frozen, slots, kw_only)
+            return lambda c: _quick(c, frozen, slots, kw_only, eq, order)
+        return _quick(cls, frozen, slots, kw_only, eq, order)

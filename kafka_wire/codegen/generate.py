@@ -179,13 +179,13 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
     w.line()
     w.line("import importlib")
     w.line("from collections.abc import Iterator, Mapping")
-    w.line("from dataclasses import dataclass")
     w.line("from typing import TYPE_CHECKING, Any")
     w.line()
     w.line("from kafka_wire.codec.request_for import RequestFor")
     w.line("from kafka_wire.codec.structs import Message")
     w.line("from kafka_wire.messages.api_key import ApiKey")
     w.line("from kafka_wire.messages.error_code import ErrorCode")
+    w.line("from kafka_wire.quick_dataclass import dataclass")
     w.line()
     names: list[str] = [
         "ApiInfo",
