@@ -125,7 +125,11 @@ async def _run_until_signalled(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.stop_requested.set)
-    gc.enable()  # off since ``kafka_wire.cli.main`` began (its _COLLECT_LATER)
+    # The collector has been off since ``kafka_wire.cli.main`` began (its _COLLECT_LATER): what the
+    # start made is frozen until the first full collection (``Collector``), not left young for the
+    # first request to pay for.
+    gc.freeze()
+    gc.enable()
     collector = Collector(server.quiet_for)
     collector.start()
     print(f"kafka-wire serve: {listening} (data in {data_dir})", flush=True)
