@@ -86,6 +86,9 @@ class Context:
     #: A request of this node's own parts to itself (the coordinators' loopback): the broker's
     #: own, which ACLs do not restrict (Kafka's inter-broker principal is a super user).
     internal: bool = False
+    #: The connection authenticated with a delegation token (Kafka's ``KafkaPrincipal``
+    #: ``tokenAuthenticated``): it may not ask for tokens.
+    token_authenticated: bool = False
 
     @property
     def api_version(self) -> int:

@@ -48,9 +48,13 @@ EXPECTED: dict[str, Any] = {
 }
 
 
+#: Delegation tokens on (test_acl_answers.py asks for some, KIP-373).
+TOKENS = {"delegation.token.secret.key": "acl-token-secret"}
+
+
 def kafka_wire_secured(workdir: Path) -> BrokerProcess:
     settings = {f"sasl.users.PLAIN.{user}": password for user, password in USERS.items()}
-    settings |= {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin"}
+    settings |= {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin", **TOKENS}
     return kafka_wire(workdir, settings=settings)
 
 
@@ -73,6 +77,7 @@ def kafka_secured(workdir: Path) -> BrokerProcess:
         "authorizer.class.name": STANDARD_AUTHORIZER,
         # the controller listener is PLAINTEXT: the node talks to its controller as ANONYMOUS
         "super.users": "User:admin;User:ANONYMOUS",
+        **TOKENS,
     }
     return node
 
