@@ -741,6 +741,35 @@ def broker_controller_settings__ControllerConfig(cls: Any, fields: tuple[Field[A
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
 
 
+# kafka_wire.broker.controller.tokens_image:TokenInfo
+def broker_controller_tokens_image__TokenInfo(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    def __init__(self: Any, token_id: Any, owner: Any, requester: Any, renewers: Any, issue_timestamp_ms: Any, max_timestamp_ms: Any, expiry_timestamp_ms: Any) -> None:
+        _object_setattr(self, 'token_id', token_id)
+        _object_setattr(self, 'owner', owner)
+        _object_setattr(self, 'requester', requester)
+        _object_setattr(self, 'renewers', renewers)
+        _object_setattr(self, 'issue_timestamp_ms', issue_timestamp_ms)
+        _object_setattr(self, 'max_timestamp_ms', max_timestamp_ms)
+        _object_setattr(self, 'expiry_timestamp_ms', expiry_timestamp_ms)
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(token_id={self.token_id!r}, owner={self.owner!r}, requester={self.requester!r}, renewers={self.renewers!r}, issue_timestamp_ms={self.issue_timestamp_ms!r}, max_timestamp_ms={self.max_timestamp_ms!r}, expiry_timestamp_ms={self.expiry_timestamp_ms!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.token_id,self.owner,self.requester,self.renewers,self.issue_timestamp_ms,self.max_timestamp_ms,self.expiry_timestamp_ms,) == (other.token_id,other.owner,other.requester,other.renewers,other.issue_timestamp_ms,other.max_timestamp_ms,other.expiry_timestamp_ms,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.token_id,self.owner,self.requester,self.renewers,self.issue_timestamp_ms,self.max_timestamp_ms,self.expiry_timestamp_ms,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('token_id','owner','requester','renewers','issue_timestamp_ms','max_timestamp_ms','expiry_timestamp_ms',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('token_id','owner','requester','renewers','issue_timestamp_ms','max_timestamp_ms','expiry_timestamp_ms',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
 # kafka_wire.broker.controller.topic_requests:_NewTopic
 def broker_controller_topic_requests___NewTopic(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, entry: Any, result: Any, partitions: Any, replication: Any, configs: Any, assignment: Any) -> None:
@@ -1591,6 +1620,31 @@ def broker_internal_topics__InternalTopicSpec(cls: Any, fields: tuple[Field[Any]
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
 
 
+# kafka_wire.broker.jaas:JaasEntry
+def broker_jaas__JaasEntry(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    def __init__(self: Any, module: Any, flag: Any, options: Any) -> None:
+        _object_setattr(self, 'module', module)
+        _object_setattr(self, 'flag', flag)
+        _object_setattr(self, 'options', options)
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(module={self.module!r}, flag={self.flag!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.module,self.flag,self.options,) == (other.module,other.flag,other.options,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.module,self.flag,self.options,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('module','flag','options',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('module','flag','options',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
 # kafka_wire.broker.local_link:_Held
 def broker_local_link___Held(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     def __init__(self: Any, outbound: Any, deadline_ms: Any, waiting: Any) -> None:
@@ -2060,6 +2114,101 @@ def broker_node_contracts__MergedDelta(cls: Any, fields: tuple[Field[Any], ...])
         super(cls, self).__setattr__(name, value)
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in ('partitions','removed_topics','configs',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
+# kafka_wire.broker.oauth_config:UnsecuredSettings
+def broker_oauth_config__UnsecuredSettings(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_principal_claim = fields[0].default
+    _dflt_scope_claim = fields[1].default
+    _dflt_required_scope = fields[2].default
+    _dflt_clock_skew_ms = fields[3].default
+    def __init__(self: Any, *, principal_claim: Any=_dflt_principal_claim, scope_claim: Any=_dflt_scope_claim, required_scope: Any=_dflt_required_scope, clock_skew_ms: Any=_dflt_clock_skew_ms) -> None:
+        _object_setattr(self, 'principal_claim', principal_claim)
+        _object_setattr(self, 'scope_claim', scope_claim)
+        _object_setattr(self, 'required_scope', required_scope)
+        _object_setattr(self, 'clock_skew_ms', clock_skew_ms)
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(principal_claim={self.principal_claim!r}, scope_claim={self.scope_claim!r}, required_scope={self.required_scope!r}, clock_skew_ms={self.clock_skew_ms!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.principal_claim,self.scope_claim,self.required_scope,self.clock_skew_ms,) == (other.principal_claim,other.scope_claim,other.required_scope,other.clock_skew_ms,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.principal_claim,self.scope_claim,self.required_scope,self.clock_skew_ms,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('principal_claim','scope_claim','required_scope','clock_skew_ms',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('principal_claim','scope_claim','required_scope','clock_skew_ms',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
+# kafka_wire.broker.oauth_config:SignedSettings
+def broker_oauth_config__SignedSettings(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_refresh_ms = fields[1].default
+    _dflt_retry_backoff_ms = fields[2].default
+    _dflt_retry_backoff_max_ms = fields[3].default
+    _dflt_expected_audience = fields[4].default
+    _dflt_expected_issuer = fields[5].default
+    _dflt_sub_claim = fields[6].default
+    _dflt_scope_claim = fields[7].default
+    _dflt_clock_skew_s = fields[8].default
+    _dflt_tls_options: Any = fields[9].default_factory
+    def __init__(self: Any, *, jwks_url: Any, refresh_ms: Any=_dflt_refresh_ms, retry_backoff_ms: Any=_dflt_retry_backoff_ms, retry_backoff_max_ms: Any=_dflt_retry_backoff_max_ms, expected_audience: Any=_dflt_expected_audience, expected_issuer: Any=_dflt_expected_issuer, sub_claim: Any=_dflt_sub_claim, scope_claim: Any=_dflt_scope_claim, clock_skew_s: Any=_dflt_clock_skew_s, tls_options: Any=FACTORY) -> None:
+        _object_setattr(self, 'jwks_url', jwks_url)
+        _object_setattr(self, 'refresh_ms', refresh_ms)
+        _object_setattr(self, 'retry_backoff_ms', retry_backoff_ms)
+        _object_setattr(self, 'retry_backoff_max_ms', retry_backoff_max_ms)
+        _object_setattr(self, 'expected_audience', expected_audience)
+        _object_setattr(self, 'expected_issuer', expected_issuer)
+        _object_setattr(self, 'sub_claim', sub_claim)
+        _object_setattr(self, 'scope_claim', scope_claim)
+        _object_setattr(self, 'clock_skew_s', clock_skew_s)
+        _object_setattr(self, 'tls_options', _dflt_tls_options() if tls_options is FACTORY else tls_options)
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(jwks_url={self.jwks_url!r}, refresh_ms={self.refresh_ms!r}, retry_backoff_ms={self.retry_backoff_ms!r}, retry_backoff_max_ms={self.retry_backoff_max_ms!r}, expected_audience={self.expected_audience!r}, expected_issuer={self.expected_issuer!r}, sub_claim={self.sub_claim!r}, scope_claim={self.scope_claim!r}, clock_skew_s={self.clock_skew_s!r}, tls_options={self.tls_options!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.jwks_url,self.refresh_ms,self.retry_backoff_ms,self.retry_backoff_max_ms,self.expected_audience,self.expected_issuer,self.sub_claim,self.scope_claim,self.clock_skew_s,self.tls_options,) == (other.jwks_url,other.refresh_ms,other.retry_backoff_ms,other.retry_backoff_max_ms,other.expected_audience,other.expected_issuer,other.sub_claim,other.scope_claim,other.clock_skew_s,other.tls_options,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.jwks_url,self.refresh_ms,self.retry_backoff_ms,self.retry_backoff_max_ms,self.expected_audience,self.expected_issuer,self.sub_claim,self.scope_claim,self.clock_skew_s,self.tls_options,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('jwks_url','refresh_ms','retry_backoff_ms','retry_backoff_max_ms','expected_audience','expected_issuer','sub_claim','scope_claim','clock_skew_s','tls_options',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('jwks_url','refresh_ms','retry_backoff_ms','retry_backoff_max_ms','expected_audience','expected_issuer','sub_claim','scope_claim','clock_skew_s','tls_options',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
+# kafka_wire.broker.oauth_config:_Lookup
+def broker_oauth_config___Lookup(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    def __init__(self: Any, props: Any, prefix: Any) -> None:
+        _object_setattr(self, 'props', props)
+        _object_setattr(self, 'prefix', prefix)
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(props={self.props!r}, prefix={self.prefix!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.props,self.prefix,) == (other.props,other.prefix,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.props,self.prefix,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('props','prefix',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('props','prefix',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
@@ -3972,6 +4121,111 @@ def protocol_machine__Transition(cls: Any, fields: tuple[Field[Any], ...]) -> di
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
 
 
+# kafka_wire.protocol.server_config:ServerConfig
+def protocol_server_config__ServerConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_api_versions = fields[0].default
+    _dflt_max_frame_bytes = fields[1].default
+    _dflt_max_preauth_frame_bytes = fields[2].default
+    _dflt_strict = fields[3].default
+    _dflt_max_in_flight_requests = fields[4].default
+    _dflt_max_idle_ms = fields[5].default
+    _dflt_max_reauth_ms = fields[6].default
+    _dflt_min_reauthentication_interval_ms = fields[7].default
+    _dflt_passthrough = fields[8].default
+    def __init__(self: Any, *, api_versions: Any=_dflt_api_versions, max_frame_bytes: Any=_dflt_max_frame_bytes, max_preauth_frame_bytes: Any=_dflt_max_preauth_frame_bytes, strict: Any=_dflt_strict, max_in_flight_requests: Any=_dflt_max_in_flight_requests, max_idle_ms: Any=_dflt_max_idle_ms, max_reauth_ms: Any=_dflt_max_reauth_ms, min_reauthentication_interval_ms: Any=_dflt_min_reauthentication_interval_ms, passthrough: Any=_dflt_passthrough) -> None:
+        _object_setattr(self, 'api_versions', api_versions)
+        _object_setattr(self, 'max_frame_bytes', max_frame_bytes)
+        _object_setattr(self, 'max_preauth_frame_bytes', max_preauth_frame_bytes)
+        _object_setattr(self, 'strict', strict)
+        _object_setattr(self, 'max_in_flight_requests', max_in_flight_requests)
+        _object_setattr(self, 'max_idle_ms', max_idle_ms)
+        _object_setattr(self, 'max_reauth_ms', max_reauth_ms)
+        _object_setattr(self, 'min_reauthentication_interval_ms', min_reauthentication_interval_ms)
+        _object_setattr(self, 'passthrough', passthrough)
+        self.__post_init__()
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(api_versions={self.api_versions!r}, max_frame_bytes={self.max_frame_bytes!r}, max_preauth_frame_bytes={self.max_preauth_frame_bytes!r}, strict={self.strict!r}, max_in_flight_requests={self.max_in_flight_requests!r}, max_idle_ms={self.max_idle_ms!r}, max_reauth_ms={self.max_reauth_ms!r}, min_reauthentication_interval_ms={self.min_reauthentication_interval_ms!r}, passthrough={self.passthrough!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.api_versions,self.max_frame_bytes,self.max_preauth_frame_bytes,self.strict,self.max_in_flight_requests,self.max_idle_ms,self.max_reauth_ms,self.min_reauthentication_interval_ms,self.passthrough,) == (other.api_versions,other.max_frame_bytes,other.max_preauth_frame_bytes,other.strict,other.max_in_flight_requests,other.max_idle_ms,other.max_reauth_ms,other.min_reauthentication_interval_ms,other.passthrough,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.api_versions,self.max_frame_bytes,self.max_preauth_frame_bytes,self.strict,self.max_in_flight_requests,self.max_idle_ms,self.max_reauth_ms,self.min_reauthentication_interval_ms,self.passthrough,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('api_versions','max_frame_bytes','max_preauth_frame_bytes','strict','max_in_flight_requests','max_idle_ms','max_reauth_ms','min_reauthentication_interval_ms','passthrough',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('api_versions','max_frame_bytes','max_preauth_frame_bytes','strict','max_in_flight_requests','max_idle_ms','max_reauth_ms','min_reauthentication_interval_ms','passthrough',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
+# kafka_wire.protocol.server_config:ServerSasl
+def protocol_server_config__ServerSasl(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_mechanisms: Any = fields[0].default_factory
+    def __init__(self: Any, *, mechanisms: Any=FACTORY) -> None:
+        _object_setattr(self, 'mechanisms', _dflt_mechanisms() if mechanisms is FACTORY else mechanisms)
+        self.__post_init__()
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(mechanisms={self.mechanisms!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.mechanisms,) == (other.mechanisms,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.mechanisms,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('mechanisms',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('mechanisms',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
+# kafka_wire.protocol.server_responses:ResponseSlot
+def protocol_server_responses__ResponseSlot(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_data = fields[4].default
+    _dflt_raw = fields[5].default
+    def __init__(self: Any, correlation_id: Any, api_key: Any, api_version: Any, request: Any, data: Any=_dflt_data, raw: Any=_dflt_raw) -> None:
+        self.correlation_id = correlation_id
+        self.api_key = api_key
+        self.api_version = api_version
+        self.request = request
+        self.data = data
+        self.raw = raw
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(correlation_id={self.correlation_id!r}, api_key={self.api_key!r}, api_version={self.api_version!r}, request={self.request!r}, data={self.data!r}, raw={self.raw!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id,self.api_key,self.api_version,self.request,self.data,self.raw,) == (other.correlation_id,other.api_key,other.api_version,other.request,other.data,other.raw,)
+        return NotImplemented
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__}
+
+
+# kafka_wire.protocol.server_responses:Splice
+def protocol_server_responses__Splice(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    def __init__(self: Any, size: Any, parts: Any) -> None:
+        _object_setattr(self, 'size', size)
+        _object_setattr(self, 'parts', parts)
+        self.__post_init__()
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(size={self.size!r}, parts={self.parts!r}, placeholder={self.placeholder!r})"
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('size','parts','placeholder',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('size','parts','placeholder',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
 # kafka_wire.records.config:ReadConfig
 def records_config__ReadConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_verify_crc = fields[0].default
@@ -4023,6 +4277,7 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.broker.controller.result:ControllerResult': (False, True, True, False, False, (('records', True, True, True, None, False, False, False), ('answer', True, True, True, None, False, False, False), ('fail', True, True, True, None, False, False, False), ('timeout_ms', True, True, True, None, False, True, False), ('proposed', True, True, True, None, False, True, False), ('steps', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.controller.scram_image:StoredCredential': (True, True, True, False, False, (('salt', True, True, True, None, False, False, False), ('iterations', True, True, True, None, False, False, False), ('stored_key', True, False, True, None, False, False, False), ('server_key', True, False, True, None, False, False, False)), ()),
     'kafka_wire.broker.controller.settings:ControllerConfig': (True, True, True, False, True, (('node_id', True, True, True, None, True, False, False), ('cluster_id', True, True, True, None, True, False, False), ('session_timeout_ms', True, True, True, None, True, True, False), ('num_partitions', True, True, True, None, True, True, False), ('default_replication_factor', True, True, True, None, True, True, False), ('min_insync_replicas', True, True, True, None, True, True, False), ('unclean_leader_election_enable', True, True, True, None, True, True, False), ('auto_leader_rebalance_enable', True, True, True, None, True, True, False), ('leader_imbalance_check_interval_ms', True, True, True, None, True, True, False), ('snapshot_max_bytes', True, True, True, None, True, True, False), ('elr_enabled', True, True, True, None, True, True, False), ('delete_topic_enable', True, True, True, None, True, True, False), ('max_records_per_user_op', True, True, True, None, True, True, False), ('static_topic_properties', True, True, True, None, True, False, True), ('topic_defaults', True, True, True, None, True, False, True), ('bootstrap_transaction_version', True, True, True, None, True, True, False), ('delegation_token_secret_key', True, False, True, None, True, True, False), ('delegation_token_max_lifetime_ms', True, True, True, None, True, True, False), ('delegation_token_expiry_time_ms', True, True, True, None, True, True, False), ('delegation_token_expiry_check_interval_ms', True, True, True, None, True, True, False)), ()),
+    'kafka_wire.broker.controller.tokens_image:TokenInfo': (True, True, True, False, False, (('token_id', True, True, True, None, False, False, False), ('owner', True, True, True, None, False, False, False), ('requester', True, True, True, None, False, False, False), ('renewers', True, True, True, None, False, False, False), ('issue_timestamp_ms', True, True, True, None, False, False, False), ('max_timestamp_ms', True, True, True, None, False, False, False), ('expiry_timestamp_ms', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.controller.topic_requests:_NewTopic': (False, True, True, False, False, (('entry', True, True, True, None, False, False, False), ('result', True, True, True, None, False, False, False), ('partitions', True, True, True, None, False, False, False), ('replication', True, True, True, None, False, False, False), ('configs', True, True, True, None, False, False, False), ('assignment', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.controller.topics_image:TopicImage': (False, True, True, False, False, (('name', True, True, True, None, False, False, False), ('topic_id', True, True, True, None, False, False, False), ('partitions', True, True, True, None, False, False, True)), ()),
     'kafka_wire.broker.data_dir:DataDir': (False, True, True, False, False, (('metadata', True, True, True, None, False, False, False), ('effects', True, True, True, None, False, False, True), ('warnings', True, True, True, None, False, False, True), ('directory_id', True, True, True, None, False, True, False)), ()),
@@ -4057,6 +4312,7 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.broker.group.share_partition:Acquired': (True, True, True, False, False, (('first', True, True, True, None, False, False, False), ('last', True, True, True, None, False, False, False), ('delivery_count', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.group_link:_Replicating': (True, True, True, False, False, (('append_id', True, True, True, None, False, False, False), ('partition', True, True, True, None, False, False, False), ('end_offset', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.internal_topics:InternalTopicSpec': (True, True, True, False, False, (('name', True, True, True, None, False, False, False), ('partitions', True, True, True, None, False, False, False), ('configs', True, True, True, None, False, False, False)), ()),
+    'kafka_wire.broker.jaas:JaasEntry': (True, True, True, False, False, (('module', True, True, True, None, False, False, False), ('flag', True, True, True, None, False, False, False), ('options', True, False, True, None, False, False, False)), ()),
     'kafka_wire.broker.local_link:_Held': (False, True, True, False, False, (('outbound', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False), ('waiting', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.log.config:ConfigKey': (True, True, True, False, False, (('name', True, True, True, None, False, False, False), ('type', True, True, True, None, False, False, False), ('default', True, True, True, None, False, False, False), ('documentation', True, True, True, None, False, False, False), ('minimum', True, True, True, None, False, True, False), ('maximum', True, True, True, None, False, True, False), ('choices', True, True, True, None, False, True, False), ('sensitive', True, True, True, None, False, True, False), ('also_allowed', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.log.config:LogConfig': (True, True, True, False, True, (('cleanup_policy', True, True, True, None, True, True, False), ('compression_gzip_level', True, True, True, None, True, True, False), ('compression_lz4_level', True, True, True, None, True, True, False), ('compression_type', True, True, True, None, True, True, False), ('compression_zstd_level', True, True, True, None, True, True, False), ('delete_retention_ms', True, True, True, None, True, True, False), ('file_delete_delay_ms', True, True, True, None, True, True, False), ('flush_messages', True, True, True, None, True, True, False), ('flush_ms', True, True, True, None, True, True, False), ('index_interval_bytes', True, True, True, None, True, True, False), ('max_compaction_lag_ms', True, True, True, None, True, True, False), ('max_message_bytes', True, True, True, None, True, True, False), ('message_timestamp_after_max_ms', True, True, True, None, True, True, False), ('message_timestamp_before_max_ms', True, True, True, None, True, True, False), ('message_timestamp_type', True, True, True, None, True, True, False), ('min_cleanable_dirty_ratio', True, True, True, None, True, True, False), ('min_compaction_lag_ms', True, True, True, None, True, True, False), ('min_insync_replicas', True, True, True, None, True, True, False), ('preallocate', True, True, True, None, True, True, False), ('retention_bytes', True, True, True, None, True, True, False), ('retention_ms', True, True, True, None, True, True, False), ('segment_bytes', True, True, True, None, True, True, False), ('segment_index_bytes', True, True, True, None, True, True, False), ('segment_jitter_ms', True, True, True, None, True, True, False), ('segment_ms', True, True, True, None, True, True, False), ('unclean_leader_election_enable', True, True, True, None, True, True, False)), ()),
@@ -4074,6 +4330,9 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.broker.node_contracts:NodeParts': (False, True, True, False, False, (('raft', True, True, True, None, False, False, False), ('image', True, True, True, None, False, False, False), ('controller', True, True, True, None, False, True, False), ('replication', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.node_contracts:PartsContext': (True, True, True, False, False, (('config', True, True, True, None, False, False, False), ('settings', True, True, True, None, False, False, False), ('state', True, True, True, None, False, False, False), ('effects', True, True, True, None, False, False, False), ('view', True, True, True, None, False, False, False), ('rng', True, True, True, None, False, False, False), ('now_ms', True, True, True, None, False, False, False), ('logger', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.node_contracts:MergedDelta': (True, True, True, False, False, (('partitions', True, True, True, None, False, False, False), ('removed_topics', True, True, True, None, False, False, False), ('configs', True, True, True, None, False, False, False)), ()),
+    'kafka_wire.broker.oauth_config:UnsecuredSettings': (True, True, True, False, False, (('principal_claim', True, True, True, None, True, True, False), ('scope_claim', True, True, True, None, True, True, False), ('required_scope', True, True, True, None, True, True, False), ('clock_skew_ms', True, True, True, None, True, True, False)), ()),
+    'kafka_wire.broker.oauth_config:SignedSettings': (True, True, True, False, False, (('jwks_url', True, True, True, None, True, False, False), ('refresh_ms', True, True, True, None, True, True, False), ('retry_backoff_ms', True, True, True, None, True, True, False), ('retry_backoff_max_ms', True, True, True, None, True, True, False), ('expected_audience', True, True, True, None, True, True, False), ('expected_issuer', True, True, True, None, True, True, False), ('sub_claim', True, True, True, None, True, True, False), ('scope_claim', True, True, True, None, True, True, False), ('clock_skew_s', True, True, True, None, True, True, False), ('tls_options', True, True, True, None, True, False, True)), ()),
+    'kafka_wire.broker.oauth_config:_Lookup': (True, True, True, False, False, (('props', True, True, True, None, False, False, False), ('prefix', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.offsets_topic:Appended': (True, True, True, False, False, (('error_code', True, True, True, None, False, False, False), ('end_offset', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.partition.followers:FollowerState': (False, True, True, False, False, (('node_id', True, True, True, None, False, False, False), ('log_end_offset', True, True, True, None, False, True, False), ('log_start_offset', True, True, True, None, False, True, False), ('last_caught_up_ms', True, True, True, None, False, True, False), ('last_fetch_ms', True, True, True, None, False, True, False), ('last_fetch_leader_leo', True, True, True, None, False, True, False), ('broker_epoch', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.peers:_Waiting': (True, True, True, False, False, (('outbound', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False)), ()),
@@ -4146,6 +4405,10 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.protocol.events:RequestTimedOut': (True, True, True, False, False, (('request', True, True, True, None, False, False, False), ('correlation_id', True, True, True, None, False, False, False), ('context', True, True, True, None, False, False, False), ('unanswered', True, True, True, None, False, False, False), ('contexts', True, True, True, None, False, False, False)), ()),
     'kafka_wire.protocol.framing:RequestFrame': (True, True, True, False, False, (('header', True, True, True, None, False, False, False), ('body', True, True, True, None, False, False, False), ('trailing', True, True, True, None, False, True, False)), ()),
     'kafka_wire.protocol.machine:Transition': (True, True, True, False, False, (('machine', True, True, True, None, False, False, False), ('source', True, True, True, None, False, False, False), ('input', True, True, True, None, False, False, False), ('target', True, True, True, None, False, False, False), ('cause', True, True, True, None, False, True, False)), ()),
+    'kafka_wire.protocol.server_config:ServerConfig': (True, True, True, False, True, (('api_versions', True, True, True, None, True, True, False), ('max_frame_bytes', True, True, True, None, True, True, False), ('max_preauth_frame_bytes', True, True, True, None, True, True, False), ('strict', True, True, True, None, True, True, False), ('max_in_flight_requests', True, True, True, None, True, True, False), ('max_idle_ms', True, True, True, None, True, True, False), ('max_reauth_ms', True, True, True, None, True, True, False), ('min_reauthentication_interval_ms', True, True, True, None, True, True, False), ('passthrough', True, True, True, None, True, True, False)), ()),
+    'kafka_wire.protocol.server_config:ServerSasl': (True, True, True, False, True, (('mechanisms', True, True, True, None, True, False, True),), ()),
+    'kafka_wire.protocol.server_responses:ResponseSlot': (False, True, True, False, False, (('correlation_id', True, True, True, None, False, False, False), ('api_key', True, True, True, None, False, False, False), ('api_version', True, True, True, None, False, False, False), ('request', True, True, True, None, False, False, False), ('data', True, True, True, None, False, True, False), ('raw', True, True, True, None, False, True, False)), ()),
+    'kafka_wire.protocol.server_responses:Splice': (True, True, False, False, True, (('size', True, True, True, None, False, False, False), ('parts', True, True, True, None, False, False, False), ('placeholder', False, True, True, None, False, False, False)), ()),
     'kafka_wire.records.config:ReadConfig': (True, True, True, False, True, (('verify_crc', True, True, True, None, True, True, False), ('max_decompressed_bytes', True, True, True, None, True, True, False), ('max_batch_bytes', True, True, True, None, True, True, False), ('strict_inner_magic', True, True, True, None, True, True, False)), ()),
 }
 FACTORIES: dict[str, Factory] = {
@@ -4168,6 +4431,7 @@ FACTORIES: dict[str, Factory] = {
     'kafka_wire.broker.controller.result:ControllerResult': broker_controller_result__ControllerResult,
     'kafka_wire.broker.controller.scram_image:StoredCredential': broker_controller_scram_image__StoredCredential,
     'kafka_wire.broker.controller.settings:ControllerConfig': broker_controller_settings__ControllerConfig,
+    'kafka_wire.broker.controller.tokens_image:TokenInfo': broker_controller_tokens_image__TokenInfo,
     'kafka_wire.broker.controller.topic_requests:_NewTopic': broker_controller_topic_requests___NewTopic,
     'kafka_wire.broker.controller.topics_image:TopicImage': broker_controller_topics_image__TopicImage,
     'kafka_wire.broker.data_dir:DataDir': broker_data_dir__DataDir,
@@ -4202,6 +4466,7 @@ FACTORIES: dict[str, Factory] = {
     'kafka_wire.broker.group.share_partition:Acquired': broker_group_share_partition__Acquired,
     'kafka_wire.broker.group_link:_Replicating': broker_group_link___Replicating,
     'kafka_wire.broker.internal_topics:InternalTopicSpec': broker_internal_topics__InternalTopicSpec,
+    'kafka_wire.broker.jaas:JaasEntry': broker_jaas__JaasEntry,
     'kafka_wire.broker.local_link:_Held': broker_local_link___Held,
     'kafka_wire.broker.log.config:ConfigKey': broker_log_config__ConfigKey,
     'kafka_wire.broker.log.config:LogConfig': broker_log_config__LogConfig,
@@ -4219,6 +4484,9 @@ FACTORIES: dict[str, Factory] = {
     'kafka_wire.broker.node_contracts:NodeParts': broker_node_contracts__NodeParts,
     'kafka_wire.broker.node_contracts:PartsContext': broker_node_contracts__PartsContext,
     'kafka_wire.broker.node_contracts:MergedDelta': broker_node_contracts__MergedDelta,
+    'kafka_wire.broker.oauth_config:UnsecuredSettings': broker_oauth_config__UnsecuredSettings,
+    'kafka_wire.broker.oauth_config:SignedSettings': broker_oauth_config__SignedSettings,
+    'kafka_wire.broker.oauth_config:_Lookup': broker_oauth_config___Lookup,
     'kafka_wire.broker.offsets_topic:Appended': broker_offsets_topic__Appended,
     'kafka_wire.broker.partition.followers:FollowerState': broker_partition_followers__FollowerState,
     'kafka_wire.broker.peers:_Waiting': broker_peers___Waiting,
@@ -4291,5 +4559,9 @@ FACTORIES: dict[str, Factory] = {
     'kafka_wire.protocol.events:RequestTimedOut': protocol_events__RequestTimedOut,
     'kafka_wire.protocol.framing:RequestFrame': protocol_framing__RequestFrame,
     'kafka_wire.protocol.machine:Transition': protocol_machine__Transition,
+    'kafka_wire.protocol.server_config:ServerConfig': protocol_server_config__ServerConfig,
+    'kafka_wire.protocol.server_config:ServerSasl': protocol_server_config__ServerSasl,
+    'kafka_wire.protocol.server_responses:ResponseSlot': protocol_server_responses__ResponseSlot,
+    'kafka_wire.protocol.server_responses:Splice': protocol_server_responses__Splice,
     'kafka_wire.records.config:ReadConfig': records_config__ReadConfig,
 }
