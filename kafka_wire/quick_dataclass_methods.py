@@ -3113,6 +3113,22 @@ def broker_state__Context(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str,
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
 
 
+# kafka_wire.broker.state:_LogConfigMemo
+def broker_state___LogConfigMemo(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_base = fields[0].default
+    _dflt_parsed: Any = fields[1].default_factory
+    def __init__(self: Any, base: Any=_dflt_base, parsed: Any=FACTORY) -> None:
+        self.base = base
+        self.parsed = _dflt_parsed() if parsed is FACTORY else parsed
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(base={self.base!r}, parsed={self.parsed!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.base,self.parsed,) == (other.base,other.parsed,)
+        return NotImplemented
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__}
+
+
 # kafka_wire.broker.state:BrokerState
 def broker_state__BrokerState(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_partitions: Any = fields[7].default_factory
@@ -3132,6 +3148,7 @@ def broker_state__BrokerState(cls: Any, fields: tuple[Field[Any], ...]) -> dict[
     _dflt_quotas: Any = fields[21].default_factory
     _dflt_share = fields[22].default
     _dflt_group_configs: Any = fields[23].default_factory
+    _dflt__log_configs: Any = fields[24].default_factory
     def __init__(self: Any, config: Any, storage: Any, rng: Any, metadata: Any, defaults: Any, fetch_sessions: Any, cluster: Any, partitions: Any=FACTORY, deleted_topics: Any=FACTORY, txn_offsets_ended: Any=FACTORY, touched: Any=FACTORY, budget: Any=FACTORY, may_slice: Any=_dflt_may_slice, directory_id: Any=_dflt_directory_id, clean_shutdown: Any=FACTORY, producer_ids: Any=_dflt_producer_ids, txn_verifier: Any=_dflt_txn_verifier, topic_creation: Any=FACTORY, bootstrap_records: Any=FACTORY, hooks: Any=_dflt_hooks, authorizer: Any=_dflt_authorizer, quotas: Any=FACTORY, share: Any=_dflt_share, group_configs: Any=FACTORY) -> None:
         self.config = config
         self.storage = storage
@@ -3157,6 +3174,7 @@ def broker_state__BrokerState(cls: Any, fields: tuple[Field[Any], ...]) -> dict[
         self.quotas = _dflt_quotas() if quotas is FACTORY else quotas
         self.share = share
         self.group_configs = _dflt_group_configs() if group_configs is FACTORY else group_configs
+        self._log_configs = _dflt__log_configs()
     def __repr__(self: Any) -> Any:
         return self.__class__.__qualname__ + f"(config={self.config!r}, storage={self.storage!r}, rng={self.rng!r}, metadata={self.metadata!r}, defaults={self.defaults!r}, fetch_sessions={self.fetch_sessions!r}, cluster={self.cluster!r}, partitions={self.partitions!r}, deleted_topics={self.deleted_topics!r}, txn_offsets_ended={self.txn_offsets_ended!r}, touched={self.touched!r}, budget={self.budget!r}, may_slice={self.may_slice!r}, directory_id={self.directory_id!r}, clean_shutdown={self.clean_shutdown!r}, producer_ids={self.producer_ids!r}, txn_verifier={self.txn_verifier!r}, topic_creation={self.topic_creation!r}, bootstrap_records={self.bootstrap_records!r}, hooks={self.hooks!r}, authorizer={self.authorizer!r}, quotas={self.quotas!r}, share={self.share!r}, group_configs={self.group_configs!r})"
     def __eq__(self: Any, other: Any) -> Any:
@@ -4367,7 +4385,8 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.broker.ssl_principal:PrincipalRule': (True, True, True, False, False, (('pattern', True, True, True, None, False, False, False), ('replacement', True, True, True, None, False, True, False), ('case', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.state:Spliced': (True, True, True, False, False, (('body', True, True, True, None, False, False, False), ('splices', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.state:Context': (True, True, True, False, False, (('state', True, True, True, None, False, False, False), ('effects', True, True, True, None, False, False, False), ('conn_id', True, True, True, None, False, False, False), ('request', True, True, True, None, False, False, False), ('now_ms', True, True, True, None, False, False, False), ('principal', True, True, True, None, False, True, False), ('client_host', True, True, True, None, False, True, False), ('listener', True, True, True, None, False, True, False), ('internal', True, True, True, None, False, True, False), ('token_authenticated', True, True, True, None, False, True, False)), ()),
-    'kafka_wire.broker.state:BrokerState': (False, False, True, False, False, (('config', True, True, True, None, False, False, False), ('storage', True, True, True, None, False, False, False), ('rng', True, True, True, None, False, False, False), ('metadata', True, True, True, None, False, False, False), ('defaults', True, True, True, None, False, False, False), ('fetch_sessions', True, True, True, None, False, False, False), ('cluster', True, True, True, None, False, False, False), ('partitions', True, True, True, None, False, False, True), ('deleted_topics', True, True, True, None, False, False, True), ('txn_offsets_ended', True, True, True, None, False, False, True), ('touched', True, True, True, None, False, False, True), ('budget', True, True, True, None, False, False, True), ('may_slice', True, True, True, None, False, True, False), ('directory_id', True, True, True, None, False, True, False), ('clean_shutdown', True, True, True, None, False, False, True), ('producer_ids', True, True, True, None, False, True, False), ('txn_verifier', True, True, True, None, False, True, False), ('topic_creation', True, True, True, None, False, False, True), ('bootstrap_records', True, True, True, None, False, False, True), ('hooks', True, True, True, None, False, True, False), ('authorizer', True, True, True, None, False, True, False), ('quotas', True, True, True, None, False, False, True), ('share', True, True, True, None, False, True, False), ('group_configs', True, True, True, None, False, False, True)), ()),
+    'kafka_wire.broker.state:_LogConfigMemo': (False, True, True, False, False, (('base', True, True, True, None, False, True, False), ('parsed', True, True, True, None, False, False, True)), ()),
+    'kafka_wire.broker.state:BrokerState': (False, False, True, False, False, (('config', True, True, True, None, False, False, False), ('storage', True, True, True, None, False, False, False), ('rng', True, True, True, None, False, False, False), ('metadata', True, True, True, None, False, False, False), ('defaults', True, True, True, None, False, False, False), ('fetch_sessions', True, True, True, None, False, False, False), ('cluster', True, True, True, None, False, False, False), ('partitions', True, True, True, None, False, False, True), ('deleted_topics', True, True, True, None, False, False, True), ('txn_offsets_ended', True, True, True, None, False, False, True), ('touched', True, True, True, None, False, False, True), ('budget', True, True, True, None, False, False, True), ('may_slice', True, True, True, None, False, True, False), ('directory_id', True, True, True, None, False, True, False), ('clean_shutdown', True, True, True, None, False, False, True), ('producer_ids', True, True, True, None, False, True, False), ('txn_verifier', True, True, True, None, False, True, False), ('topic_creation', True, True, True, None, False, False, True), ('bootstrap_records', True, True, True, None, False, False, True), ('hooks', True, True, True, None, False, True, False), ('authorizer', True, True, True, None, False, True, False), ('quotas', True, True, True, None, False, False, True), ('share', True, True, True, None, False, True, False), ('group_configs', True, True, True, None, False, False, True), ('_log_configs', False, False, False, None, False, False, True)), ()),
     'kafka_wire.broker.timers:DueTimer': (True, True, True, False, False, (('key', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False), ('payload', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.tls_settings:TlsSettings': (True, True, True, False, False, (('listener', True, True, True, None, True, False, False), ('keystore_type', True, True, True, None, True, False, False), ('keystore_location', True, True, True, None, True, True, False), ('keystore_password', True, True, True, None, True, True, False), ('keystore_key', True, True, True, None, True, True, False), ('keystore_certificate_chain', True, True, True, None, True, True, False), ('key_password', True, True, True, None, True, True, False), ('truststore_type', True, True, True, None, True, True, False), ('truststore_location', True, True, True, None, True, True, False), ('truststore_password', True, True, True, None, True, True, False), ('truststore_certificates', True, True, True, None, True, True, False), ('client_auth', True, True, True, None, True, True, False), ('protocols', True, True, True, None, True, True, False), ('cipher_suites', True, True, True, None, True, True, False), ('principal_rules', True, True, True, None, True, False, True), ('check_hostname', True, True, True, None, True, True, False)), ()),
     'kafka_wire.broker.topic_synonyms:Synonym': (True, True, True, False, False, (('name', True, True, True, None, False, False, False), ('default', True, True, True, None, False, True, False), ('ms_per_unit', True, True, True, None, False, True, False), ('minimum', True, True, True, None, False, True, False)), ()),
@@ -4521,6 +4540,7 @@ FACTORIES: dict[str, Factory] = {
     'kafka_wire.broker.ssl_principal:PrincipalRule': broker_ssl_principal__PrincipalRule,
     'kafka_wire.broker.state:Spliced': broker_state__Spliced,
     'kafka_wire.broker.state:Context': broker_state__Context,
+    'kafka_wire.broker.state:_LogConfigMemo': broker_state___LogConfigMemo,
     'kafka_wire.broker.state:BrokerState': broker_state__BrokerState,
     'kafka_wire.broker.timers:DueTimer': broker_timers__DueTimer,
     'kafka_wire.broker.tls_settings:TlsSettings': broker_tls_settings__TlsSettings,
