@@ -33,11 +33,12 @@ controller to move its leaderships away and the stop waits for it, within
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import logging
+import os
 import random
-import secrets
 import socket
 import time
 import uuid
@@ -108,9 +109,9 @@ class BrokerServer:
         self.broker = Broker(
             config,
             self.worker,
-            rng=random.Random(secrets.randbits(128)),
+            rng=random.Random(int.from_bytes(os.urandom(16))),  # as secrets does, without importing it
             member_id_factory=lambda client_id: f"{client_id}-{uuid.uuid4()}",
-            nonce_factory=lambda: secrets.token_urlsafe(24),
+            nonce_factory=lambda: base64.urlsafe_b64encode(os.urandom(24)).rstrip(b"=").decode(),
             logger=logging.getLogger("kafka_wire.broker"),
             cluster=cluster,
         )

@@ -8,13 +8,12 @@ for data or for its job to finish.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kafka_wire import messages
 from kafka_wire.broker.state import Spliced, Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import ServerConnection
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(slots=True)

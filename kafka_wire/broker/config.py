@@ -12,7 +12,7 @@ keys are left to the caller (the SASL listeners' settings need the listeners, so
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from typing import Final
 
 from kafka_wire.broker.cluster_settings import (
@@ -31,6 +31,7 @@ from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topi
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
+from kafka_wire.quick_dataclass import dataclass
 
 #: Java's ``Integer.MAX_VALUE``: Kafka's "no limit" default (``group.max.size``, connection counts).
 INT32_MAX: Final = 2**31 - 1

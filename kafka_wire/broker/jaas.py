@@ -10,10 +10,11 @@ No I/O; errors are :class:`SaslConfigError` naming the property.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.errors import KafkaWireError
+from kafka_wire.quick_dataclass import dataclass
 
 CONTROL_FLAGS: Final = ("required", "requisite", "sufficient", "optional")
 #: The property naming one listener's settings (Kafka's ``ListenerName.configPrefix``).

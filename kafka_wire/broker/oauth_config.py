@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.jaas import LISTENER_PREFIX, JaasEntry, SaslConfigError
+from kafka_wire.quick_dataclass import dataclass
 
 OAUTHBEARER_LOGIN_MODULE: Final = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 UNSECURED_VALIDATOR: Final = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"

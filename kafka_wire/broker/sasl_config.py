@@ -23,11 +23,12 @@ broker; errors are :class:`SaslConfigError` naming the property.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.jaas import LISTENER_PREFIX, JaasEntry, SaslConfigError, parse_jaas
 from kafka_wire.broker.oauth_config import OAuthSettings, is_oauth_property, oauth_settings
+from kafka_wire.quick_dataclass import dataclass
 
 __all__ = [
     "KAFKA_DEFAULT_MECHANISM",

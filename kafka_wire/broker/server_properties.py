@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Final, Literal
 
 from kafka_wire.broker import cluster_view
@@ -67,6 +67,7 @@ from kafka_wire.broker.sasl_config import (
     listener_sasl,
 )
 from kafka_wire.broker.tls_settings import TLS_PROTOCOLS, TlsSettings, is_ssl_key, listener_tls
+from kafka_wire.quick_dataclass import dataclass
 
 #: Security protocols kafka_wire's broker listener can speak.
 SERVED_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

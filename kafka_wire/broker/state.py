@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final, Protocol
 
 from kafka_wire.broker.buggify import OFF, Hooks
@@ -38,6 +38,7 @@ from kafka_wire.codec.structs import Message
 from kafka_wire.logformat.names import partition_dir
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import Splice
+from kafka_wire.quick_dataclass import dataclass
 
 #: Config resource types (``ConfigRecord.resource_type``) the broker follows.
 TOPIC_RESOURCE: Final = 2

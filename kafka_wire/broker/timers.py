@@ -15,8 +15,9 @@ timers that are live.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 from typing import Final
+
+from kafka_wire.quick_dataclass import dataclass
 
 #: A timer's identity: ``(owner, ...)``, hashable.
 TimerKey = tuple[object, ...]

@@ -6,10 +6,10 @@ when ready, the fault-injection control protocol when asked, and the exit status
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import random
-import secrets
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -129,6 +129,11 @@ async def _run_until_signalled(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.stop_requested.set)
+    # The collector has been off since ``kafka_wire.cli.main`` began (its _COLLECT_LATER): what the
+    # start made is frozen until the first full collection (``Collector``), not left young for the
+    # first request to pay for.
+    gc.freeze()
+    gc.enable()
     collector = Collector(server.quiet_for)
     collector.start()
     print(f"kafka-wire serve: {listening} (data in {data_dir})", flush=True)
@@ -185,6 +190,8 @@ def serve_node_until_signalled(
 async def _serve_node(
     config: BrokerConfig, data_dir: Path, control_port: int | None, tls: Mapping[str, TlsListener]
 ) -> int:
+    import secrets  # (and hashlib, hmac) for a cluster node's seed only
+
     from kafka_wire.broker.node import Node
 
     settings = config.cluster

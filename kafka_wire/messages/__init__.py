@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_wire.codec.request_for import RequestFor
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages.api_key import ApiKey
 from kafka_wire.messages.error_code import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.messages.aborted_txn import (

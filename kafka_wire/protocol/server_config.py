@@ -6,7 +6,7 @@ versions a server offers (:func:`all_api_versions`, :func:`api_versions_response
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
@@ -14,6 +14,7 @@ from kafka_wire.messages import VALID_VERSIONS, ApiKey
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
 from kafka_wire.protocol.sasl_session import MIN_REAUTHENTICATION_INTERVAL_MS
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.messages import ApiVersionsResponse

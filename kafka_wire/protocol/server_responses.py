@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.protocol.events import Response
 from kafka_wire.protocol.frames import Buffer
+from kafka_wire.quick_dataclass import dataclass
 
 _SIZE: Final = struct.Struct(">i")
 

@@ -46,7 +46,6 @@ import random
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Final, Protocol
 
 from kafka_wire import messages
@@ -71,6 +70,7 @@ from kafka_wire.broker.state import Waiting
 from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, run_steps, unlimited
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 
 class MetadataLog(Protocol):

@@ -4,11 +4,12 @@ it shares with its API modules."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.config import DEFAULT_MAX_RECORDS_PER_USER_OP, BrokerConfig, BrokerConfigError
 from kafka_wire.broker.log.config import LogConfig
+from kafka_wire.quick_dataclass import dataclass
 
 #: The ``metadata.version`` feature and the level this controller finalizes: 3.9-IV0.
 METADATA_VERSION_FEATURE: Final = "metadata.version"

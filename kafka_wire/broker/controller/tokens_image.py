@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import DelegationTokenRecord, RemoveDelegationTokenRecord
+from kafka_wire.quick_dataclass import dataclass
 
 #: The records this section applies.
 TOKEN_RECORDS: Final = (DelegationTokenRecord, RemoveDelegationTokenRecord)

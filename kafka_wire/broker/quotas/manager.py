@@ -36,11 +36,11 @@ so a change committed to the metadata log applies to the next request.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.controller.quotas_image import CLIENT_ID, USER, ClientQuotasImage, Entity
 from kafka_wire.broker.quotas.rate import SampledRate, TokenBucket
+from kafka_wire.quick_dataclass import dataclass
 
 #: ``quota.window.num`` and ``quota.window.size.seconds`` (Kafka's defaults).
 DEFAULT_WINDOW_NUM: Final = 11

@@ -10,7 +10,7 @@ windows (so a first burst is spread over the whole span instead of seeming infin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(slots=True)
