@@ -137,6 +137,16 @@ class _Exchange:
     reply: _Reply | None = None
 
 
+def _take(chunks: list[bytes]) -> bytes:
+    """The chunks as one ``bytes``, emptied: a single chunk (a relayed frame) is not copied."""
+    if len(chunks) == 1:
+        out = chunks[0]
+    else:
+        out = b"".join(chunks)
+    chunks.clear()
+    return out
+
+
 class ProxyPair(Guarded):
     """One client connection and its upstream connection (see the module docstring)."""
 
@@ -213,14 +223,10 @@ class ProxyPair(Guarded):
         )
 
     def client_data_to_send(self) -> bytes:
-        out = b"".join(self._client_out)
-        self._client_out.clear()
-        return out
+        return _take(self._client_out)
 
     def upstream_data_to_send(self) -> bytes:
-        out = b"".join(self._upstream_out)
-        self._upstream_out.clear()
-        return out
+        return _take(self._upstream_out)
 
     def take_effects(self) -> list[Effect]:
         effects, self._effects = self._effects, []
@@ -332,9 +338,11 @@ class ProxyPair(Guarded):
             progress = self._client_events() or progress
             progress = self._pump_requests() or progress
             progress = self._pump_responses() or progress
-            self._upstream_out.append(self._upstream.data_to_send())
+            if out := self._upstream.data_to_send():
+                self._upstream_out.append(out)
             if self._server is not None:
-                self._client_out.append(self._server.data_to_send())
+                if out := self._server.data_to_send():
+                    self._client_out.append(out)
                 if self._server.must_close and self._machine.state in _LIVE:
                     self._closed(PairInput.CLOSE, "the client sent a request the proxy refuses")
 
@@ -433,7 +441,8 @@ class ProxyPair(Guarded):
         assert server is not None
         while replies and (send := replies[0].send) is not None:
             replies.popleft()
-            self._client_out.append(send(server))
+            if out := send(server):
+                self._client_out.append(out)
 
     def _api_versions(self, version: int) -> ApiVersionsResponse:
         answer = api_versions_response(self._offered)
@@ -533,11 +542,11 @@ class ProxyPair(Guarded):
         if frame is None:
             assert x.call is not None
             frame = encode_request(x.header, x.call.body, x.header.request_api_version)
-        self._upstream_out.append(
-            self._upstream.send_raw(
-                frame, expects_response=x.expects_response, context=x, now_ms=self._now_ms
-            )
+        out = self._upstream.send_raw(
+            frame, expects_response=x.expects_response, context=x, now_ms=self._now_ms
         )
+        if out:
+            self._upstream_out.append(out)
 
     def _pump_responses(self) -> bool:
         filters = self.proxy.filters
