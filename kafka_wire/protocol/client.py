@@ -263,7 +263,8 @@ class ClientConnection(Guarded):
         self._held: deque[_Held] = deque()
         #: USER requests written and awaiting their response (what max_in_flight limits).
         self._user_in_flight = 0
-        self._out = bytearray()
+        #: Frames to write, joined once when taken (a single frame leaves uncopied).
+        self._out: list[bytes] = []
         self._next_correlation_id = config.first_correlation_id
         self._eof = False
         self._broker_versions: dict[int, tuple[int, int]] = {}
@@ -404,8 +405,8 @@ class ClientConnection(Guarded):
             and self._user_in_flight < self.config.max_in_flight
         ):
             h = held.popleft()
-            frame = bytearray(h.frame)
-            _SIZE.pack_into(frame, 8, self._next_correlation_id)  # every header has it at byte 8
+            with memoryview(h.frame) as view:  # one copy, the correlation id (byte 8) replaced
+                frame = b"".join((view[:8], _SIZE.pack(self._next_correlation_id), view[12:]))
             self._track(
                 _Kind.USER,
                 frame,
@@ -460,8 +461,9 @@ class ClientConnection(Guarded):
 
     def data_to_send(self) -> bytes:
         """Bytes queued by the connection itself (ApiVersions, SASL, held requests) or by ``send``."""
-        out = bytes(self._out)
-        self._out.clear()
+        chunks = self._out
+        out = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
         if out:
             self._last_activity_ms = self._now_ms
         return out
@@ -505,7 +507,7 @@ class ClientConnection(Guarded):
         raw: bool = False,
     ) -> None:
         correlation_id = self._next_correlation_id
-        self._out += frame
+        self._out.append(frame if type(frame) is bytes else bytes(frame))
         self._next_correlation_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
         deadline = None if timeout_ms is None else self._now_ms + timeout_ms
         if not expects:
@@ -540,7 +542,7 @@ class ClientConnection(Guarded):
 
     def _send_token(self, token: bytes) -> None:
         if self._sasl_raw:
-            self._out += _SIZE.pack(len(token)) + token
+            self._out.append(_SIZE.pack(len(token)) + token)
             deadline = (
                 None
                 if self.config.request_timeout_ms is None
