@@ -62,14 +62,16 @@ class FrameReader:
         if not size:
             return
         chunks = self._chunks
-        if size < _SMALL_CHUNK:
-            last = chunks[-1] if chunks else None
+        if not chunks or size >= _SMALL_CHUNK:
+            chunks.append(data if type(data) is bytes else bytes(data))
+        else:  # a small chunk after others: gathered with the last one when that is small too
+            last = chunks[-1]
             if type(last) is bytearray and len(last) < _GATHER_LIMIT:
                 last += data
+            elif len(last) < _SMALL_CHUNK:
+                chunks[-1] = bytearray(last) + data
             else:
                 chunks.append(bytearray(data))
-        else:
-            chunks.append(data if type(data) is bytes else bytes(data))
         self._buffered += size
 
     @property
