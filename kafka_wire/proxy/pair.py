@@ -139,10 +139,7 @@ class _Exchange:
 
 def _take(chunks: list[bytes]) -> bytes:
     """The chunks as one ``bytes``, emptied: a single chunk (a relayed frame) is not copied."""
-    if len(chunks) == 1:
-        out = chunks[0]
-    else:
-        out = b"".join(chunks)
+    out = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     chunks.clear()
     return out
 

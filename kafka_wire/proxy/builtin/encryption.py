@@ -205,14 +205,15 @@ class RecordEncryption(Filter):
             # its own index: built once here, then one concatenation per record.
             head = _header(key_id, wrapped, prefix)
             pack_index, base = _INDEX.pack, batch.base_offset
-            new: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]] = []
+            new: list[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int]] = []
             deltas: list[int] = []
             for index, record in enumerate(batch):
-                value, headers = record.value, list(record.headers)
+                value, headers = record.value, record.headers
                 if value is not None:
                     packed = pack_index(index)
                     value = seal(prefix + packed, value, None)
-                    headers.append((HEADER, head + packed))
+                    mark = (HEADER, head + packed)
+                    headers = [*headers, mark] if headers else [mark]
                 new.append((record.key, value, headers, record.timestamp))
                 deltas.append(record.offset - base)
             out.append(_rebuild(batch, new, deltas))
@@ -268,7 +269,7 @@ class RecordEncryption(Filter):
         return cipher
 
     def _decrypt_batch(self, batch: RecordBatch[Any]) -> bytes | None:
-        new: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]] = []
+        new: list[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int]] = []
         deltas: list[int] = []
         changed = False
         base = batch.base_offset
@@ -293,7 +294,8 @@ class RecordEncryption(Filter):
                         open_ = self._cipher(key_id, wrapped).decrypt
                         last_head = head
                     value = open_(nonce, value, None)
-                    headers = [(k, v) for k, v in headers if k != HEADER]
+                    # Usually the mark is the only header (no list to build then).
+                    headers = () if len(headers) == 1 else [(k, v) for k, v in headers if k != HEADER]
                     changed = True
                 except (KeyError, ValueError, UnicodeDecodeError) as exc:
                     last_head = None
@@ -302,6 +304,6 @@ class RecordEncryption(Filter):
                     _log.warning(
                         "record at offset %d does not authenticate: %s", record.offset, type(exc).__name__
                     )
-            new.append((record.key, value, list(headers), record.timestamp))
+            new.append((record.key, value, headers, record.timestamp))
             deltas.append(record.offset - base)
         return _rebuild(batch, new, deltas) if changed else None
