@@ -328,13 +328,15 @@ class ProxyPair(Guarded):
     # -- the loop ------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        """Move everything that can move: upstream events, client requests, the chains."""
+        """Move everything that can move: upstream events, client requests, the chains. A step
+        feeds only the steps after it, but for the client's requests that stopped at a limit (the
+        queue, the in-flight count) that the chains may have lifted: only then a second pass."""
         progress = True
         while progress and self._machine.state in _LIVE:
             progress = self._upstream_events()
-            progress = self._client_events() or progress
+            blocked = self._client_events()
             progress = self._pump_requests() or progress
-            progress = self._pump_responses() or progress
+            progress = (self._pump_responses() or progress) and blocked
             if out := self._upstream.data_to_send():
                 self._upstream_out.append(out)
             if self._server is not None:
@@ -390,12 +392,12 @@ class ProxyPair(Guarded):
             self._early.clear()
 
     def _client_events(self) -> bool:
+        """Take the client's requests; True when they stopped at a limit, not for want of bytes."""
         server = self._server
         if server is None:
             if self._client_eof:
                 self._closed(PairInput.CLIENT_CLOSED, "the client closed")
             return False
-        progress = False
         limit = self.proxy.config.max_queued_requests
         if self._client_eof and not self._server_eof:
             self._server_eof = True
@@ -403,8 +405,7 @@ class ProxyPair(Guarded):
         while self._machine.state in _LIVE and len(self._requests) < limit:
             event = server.next_event()
             if event is NEED_DATA or event is PAUSED:
-                return progress
-            progress = True
+                return event is PAUSED
             if isinstance(event, RawRequest):
                 self._enqueue(
                     _Exchange(event.correlation_id, event.header, event.frame, None, event.expects_response)
@@ -420,7 +421,7 @@ class ProxyPair(Guarded):
                 self._closed(PairInput.CLIENT_CLOSED, "the client closed")
             elif isinstance(event, AuthenticationFailed):  # no SASL gate on the client side
                 raise KafkaWireError(f"unexpected client event {type(event).__name__}")
-        return progress
+        return self._machine.state in _LIVE
 
     def _enqueue(self, exchange: _Exchange) -> None:
         if exchange.expects_response:
