@@ -149,8 +149,8 @@ def main() -> None:
             pings: dict[str, list[float]] = {name: [] for name in paths if "encrypt" not in name}
             for name in pings:
                 create_topic(paths[name].bootstrap, f"ping-{name.replace(' ', '-')}")
-            for _ in range(max(1, args.pings // 50)):
-                for name in pings:
+            for block in range(max(1, args.pings // 50)):
+                for name in list(pings)[::-1] if block % 2 else pings:  # no path always first
                     pings[name] += latencies(
                         paths[name].bootstrap, f"ping-{name.replace(' ', '-')}", 50, value
                     )
