@@ -24,8 +24,12 @@ class Channel:
     server: ServerConnection
     host: str
     principal: str = ""
+    #: Its SASL login was a delegation token's (``kafka_wire.broker.token_auth``).
+    token_authenticated: bool = False
     #: The listener it came in on (``listeners``' name).
     listener: str = "PLAINTEXT"
+    #: The client id of its latest request (its handling time counts against that client's quota).
+    client_id: str = ""
     #: The driver was told to stop reading (``PauseReading``) and not yet to resume.
     paused: bool = False
     #: Answers built for it and not yet released (they wait for the end of the call, or for its

@@ -25,6 +25,7 @@ from kafka_wire.codec.structs import Message
 
 if TYPE_CHECKING:
     from kafka_wire.broker.controller.scram_image import ScramImage
+    from kafka_wire.broker.controller.tokens_image import DelegationTokenImage
 
 
 @runtime_checkable
@@ -131,6 +132,11 @@ class ImagePart(Protocol):
     @property
     def scram(self) -> ScramImage:
         """The users' SCRAM credentials."""
+        ...
+
+    @property
+    def tokens(self) -> DelegationTokenImage:
+        """The delegation tokens."""
         ...
 
     def configs_of(self, resource_type: int, name: str) -> dict[str, str]:

@@ -81,9 +81,8 @@ class TimerQueue:
 
     def next_deadline_ms(self, owner: object | None = None) -> int | None:
         """The earliest deadline (of ``owner``'s timers, or of all), or None when none is set."""
-        owners = list(self._heaps) if owner is None else [owner]
         found: int | None = None
-        for name in owners:
+        for name in self._heaps if owner is None else (owner,):  # _head drops entries, not owners
             head = self._head(name)
             if head is not None and (found is None or head[0] < found):
                 found = head[0]

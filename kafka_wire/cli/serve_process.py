@@ -22,6 +22,7 @@ from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.data_dir import DataDirError
 
 if TYPE_CHECKING:
+    from kafka_wire.adapters.jwks import JwksRefresher
     from kafka_wire.adapters.tls import TlsListener
 
 #: Where the fault-injection control protocol listens (``--control-port``): loopback only.
@@ -101,7 +102,10 @@ async def _run_until_signalled(
 
     try:
         server = build()
+        key_sets = await _key_sets(server)
         listening = await start(server)
+    except _JwksError as exc:
+        return _cannot_start(str(exc))
     except DataDirError as exc:
         return _cannot_start(f"{data_dir}: {exc}")
     except OSError as exc:
@@ -133,6 +137,8 @@ async def _run_until_signalled(
         loop.add_signal_handler(sig, os._exit, 1)
     if control is not None:
         await control.stop()
+    if key_sets is not None:
+        await key_sets.stop()
     await server.stop()
     await collector.stop()
     if server.failure is not None:
@@ -140,6 +146,23 @@ async def _run_until_signalled(
         return 1
     print("kafka-wire serve: stopped", flush=True)
     return 0
+
+
+class _JwksError(Exception):
+    """A key set of an OAUTHBEARER listener could not be loaded (the message says which)."""
+
+
+async def _key_sets(server: BrokerServer) -> JwksRefresher | None:
+    """Load the JWKS of the signed-token OAUTHBEARER listeners before listening (their adapter
+    loads only for such a listener)."""
+    if server.broker.oauth_key_sets is None:
+        return None
+    from kafka_wire.adapters.jwks import JwksError, start_key_sets
+
+    try:
+        return await start_key_sets(server.broker)
+    except JwksError as exc:
+        raise _JwksError(str(exc)) from None
 
 
 def _cannot_start(reason: str) -> int:

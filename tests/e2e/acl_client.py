@@ -1,7 +1,8 @@
 """The client side of ``test_acls.py``, run in its own process: confluent-kafka over
-SASL_PLAINTEXT (PLAIN) as the super user ``admin`` and as ``alice``, printing what it saw as JSON.
+SASL_SSL (PLAIN) as the super user ``admin`` and as ``alice``, printing what it saw as JSON.
 
-Usage: ``python acl_client.py BOOTSTRAP`` (the topics, users and ACLs are fixed here).
+Usage: ``python acl_client.py BOOTSTRAP CA_PEM`` (``CA_PEM``: the authority the brokers'
+certificates are signed by; the topics, users and ACLs are fixed here).
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # not in its 
 )
 
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
+#: The authority the brokers' certificates are signed by (``sys.argv[2]``).
+CA = sys.argv[2] if len(sys.argv) > 2 else ""
 
 
 def config(bootstrap: str, user: str) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
-        "security.protocol": "SASL_PLAINTEXT",
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": CA,
         "sasl.mechanism": "PLAIN",
         "sasl.username": user,
         "sasl.password": PASSWORDS[user],

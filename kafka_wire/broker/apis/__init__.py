@@ -65,6 +65,15 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.SHARE_FETCH: "guarded_share",
     ApiKey.SHARE_ACKNOWLEDGE: "guarded_share",
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "describe_share_group_offsets",
+    **dict.fromkeys(
+        (
+            ApiKey.CREATE_DELEGATION_TOKEN,
+            ApiKey.RENEW_DELEGATION_TOKEN,
+            ApiKey.EXPIRE_DELEGATION_TOKEN,
+            ApiKey.DESCRIBE_DELEGATION_TOKEN,
+        ),
+        "delegation_tokens",
+    ),
     # forwarded once checked against the ACLs (``guarded_forward``; ``forward`` without them)
     **dict.fromkeys(FORWARDED, "guarded_forward"),
 }

@@ -1,7 +1,9 @@
-// The Java client (kafka-clients 4.4.0) against a broker with SASL_PLAINTEXT (PLAIN) and the
+// The Java client (kafka-clients 4.4.0) against a broker with SASL_SSL (PLAIN) and the
 // StandardAuthorizer: what a user sees before and after the super user grants it ACLs.
 //
-//   java -cp JARS AclProbe BOOTSTRAP
+//   java -cp JARS AclProbe BOOTSTRAP CA_PEM
+//
+// (CA_PEM: the authority the brokers' certificates are signed by, a PEM truststore.)
 //
 // As `admin` (a super user): creates the topics jorders, jpay-eu and jsecret. As `alice`: lists
 // topics and produces, then `admin` creates ACLs with Admin.createAcls (READ and WRITE on jorders,
@@ -33,10 +35,12 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class AclProbe {
-    static Properties config(String bootstrap, String user, String password) {
+    static Properties config(String bootstrap, String ca, String user, String password) {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
-        props.put("security.protocol", "SASL_PLAINTEXT");
+        props.put("security.protocol", "SASL_SSL");
+        props.put("ssl.truststore.type", "PEM");
+        props.put("ssl.truststore.location", ca);
         props.put("sasl.mechanism", "PLAIN");
         props.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\""
                 + user + "\" password=\"" + password + "\";");
@@ -102,8 +106,8 @@ public final class AclProbe {
 
     public static void main(String[] argv) throws Exception {
         String bootstrap = argv[0];
-        Properties admin = config(bootstrap, "admin", "admin-secret");
-        Properties alice = config(bootstrap, "alice", "alice-secret");
+        Properties admin = config(bootstrap, argv[1], "admin", "admin-secret");
+        Properties alice = config(bootstrap, argv[1], "alice", "alice-secret");
         try (Admin su = Admin.create(admin)) {
             su.createTopics(List.of(new NewTopic("jorders", 1, (short) 1), new NewTopic("jpay-eu", 1, (short) 1),
                     new NewTopic("jsecret", 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
