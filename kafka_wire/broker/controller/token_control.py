@@ -124,18 +124,9 @@ class DelegationTokenControl:
         self, version: int, req: messages.RenewDelegationTokenRequest, now_ms: int, principal: Principal
     ) -> Decision:
         answer = messages.RenewDelegationTokenResponse()
-        if self.secret_key is None:
-            answer.error_code = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
-            return answer
-        token = self.image.token_for_hmac(req.hmac, self.secret_key)
-        if token is None:
-            answer.error_code = ErrorCode.DELEGATION_TOKEN_NOT_FOUND
-            return answer
-        if token.expired(now_ms):
-            answer.error_code = ErrorCode.DELEGATION_TOKEN_EXPIRED
-            return answer
-        if not token.owner_or_renewer(principal):
-            answer.error_code = ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
+        token = self._token(req.hmac, principal, now_ms, unexpired=True)
+        if isinstance(token, int):
+            answer.error_code = token
             return answer
         period = self.expiry_time_ms
         if req.renew_period_ms > 0:
@@ -148,15 +139,9 @@ class DelegationTokenControl:
         self, version: int, req: messages.ExpireDelegationTokenRequest, now_ms: int, principal: Principal
     ) -> Decision:
         answer = messages.ExpireDelegationTokenResponse()
-        if self.secret_key is None:
-            answer.error_code = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
-            return answer
-        token = self.image.token_for_hmac(req.hmac, self.secret_key)
-        if token is None:
-            answer.error_code = ErrorCode.DELEGATION_TOKEN_NOT_FOUND
-            return answer
-        if not token.owner_or_renewer(principal):
-            answer.error_code = ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
+        token = self._token(req.hmac, principal, now_ms, unexpired=False)
+        if isinstance(token, int):
+            answer.error_code = token
             return answer
         record: Message
         if req.expiry_time_period_ms < 0:  # expire at once
@@ -170,6 +155,20 @@ class DelegationTokenControl:
             answer.expiry_timestamp_ms = expiry
             record = token.record(expiry)
         return self._result(ApiKey.EXPIRE_DELEGATION_TOKEN, req, [record], answer)
+
+    def _token(self, hmac: bytes, principal: Principal, now_ms: int, *, unexpired: bool) -> TokenInfo | int:
+        """The token of ``hmac`` that ``principal`` owns or may renew, or the error code Kafka
+        answers first: no secret key, no such token, (``unexpired``) an expired one, another's."""
+        if self.secret_key is None:
+            return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
+        token = self.image.token_for_hmac(hmac, self.secret_key)
+        if token is None:
+            return ErrorCode.DELEGATION_TOKEN_NOT_FOUND
+        if unexpired and token.expired(now_ms):
+            return ErrorCode.DELEGATION_TOKEN_EXPIRED
+        if not token.owner_or_renewer(principal):
+            return ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
+        return token
 
     @staticmethod
     def not_allowed(api_key: int, version: int, req: Message, requester: Principal) -> Message:
