@@ -221,9 +221,20 @@ def append_records(
             log,
         )
     batch = [NewRecord(key, value, (), now_ms) for key, value in records]
-    outcome = replica.append_as_leader(
-        build_batch(batch, compression=codec, default_timestamp=now_ms), now_ms
+    producer_id, producer_epoch = producer
+    built = build_batch(
+        batch,
+        compression=codec,
+        default_timestamp=now_ms,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=0 if producer_id >= 0 else -1,
+        is_transactional=producer_id >= 0,
     )
+    # A transactional batch is the coordinator's (Kafka's COORDINATOR origin: base sequence 0 and
+    # not checked, only the producer epoch); its records stay pending on every replica until the
+    # producer's marker, also when another node loads the partition.
+    outcome = replica.append_as_leader(built, now_ms, origin="coordinator" if producer_id >= 0 else "client")
     state.touch(replica)
     if outcome.error_code:
         return _refused(topic_name, partition, whose, outcome.error_code, outcome.error_message, log)

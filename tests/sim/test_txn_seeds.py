@@ -24,3 +24,25 @@ def test_transactional_seeds_run_clean_under_faults(seed: int) -> None:
     result = simulate(options)
     assert result.ok, f"kafka-wire simulate --seed {seed} --workload txn --trace: {result.violations}"
     assert sum(result.fault_counts.values()) > 0
+
+
+def test_a_new_group_coordinator_keeps_an_aborted_transactions_offsets_out() -> None:
+    """Seed 145 with its two faults (a power loss of n2, a clock jump of n3), found by the 10,000
+    seed run: a consume-transform-produce worker's transaction is fenced after its TxnOffsetCommit
+    was written and replicated; the group's ``__consumer_offsets`` partition moves to another node,
+    which loads it. The offsets were written as a plain batch, so the new coordinator took them as
+    committed: the worker resumed past an input whose output was aborted (``eos-lost``). They are
+    a transactional batch of the producer now, pending on load until its ABORT marker."""
+    clients, checker = workload("txn")
+    options = SimOptions(
+        seed=145,
+        events=5000,
+        script=frozenset({1, 2}),
+        clients=clients,
+        checker=checker,
+        settings=workload_settings("txn"),
+    )
+    result = simulate(options)
+    assert result.ok, (
+        f"kafka-wire simulate --seed 145 --workload txn --faults 1,2 --trace: {result.violations}"
+    )
