@@ -1,8 +1,8 @@
 """TLS against ``kafka-wire serve`` and Apache Kafka 4.4, configured the same way (``tls_brokers``).
 
 Every test runs against both brokers: confluent-kafka, kafka-python, aiokafka, kafkajs and the
-Java 4.4 client create a topic, produce and consume over SSL (mutual TLS) and over SASL_SSL
-(SCRAM-SHA-512); the client certificate's subject becomes the principal its connection carries
+Java 4.4 client (on Kafka, confluent-kafka and the Java client) create a topic, produce and
+consume over SSL (mutual TLS) and over SASL_SSL (SCRAM-SHA-512); the client certificate's subject becomes the principal its connection carries
 (both brokers log it: kafka-wire at INFO, Kafka in its request log); a certificate no mapping rule
 applies to, a TLS handshake of garbage, a missing client certificate and one from an unknown
 authority each close their own connection while the broker goes on serving the others; and
@@ -114,8 +114,15 @@ def target(request: pytest.FixtureRequest) -> TlsTarget:
     return found
 
 
+#: Every client against kafka-wire; against Kafka 4.4 (the reference: it checks the test, the
+#: certificates and the drivers' TLS settings) one C client and the Java one.
+TARGET_CLIENTS: list[tuple[str, Client]] = [("kafka_wire", c) for c in CLIENTS] + [
+    ("apache_kafka", c) for c in ("confluent", "java4")
+]
+
+
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize(("target", "client"), TARGET_CLIENTS, indirect=["target"])
 def test_clients_produce_and_consume_over_tls(
     target: TlsTarget, pki: Pki, client: Client, protocol: str
 ) -> None:
