@@ -194,9 +194,9 @@ def test_the_admin_answers_are_kafkas(brokers: dict[str, BrokerProcess]) -> None
 PRODUCE: Final = """
 import json, sys
 import confluent_kafka as ck
-bootstrap, settings = sys.argv[1], json.loads(sys.argv[2])
+bootstrap, settings, timeout_ms = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 errors = []
-producer = ck.Producer({"bootstrap.servers": bootstrap, **settings, "message.timeout.ms": 8000,
+producer = ck.Producer({"bootstrap.servers": bootstrap, **settings, "message.timeout.ms": timeout_ms,
     "error_cb": lambda e: errors.append((e.code(), e.str()))})
 delivered = []
 producer.produce("scram-topic", b"v", callback=lambda err, msg: delivered.append(None if err is None else err.code()))
@@ -205,7 +205,11 @@ print(json.dumps({"delivered": delivered, "errors": errors[:1]}))
 """
 
 
-def _produce(broker: BrokerProcess, mechanism: str, user: str, password: str) -> dict[str, list[object]]:
+def _produce(
+    broker: BrokerProcess, mechanism: str, user: str, password: str, timeout_ms: int = 8000
+) -> dict[str, list[object]]:
+    """One record produced as ``user`` (``timeout_ms``: librdkafka's ``message.timeout.ms``, how
+    long a refused login takes to fail the delivery)."""
     run = subprocess.run(
         [
             sys.executable,
@@ -213,6 +217,7 @@ def _produce(broker: BrokerProcess, mechanism: str, user: str, password: str) ->
             PRODUCE,
             broker.bootstrap,
             json.dumps(client_settings(mechanism, user, password)),
+            str(timeout_ms),
         ],
         capture_output=True,
         text=True,
@@ -245,7 +250,7 @@ def test_a_wrong_password_fails_to_authenticate(
     brokers: dict[str, BrokerProcess], name: str, mechanism: str
 ) -> None:
     user = DAVE[0] if mechanism != "PLAIN" else "alice"
-    result = _produce(brokers[name], mechanism, user, "wrong")
+    result = _produce(brokers[name], mechanism, user, "wrong", timeout_ms=2500)  # the error comes first
     assert result["delivered"] and result["delivered"][0] is not None
     [error] = result["errors"]
     assert isinstance(error, list)
