@@ -7,7 +7,8 @@ their answers from every call that may produce some (``handle``, ``tick``, ``pol
 ``__consumer_offsets`` and ``__transaction_state`` the node applied, reports the writes whose
 replication settled, goes on with loads, tells the group coordinator of deleted topics and of the
 transaction markers ``__consumer_offsets`` partitions took, lets the marker channel send, and
-serves the loopback until nothing moves.
+serves the loopback and settles the share-partitions' state replies (``share.persister``) until
+nothing moves.
 
 The loopback (:class:`~kafka_wire.broker.local_link.LocalLink` over :meth:`_serve`): requests the
 broker's parts send to this very node (a transaction coordinator's markers for partitions it
@@ -161,7 +162,10 @@ class Coordinators:
                 ended, state.txn_offsets_ended = state.txn_offsets_ended, []
                 answers += group.transactions_ended(ended, now_ms)
             answers += group.poll(now_ms) + txn.poll(now_ms)
-            if not self.loopback.pump(now_ms) and not state.txn_offsets_ended:
+            pumped = self.loopback.pump(now_ms)
+            # the share-partitions' state replies (those of the loopback just given among them)
+            shared = state.share is not None and state.share.poll(now_ms)
+            if not pumped and not shared and not state.txn_offsets_ended:
                 break
         if share is not None:
             share.poll()  # loads of __share_group_state partitions led here
@@ -180,6 +184,7 @@ class Coordinators:
                 self.group.next_deadline_ms(),
                 self.txn.next_deadline_ms(),
                 self.loopback.next_deadline_ms(),
+                self._state.share.next_persist_deadline_ms() if self._state.share is not None else None,
             )
             if d is not None
         ]

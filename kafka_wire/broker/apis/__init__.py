@@ -65,6 +65,12 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.SHARE_FETCH: "guarded_share",
     ApiKey.SHARE_ACKNOWLEDGE: "guarded_share",
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "describe_share_group_offsets",
+    # the share coordinator's RPCs (partition leaders and the group coordinator send them)
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: "share_group_state",
+    ApiKey.READ_SHARE_GROUP_STATE: "share_group_state",
+    ApiKey.WRITE_SHARE_GROUP_STATE: "share_group_state",
+    ApiKey.DELETE_SHARE_GROUP_STATE: "share_group_state",
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: "share_group_state",
     # forwarded once checked against the ACLs (``guarded_forward``; ``forward`` without them)
     **dict.fromkeys(FORWARDED, "guarded_forward"),
 }
