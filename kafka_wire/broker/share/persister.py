@@ -304,10 +304,10 @@ class StatePersister:
         return True
 
     def _send(self, leader: int, body: Message, entry: _Entry, version: int | None) -> None:
-        replies, key = self._replies, entry.key
+        key = entry.key
 
         def on_reply(reply: Message | None, reply_ms: int) -> None:
-            replies.append(_Reply(key, entry, version, reply))
+            self._replies.append(_Reply(key, entry, version, reply))
             self._now_ms = max(self._now_ms, reply_ms)
 
         cluster = self._cluster
