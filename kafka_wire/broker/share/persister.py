@@ -113,10 +113,14 @@ class Ticket:
     version: int
 
     def outcome(self) -> int | None:
-        """0 once stored, the error once its key failed, None while neither."""
-        if self.entry.stored >= self.version:
+        """0 once stored, the error once its key failed, None while neither (a write in flight
+        when its key failed settles it by its answer)."""
+        entry = self.entry
+        if entry.stored >= self.version:
             return ErrorCode.NONE
-        return self.entry.failed or None
+        if entry.in_flight is not None and self.version <= entry.in_flight:
+            return None
+        return entry.failed or None
 
 
 @dataclass(slots=True)
@@ -142,6 +146,9 @@ class StatePersister:
         self._partition_of = partition_of
         self._log = log or logging.getLogger(__name__)
         self._entries: dict[Key, _Entry] = {}
+        #: Keys forgotten while a write of theirs was in flight: its answer settles its tickets,
+        #: and the key's state is not read again before (the write may still land).
+        self._detached: dict[Key, _Entry] = {}
         self._replies: list[_Reply] = []
         self._failed: list[Key] = []
         self._now_ms = 0
@@ -152,6 +159,8 @@ class StatePersister:
         """The state of ``key`` read at ``leader_epoch``, once answered (taken then); None while
         the read is on its way (sent now when none is)."""
         self._now_ms = max(self._now_ms, now_ms)
+        if key in self._detached:
+            return None
         entry = self._entry(key)
         if entry.read is not None:
             outcome, entry.read = entry.read, None
@@ -182,6 +191,9 @@ class StatePersister:
         entry = self._entries.pop(key, None)
         if entry is not None and not entry.failed:
             entry.failed = error
+            entry.write_due_ms = entry.read_due_ms = None
+            if entry.in_flight is not None:
+                self._detached[key] = entry
 
     def take_failed(self) -> list[Key]:
         """The keys that failed since the last call (their share-partitions are to be dropped)."""
@@ -195,7 +207,9 @@ class StatePersister:
         self._now_ms = max(self._now_ms, now_ms)
         replies, self._replies = self._replies, []
         for reply in replies:
-            if self._entries.get(reply.key) is reply.entry:
+            if self._detached.get(reply.key) is reply.entry:
+                self._settle_detached(reply.entry, reply.version, reply.body)
+            elif self._entries.get(reply.key) is reply.entry:
                 if reply.version is None:
                     self._settle_read(reply.entry, reply.body, now_ms)
                 else:
@@ -362,6 +376,19 @@ class StatePersister:
             )
             entry.write_due_ms = now_ms
             self._send_write(entry, now_ms)
+
+    def _settle_detached(self, entry: _Entry, version: int | None, body: Message | None) -> None:
+        """The answer of the write in flight when ``entry``'s key was forgotten: it settles the
+        tickets it covers (no answer: their outcome is unknown, REQUEST_TIMED_OUT)."""
+        if version is None or entry.in_flight != version:
+            return
+        error = _write_error(body, entry.key)
+        if error == ErrorCode.NONE:
+            entry.stored = max(entry.stored, version)
+        elif error is None:
+            entry.failed = ErrorCode.REQUEST_TIMED_OUT
+        entry.in_flight = None
+        del self._detached[entry.key]
 
     def _fail(self, entry: _Entry, error: int) -> None:
         entry.failed = error

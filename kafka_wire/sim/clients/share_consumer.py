@@ -77,6 +77,10 @@ _SESSION_ERRORS: Final = frozenset(
     }
 )
 
+#: A partition's acknowledgement error after which it may still have been applied (its write to
+#: the share coordinator timed out: it may land later).
+_UNKNOWN_OUTCOME: Final = frozenset({ErrorCode.REQUEST_TIMED_OUT})
+
 
 @dataclass(slots=True)
 class _Session:
@@ -451,7 +455,13 @@ class ShareConsumer(ClientBase):
             if code is None:
                 self._settle_acks([op], OpType.INFO, now_ms, "not answered")
             else:
-                outcome = OpType.OK if code == ErrorCode.NONE else OpType.FAIL
+                outcome = (
+                    OpType.OK
+                    if code == ErrorCode.NONE
+                    else OpType.INFO
+                    if code in _UNKNOWN_OUTCOME
+                    else OpType.FAIL
+                )
                 self._settle_acks([op], outcome, now_ms, "" if code == ErrorCode.NONE else error_name(code))
 
     def _on_share_fetch(
