@@ -25,13 +25,14 @@ from collections.abc import Callable
 from typing import Final
 
 from kafka_wire import messages
-from kafka_wire.broker.apis import GROUP_APIS, HANDLERS
+from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SHARE_ADMIN_APIS
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
 from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.local_link import LocalLink
 from kafka_wire.broker.security.coordinator_checks import Gate, gate
+from kafka_wire.broker.share.admin import ShareAdmin
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.txn.coordinator import TXN_API_KEYS
@@ -54,7 +55,7 @@ def is_coordinator_request(request: Request) -> bool:
     if key == ApiKey.INIT_PRODUCER_ID:
         body = request.body
         return isinstance(body, messages.InitProducerIdRequest) and body.transactional_id is not None
-    return key in GROUP_APIS or key in TXN_API_KEYS
+    return key in GROUP_APIS or key in TXN_API_KEYS or key in SHARE_ADMIN_APIS
 
 
 class _LoopbackAnswer:
@@ -97,6 +98,7 @@ class Coordinators:
             new_producer_id=lambda now: None if producer_ids is None else producer_ids.next_id(now),
         )
         state.txn_verifier = TxnVerifier(state.cluster)
+        self.share_admin = ShareAdmin(state, lambda: self.group.coordinator)
         self.loopback = LocalLink(self._serve)
         self._loopback_answers: dict[int, Message] = {}
         #: Answers for the broker's connections made while the loopback was served.
@@ -131,6 +133,8 @@ class Coordinators:
             self._patches[conn_id, request.correlation_id] = checked.patch
         if request.api_key in GROUP_APIS:
             return self._route(self.group.handle(conn_id, request, client_host, now_ms))
+        if request.api_key in SHARE_ADMIN_APIS:
+            return self._route(self.share_admin.handle(conn_id, request, principal, client_host, now_ms))
         return self._route(self.txn.handle(conn_id, request, now_ms))
 
     def tick(self, now_ms: int) -> list[GroupAnswer]:
@@ -165,6 +169,7 @@ class Coordinators:
             pumped = self.loopback.pump(now_ms)
             # the share-partitions' state replies (those of the loopback just given among them)
             shared = state.share is not None and state.share.poll(now_ms)
+            answers += self.share_admin.poll(now_ms)
             if not pumped and not shared and not state.txn_offsets_ended:
                 break
         if share is not None:
@@ -185,6 +190,7 @@ class Coordinators:
                 self.txn.next_deadline_ms(),
                 self.loopback.next_deadline_ms(),
                 self._state.share.next_persist_deadline_ms() if self._state.share is not None else None,
+                self.share_admin.next_deadline_ms(),
             )
             if d is not None
         ]
@@ -195,6 +201,7 @@ class Coordinators:
             del self._patches[key]
         self.group.forget(conn_id)
         self.txn.forget(conn_id)
+        self.share_admin.forget(conn_id)
 
     def clear(self) -> None:
         self.group.clear()
