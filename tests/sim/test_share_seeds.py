@@ -1,8 +1,12 @@
 """A few seeds of the share workload (``kafka-wire simulate --workload share``: three members of
 one KIP-932 share group acquiring, accepting, releasing and rejecting records, some left to time
 out, one member restarting) run clean under every fault kind: those that catch the planted share
-bugs (``test_bugs_caught.py``), so that each also shows the run is clean without its bug, and one
-seed on a single node, where the checker relaxes nothing."""
+bugs (``test_bugs_caught.py``), so that each also shows the run is clean without its bug, one
+seed on a single node, where the checker relaxes nothing, and seeds of ``--workload share-strict``
+(nothing relaxed in a cluster either) that failed before a partition leader kept its
+share-partitions' state at the share coordinator of another node: a new leader redelivered
+accepted records (7) or counted deliveries from one again (12: an accept answered as failed had
+been stored)."""
 
 from __future__ import annotations
 
@@ -16,8 +20,12 @@ from kafka_wire.sim.run import SimOptions, simulate
 SEEDS = (1, 6)
 
 
-def _options(seed: int, nodes: int = 3) -> SimOptions:
-    clients, checker = workload("share")
+#: Seeds of the strict workload that once failed (see the module docstring).
+STRICT_SEEDS = (7, 12)
+
+
+def _options(seed: int, nodes: int = 3, name: str = "share") -> SimOptions:
+    clients, checker = workload(name)
     return SimOptions(
         seed=seed,
         events=5000,
@@ -25,7 +33,7 @@ def _options(seed: int, nodes: int = 3) -> SimOptions:
         rf=min(3, nodes),
         clients=clients,
         checker=checker,
-        settings=workload_settings("share"),
+        settings=workload_settings(name),
         trace=True,
     )
 
@@ -44,3 +52,10 @@ def test_share_seeds_run_clean_under_faults(seed: int) -> None:
 def test_a_share_seed_on_one_node_runs_clean() -> None:
     result = simulate(_options(1, nodes=1))
     assert result.ok, f"kafka-wire simulate --seed 1 --nodes 1 --workload share --trace: {result.violations}"
+
+
+@pytest.mark.parametrize("seed", STRICT_SEEDS)
+def test_strict_share_seeds_run_clean_across_failovers(seed: int) -> None:
+    result = simulate(_options(seed, name="share-strict"))
+    assert result.ok, f"kafka-wire simulate --seed {seed} --workload share-strict --trace: {result.violations}"
+    assert result.fault_counts["kill"] + result.fault_counts["power-loss"] > 0

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Final
 from kafka_wire import messages
 from kafka_wire.broker.cluster_view import Outbound
 from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC
-from kafka_wire.broker.security.acls import AclOperation, ResourceType, principal_of
+from kafka_wire.broker.security.acls import AclOperation, ResourceType
+from kafka_wire.broker.security.checks import allowed_for
 from kafka_wire.broker.share.persister import REQUEST_TIMEOUT_MS, RETRIABLE, RETRY_BACKOFF_MS
 from kafka_wire.broker.share.state_records import ShareStateKey
 from kafka_wire.codec.runtime import ZERO_UUID
@@ -139,8 +140,7 @@ class ShareAdmin:
         return self._finished()
 
     def _allowed(self, principal: str, host: str, op: AclOperation, rtype: ResourceType, name: str) -> bool:
-        authorizer = self._state.authorizer
-        return authorizer is None or authorizer.authorize(principal_of(principal), host, op, rtype, name)
+        return allowed_for(self._state, principal, host, op, rtype, name)
 
     def _refusal(
         self,
