@@ -57,5 +57,7 @@ def test_a_share_seed_on_one_node_runs_clean() -> None:
 @pytest.mark.parametrize("seed", STRICT_SEEDS)
 def test_strict_share_seeds_run_clean_across_failovers(seed: int) -> None:
     result = simulate(_options(seed, name="share-strict"))
-    assert result.ok, f"kafka-wire simulate --seed {seed} --workload share-strict --trace: {result.violations}"
+    assert result.ok, (
+        f"kafka-wire simulate --seed {seed} --workload share-strict --trace: {result.violations}"
+    )
     assert result.fault_counts["kill"] + result.fault_counts["power-loss"] > 0
