@@ -107,6 +107,8 @@ class Coordinators:
         #: What the ACL checks put back into an answer (``security/coordinator_checks.py``), by
         #: connection and correlation id.
         self._patches: dict[tuple[int, int], Callable[[Message], Message]] = {}
+        #: The share groups a DeleteGroups deletes, by connection and correlation id.
+        self._share_deletes: dict[tuple[int, int], set[str]] = {}
         #: The time of the latest poll.
         self._now_ms = 0
 
@@ -132,6 +134,11 @@ class Coordinators:
         if checked.patch is not None:
             self._patches[conn_id, request.correlation_id] = checked.patch
         if request.api_key in GROUP_APIS:
+            if isinstance(request.body, messages.DeleteGroupsRequest):
+                coordinator = self.group.coordinator
+                shares = {g for g in request.body.groups_names if coordinator.share_group_view(g) is not None}
+                if shares:  # their share-partitions' state is deleted before the answer leaves
+                    self._share_deletes[conn_id, request.correlation_id] = shares
             return self._route(self.group.handle(conn_id, request, client_host, now_ms))
         if request.api_key in SHARE_ADMIN_APIS:
             return self._route(self.share_admin.handle(conn_id, request, principal, client_host, now_ms))
@@ -199,6 +206,8 @@ class Coordinators:
     def forget(self, conn_id: int) -> None:
         for key in [k for k in self._patches if k[0] == conn_id]:
             del self._patches[key]
+        for key in [k for k in self._share_deletes if k[0] == conn_id]:
+            del self._share_deletes[key]
         self.group.forget(conn_id)
         self.txn.forget(conn_id)
         self.share_admin.forget(conn_id)
@@ -237,8 +246,19 @@ class Coordinators:
         return answer
 
     def _route(self, answers: list[GroupAnswer]) -> list[GroupAnswer]:
-        """Keep the loopback's answers; the rest are for the broker's connections."""
+        """Keep the loopback's answers; the rest are for the broker's connections (a DeleteGroups
+        that deleted share groups once their state is deleted too)."""
         out = []
+        if self._share_deletes:
+            held = []
+            for answer in answers:
+                shares = self._share_deletes.pop((answer[0], answer[1].correlation_id), None)
+                held += (
+                    [answer]
+                    if shares is None
+                    else self.share_admin.hold_deleted_groups(*answer, shares, self._now_ms)
+                )
+            answers = held
         for answer in answers:
             if answer[0] == LOOPBACK_CONN:
                 self._loopback_answers[answer[1].correlation_id] = answer[2]

@@ -17,6 +17,10 @@ Behaviour, as Kafka 4.4 answers:
 * Delete: per topic, UNKNOWN_TOPIC_OR_PARTITION for a topic the metadata does not have; else
   every partition's state is deleted (DeleteShareGroupState), the topic's error the first
   partition's;
+* DeleteGroups of a share group (:meth:`ShareAdmin.hold_deleted_groups`): once the group
+  coordinator deleted it, the state of each share-partition it may have (every partition of every
+  topic but the internal ones: the group does not record which it initialized) is deleted too, and
+  the answer leaves then (a deletion that failed is the group's error);
 * ACLs (with an authorizer), as Kafka's ``KafkaApis`` checks them: Alter needs READ on the group,
   Delete DELETE on it (GROUP_AUTHORIZATION_FAILED for the whole request); both READ on each topic
   (TOPIC_AUTHORIZATION_FAILED: Alter's partitions, Delete's topic).
@@ -98,7 +102,7 @@ class _Call:
 class _Op:
     conn_id: int
     request: Request
-    answer: messages.AlterShareGroupOffsetsResponse | messages.DeleteShareGroupOffsetsResponse
+    answer: Message
     deadline_ms: int
     #: Each call and what to do with its outcome in the answer.
     calls: list[tuple[_Call, Callable[[int], None]]] = field(default_factory=list)
@@ -214,6 +218,30 @@ class ShareAdmin:
                     op.calls.append((_Call(key, _Phase.DELETE), setter))
                 continue
             answered.error_code, answered.error_message = error, message_of(error)
+
+    def hold_deleted_groups(
+        self, conn_id: int, request: Request, answer: Message, share_groups: set[str], now_ms: int
+    ) -> list[Answer]:
+        """A DeleteGroups answer: held until the state of the share groups it deleted is deleted
+        too (see the module docstring)."""
+        self._now_ms = max(self._now_ms, now_ms)
+        if not isinstance(answer, messages.DeleteGroupsResponse):
+            return [(conn_id, request, answer)]
+        op = _Op(conn_id, request, answer, now_ms + ADMIN_TIMEOUT_MS)
+        topics = [t for name, t in self._state.metadata.topics.items() if not name.startswith("__")]
+        for result in answer.results:
+            if result.error_code or result.group_id not in share_groups:
+                continue
+            setter = _setter(result)
+            for topic in topics:
+                for index in range(topic.partitions):
+                    key = ShareStateKey(result.group_id, topic.topic_id, index)
+                    op.calls.append((_Call(key, _Phase.DELETE), setter))
+        if not op.calls:
+            return [(conn_id, request, answer)]
+        self._ops.append(op)
+        self._send_due(now_ms)
+        return self._finished()
 
     # -- driving -----------------------------------------------------------------------------------
 
@@ -349,7 +377,9 @@ class ShareAdmin:
 
 
 def _setter(
-    target: messages.AlterShareGroupOffsetsResponsePartition | messages.DeleteShareGroupOffsetsResponseTopic,
+    target: messages.AlterShareGroupOffsetsResponsePartition
+    | messages.DeleteShareGroupOffsetsResponseTopic
+    | messages.DeleteGroupsResponseDeletableGroupResult,
 ) -> Callable[[int], None]:
     def set_error(error: int) -> None:
         if error and not target.error_code:
