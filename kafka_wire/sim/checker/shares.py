@@ -20,14 +20,12 @@ Checked as the ops come:
   (an acquisition comes after another when its ShareFetch was sent after the other's answer came:
   a held or slow answer can arrive after a later acquisition's).
 
-Relaxation (the engine's, not Kafka's): in a cluster, a share-partition's state is persisted only
-when its leader also leads its ``__share_group_state`` partition (there are no inter-broker
-Read/WriteShareGroupState calls yet), so a new leader, or a restarted one, may start it again
-from ``share.auto.offset.reset``. With more than one node, a redelivery after a confirmed accept
-or reject and a lower delivery count are counted as expected (``share-state-lost``) when another
-node serves the record than the one that confirmed (delivered) it, or that node restarted since;
-on one node (``--nodes 1``: everything persisted), or with ``--workload share-strict``, they stay
-violations.
+Relaxation (``--workload share`` only; none on one node or with ``--workload share-strict``):
+with more than one node, a redelivery after a confirmed accept or reject and a lower delivery
+count are counted as expected (``share-state-lost``) when another node serves the record than the
+one that confirmed (delivered) it, or that node restarted since. It dates from before the
+partition leaders kept their share-partitions' state at the share coordinator of another node
+(the *ShareGroupState RPCs, ``broker/share/persister.py``); ``share-strict`` runs without it.
 * ``share-delivery-limit``: no record is acquired more than ``share.delivery.count.limit`` times.
 
 At the end (``share-unsettled``): every acks=all write was accepted or rejected (an ``ack`` op ok
