@@ -379,13 +379,15 @@ class StatePersister:
 
     def _settle_detached(self, entry: _Entry, version: int | None, body: Message | None) -> None:
         """The answer of the write in flight when ``entry``'s key was forgotten: it settles the
-        tickets it covers (no answer: their outcome is unknown, REQUEST_TIMED_OUT)."""
+        tickets it covers. No answer, or a coordinator error (it may have appended the state and
+        lost its partition before it was replicated), leaves their outcome unknown:
+        REQUEST_TIMED_OUT."""
         if version is None or entry.in_flight != version:
             return
         error = _write_error(body, entry.key)
         if error == ErrorCode.NONE:
             entry.stored = max(entry.stored, version)
-        elif error is None:
+        elif error is None or error in RETRIABLE:
             entry.failed = ErrorCode.REQUEST_TIMED_OUT
         entry.in_flight = None
         del self._detached[entry.key]

@@ -77,8 +77,8 @@ _SESSION_ERRORS: Final = frozenset(
     }
 )
 
-#: A partition's acknowledgement error after which it may still have been applied (its write to
-#: the share coordinator timed out: it may land later).
+#: A partition's error after which its acknowledgements may still have been applied, or records
+#: acquired (the write to the share coordinator timed out: it may land later).
 _UNKNOWN_OUTCOME: Final = frozenset({ErrorCode.REQUEST_TIMED_OUT})
 
 
@@ -504,6 +504,10 @@ class ShareConsumer(ClientBase):
                 outcomes[key] = part.acknowledge_error_code
                 if part.error_code != ErrorCode.NONE:
                     refresh = True
+                    if part.error_code in _UNKNOWN_OUTCOME:  # the acquisition's write timed out
+                        node = self._node_of(address)
+                        for op in lost_fetch(self.name, member, node, {key}, sent_ms, now_ms):
+                            self.record(op)
                     continue
                 self._acquired(
                     key,
