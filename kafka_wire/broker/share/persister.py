@@ -17,7 +17,10 @@ this node's), REQUEST_TIMED_OUT and no answer at all are retried after :data:`RE
 (the coordinator looked up again); a write not stored within :data:`WRITE_TIMEOUT_MS` fails with
 REQUEST_TIMED_OUT. Any other error (FENCED_LEADER_EPOCH: a newer leader read the state;
 FENCED_STATE_EPOCH: the state was initialized again, by an offsets reset) fails the key: its
-tickets not yet settled get the error, and the share-partition manager drops its memory
+tickets not yet settled get the error (REQUEST_TIMED_OUT for those whose write may have been
+stored unknown to this node: it got no answer, or NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+REQUEST_TIMED_OUT from a coordinator that may have appended it and then lost its partition, see
+:data:`AMBIGUOUS`), and the share-partition manager drops its memory
 (:meth:`StatePersister.take_failed`), so that the next share fetch reads the state again.
 
 Replies are kept until :meth:`StatePersister.poll` (after every engine call), which settles them and
@@ -58,6 +61,12 @@ RETRIABLE: Final = frozenset(
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.REQUEST_TIMED_OUT,
     }
+)
+
+#: Answers to a write after which it may still have been stored: the coordinator appended it and
+#: lost its partition before it was replicated, or the answer was lost.
+AMBIGUOUS: Final = frozenset(
+    {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.REQUEST_TIMED_OUT}
 )
 
 #: (group id, topic id, partition).
@@ -101,8 +110,12 @@ class _Entry:
     write_due_ms: int | None = None
     #: When the oldest version not yet stored was handed.
     oldest_unstored_ms: int | None = None
-    #: Set once the key failed: every ticket not yet settled gets it.
+    #: Set once the key failed: every ticket not yet settled gets it (REQUEST_TIMED_OUT up to
+    #: ``uncertain``).
     failed: int = 0
+    #: The newest version a write of which got no answer or a coordinator error: the coordinator
+    #: may have appended it (and lost its partition before it was replicated), so it may be stored.
+    uncertain: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +133,8 @@ class Ticket:
             return ErrorCode.NONE
         if entry.in_flight is not None and self.version <= entry.in_flight:
             return None
+        if entry.failed and self.version <= entry.uncertain:
+            return ErrorCode.REQUEST_TIMED_OUT  # it may have been stored: its outcome is unknown
         return entry.failed or None
 
 
@@ -360,6 +375,8 @@ class StatePersister:
             return
         entry.in_flight = None
         error = _write_error(body, entry.key)
+        if error is None or error in AMBIGUOUS:
+            entry.uncertain = max(entry.uncertain, version)
         if error is None or error in RETRIABLE:
             entry.write_due_ms = now_ms + RETRY_BACKOFF_MS
             return
@@ -387,8 +404,8 @@ class StatePersister:
         error = _write_error(body, entry.key)
         if error == ErrorCode.NONE:
             entry.stored = max(entry.stored, version)
-        elif error is None or error in RETRIABLE:
-            entry.failed = ErrorCode.REQUEST_TIMED_OUT
+        elif error is None or error in AMBIGUOUS:
+            entry.uncertain = max(entry.uncertain, version)
         entry.in_flight = None
         del self._detached[entry.key]
 
