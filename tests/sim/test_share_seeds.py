@@ -6,7 +6,9 @@ seed on a single node, where the checker relaxes nothing, and seeds of ``--workl
 (nothing relaxed in a cluster either) that failed before a partition leader kept its
 share-partitions' state at the share coordinator of another node: a new leader redelivered
 accepted records (7) or counted deliveries from one again (12: an accept answered as failed had
-been stored)."""
+been stored), and seed 349 of the share workload, whose records acquired a third time were
+stored and archived by the next leader while the member was told the fetch failed
+(``share-unsettled``)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ SEEDS = (1, 4)
 
 #: Seeds of the strict workload that once failed (see the module docstring).
 STRICT_SEEDS = (7, 12)
+#: Seeds of the share workload that once failed.
+REGRESSION_SEEDS = (349,)
 
 
 def _options(seed: int, nodes: int = 3, name: str = "share") -> SimOptions:
@@ -61,3 +65,9 @@ def test_strict_share_seeds_run_clean_across_failovers(seed: int) -> None:
         f"kafka-wire simulate --seed {seed} --workload share-strict --trace: {result.violations}"
     )
     assert result.fault_counts["kill"] + result.fault_counts["power-loss"] > 0
+
+
+@pytest.mark.parametrize("seed", REGRESSION_SEEDS)
+def test_share_seeds_that_once_failed_run_clean(seed: int) -> None:
+    result = simulate(_options(seed))
+    assert result.ok, f"kafka-wire simulate --seed {seed} --workload share --trace: {result.violations}"
