@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafka_wire import messages
 from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC
 from kafka_wire.broker.offsets_topic import replication_outcome
 from kafka_wire.broker.security.acls import AclOperation
@@ -121,29 +122,22 @@ def handle(ctx: Context, request: Request) -> Response | StateWait:
 
 
 def _operate(store: ShareStateStore, request: Request, p: object, key: ShareStateKey, now: int) -> _Result:
+    """One partition of ``request`` (``p``, its partition data) carried out by the store."""
     partition = store.partition_of(key)
-    if isinstance(request, ReadShareGroupStateRequest):
-        error, kept, end = store.read_state(key, getattr(p, "leader_epoch", -1), now)
+    if isinstance(p, messages.ReadShareGroupStateRequestPartitionData):
+        error, kept, end = store.read_state(key, p.leader_epoch, now)
         return _Result(error, partition, end, kept)
-    if isinstance(request, ReadShareGroupStateSummaryRequest):
+    if isinstance(p, messages.ReadShareGroupStateSummaryRequestPartitionData):
         error, kept, end = store.summary(key, now)
         return _Result(error, partition, end, kept)
-    if isinstance(request, WriteShareGroupStateRequest):
+    if isinstance(p, messages.WriteShareGroupStateRequestPartitionData):
         batches = [
-            (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-            for b in getattr(p, "state_batches", [])
+            (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in p.state_batches
         ]
-        error, end = store.write_state(
-            key,
-            getattr(p, "state_epoch", -1),
-            getattr(p, "leader_epoch", -1),
-            getattr(p, "start_offset", -1),
-            batches,
-            now,
-        )
+        error, end = store.write_state(key, p.state_epoch, p.leader_epoch, p.start_offset, batches, now)
         return _Result(error, partition, end)
-    if isinstance(request, InitializeShareGroupStateRequest):
-        error, end = store.initialize(key, getattr(p, "state_epoch", 0), getattr(p, "start_offset", -1), now)
+    if isinstance(p, messages.InitializeShareGroupStateRequestPartitionData):
+        error, end = store.initialize(key, p.state_epoch, p.start_offset, now)
         return _Result(error, partition, end)
     error, end = store.delete(key, now)
     return _Result(error, partition, end)
