@@ -2,9 +2,10 @@
 
 Not a test. In one run, on this machine:
 
-* **speed**: ``--speed-seeds`` seeds of ``--events`` events on three nodes (the default workload
-  and checker of ``kafka-wire simulate``, every fault kind), one after another in this process
-  (one core): seconds per seed (median, max) and events per second;
+* **speed**: ``--speed-seeds`` seeds of ``--events`` events on three nodes (the workload and
+  checker of ``kafka-wire simulate``, the default one or each ``--workload``; every fault kind),
+  one after another in this process (one core): CPU seconds per seed (mean, median, max) and
+  events per second;
 * **bugs**: for each planted bug of ``kafka_wire.sim.bugs.BUGS``, seeds 1, 2, ... with only that
   bug planted, until a run reports a violation (at most ``--max-seeds``; the hunt runs on
   ``--jobs`` processes, in order of seed): the first catching seed, its anomaly, and the command
@@ -27,7 +28,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from kafka_wire.cli.simulate import bug_options, quiet_engine_logs
+from kafka_wire.cli import simulate as cli
 from kafka_wire.sim.bugs import BUGS
 from kafka_wire.sim.run import SimOptions, simulate
 
@@ -42,23 +43,35 @@ class Caught:
 
 
 def options(seed: int, events: int, bugs: tuple[str, ...] = ()) -> SimOptions:
-    return bug_options(seed, events, bugs)
+    return cli.bug_options(seed, events, bugs)
 
 
-def speed(seeds: int, events: int) -> None:
+def workload_options(seed: int, events: int, name: str) -> SimOptions:
+    """The options of ``kafka-wire simulate --seed SEED --workload NAME``."""
+    clients, checker = cli.workload(name)
+    return SimOptions(
+        seed=seed, events=events, clients=clients, checker=checker, settings=cli.workload_settings(name)
+    )
+
+
+def speed(seeds: int, events: int, workload: str = "default") -> None:
     times: list[float] = []
     total_events = 0
     for seed in range(1, seeds + 1):
-        result = simulate(options(seed, events), clock=time.process_time)
+        result = simulate(workload_options(seed, events, workload), clock=time.process_time)
         times.append(result.wall_s)
         total_events += result.events
         state = "ok" if result.ok else f"VIOLATION {result.anomaly}"
-        print(f"  seed {seed}: {result.events} events, {result.wall_s:.3f} s CPU, {state}", flush=True)
+        print(
+            f"  {workload} seed {seed}: {result.events} events, {result.wall_s:.3f} s CPU, {state}",
+            flush=True,
+        )
     print(
-        f"speed: {seeds} seeds of {events} events, 3 nodes, one core: "
-        f"median {statistics.median(times):.3f} s per seed, max {max(times):.3f} s, "
-        f"{total_events / sum(times):,.0f} events/s per core (all events of the run, forming and "
-        "liveness included)"
+        f"speed ({workload}): {seeds} seeds of {events} events, 3 nodes, one core: "
+        f"mean {statistics.mean(times):.3f} s per seed, median {statistics.median(times):.3f} s, "
+        f"max {max(times):.3f} s, {total_events / sum(times):,.0f} events/s per core (all events of "
+        "the run, forming and liveness included)",
+        flush=True,
     )
 
 
@@ -98,18 +111,29 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--bug", action="append", default=[], help="hunt only these bugs")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument(
+        "--workload",
+        action="append",
+        choices=("default", "txn", "share", "share-strict"),
+        help="the workloads whose speed is measured (repeatable; default: the default one)",
+    )
+    parser.add_argument("--skip-bugs", action="store_true", help="measure the speed only")
     args = parser.parse_args()
     if os.environ.get("PYTHONHASHSEED") != "0":  # the seeds replay as kafka-wire simulate runs them
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     _EVENTS = args.events
-    quiet_engine_logs()
+    cli.quiet_engine_logs()
+    cli.tune_gc()  # as kafka-wire simulate runs
     print(
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, "
         f"{os.cpu_count()} cores, flavour {'pure' if os.environ.get('KAFKA_WIRE_PURE') else 'compiled if built'}",
         flush=True,
     )
     if not args.skip_speed:
-        speed(args.speed_seeds, args.events)
+        for name in args.workload or ["default"]:
+            speed(args.speed_seeds, args.events, name)
+    if args.skip_bugs:
+        return 0
     missed = 0
     print("| bug | first seed that catches it | anomaly | replay |")
     print("|---|---|---|---|")

@@ -62,8 +62,8 @@ PURE_ONLY = [
 #: so they are pure-flavour work anyway), the network fuzzer, ``kafka_wire.testing``'s generators,
 #: the differential suite (raw requests to Kafka and kafka-wire), the proxy's tests, the KIP-848
 #: groups on a 3-node cluster (a minute of waiting on rebalances, at the end of the longer run),
-#: and the e2e suites of share groups, TLS and the ACL differential (real clients and Kafka 4.4
-#: nodes: with them the compiled run took twice the pure one's time).
+#: and the e2e suites of share groups, TLS, OAUTHBEARER and the ACL differential (real clients and
+#: Kafka 4.4 nodes: with them the compiled run took twice the pure one's time).
 MOVED_TO_PURE = [
     "tests/broker",
     "tests/txn",
@@ -79,6 +79,7 @@ MOVED_TO_PURE = [
     "tests/e2e/test_tls.py",
     "tests/e2e/test_tls_cluster.py",
     "tests/e2e/test_acl_answers.py",
+    "tests/e2e/test_oauth.py",
 ]
 #: What the background run (``nice`` 19) takes out of the others, per flavour: in-process,
 #: deterministic and CPU-bound, no broker or client processes, no wall-clock bound.

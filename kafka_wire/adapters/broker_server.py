@@ -10,10 +10,10 @@ thread that applies them to the data directory and reports their outcome back on
 waits for the last writes (every log made durable) before it returns.
 
 What only the OS can decide is decided here: the process's file limit (``RLIMIT_NOFILE``) is
-raised to its hard limit at start, and connections are accepted one at a time: one that would
-leave fewer than :data:`FD_RESERVE` file descriptors is closed as soon as it is accepted, so that
-clients can never make a storage write fail for want of one (logged once, at WARNING), and an
-accept that fails for want of descriptors waits a moment instead of logging a traceback.
+raised to its hard limit at start, and connections are accepted one at a time
+(``acceptor.Acceptors``: a descriptor reserve for storage, and the connection creation rates of
+KIP-612). The time each ``receive_data`` call takes is measured and reported to the engine
+(``Broker.request_time``), for the ``request_percentage`` quotas (KIP-124).
 ``stop`` is bounded: it stops accepting, lets the engine close every connection and make its logs
 durable, gives writers :data:`STOP_GRACE_S` to flush, then aborts what is left.
 
@@ -33,12 +33,12 @@ controller to move its leaderships away and the stop waits for it, within
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
-import errno
 import itertools
 import logging
+import os
 import random
-import secrets
 import socket
 import time
 import uuid
@@ -46,9 +46,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
 
+from kafka_wire.adapters.acceptor import Acceptors
 from kafka_wire.adapters.connection_writer import write_loop
 from kafka_wire.adapters.file_storage import FileStorage
-from kafka_wire.adapters.sockets import RESET, listen, raise_file_limit
+from kafka_wire.adapters.sockets import listen, raise_file_limit
 from kafka_wire.adapters.storage_worker import Outcome, StorageWorker
 from kafka_wire.broker.broker import Broker, ClusterNode
 from kafka_wire.broker.cluster_view import Endpoint
@@ -64,6 +65,7 @@ from kafka_wire.broker.effects import (
     StopBroker,
     StorageEffect,
 )
+from kafka_wire.broker.quotas.connection_rate import ConnectionRates
 
 if TYPE_CHECKING:  # TLS loads with the first TLS listener (ssl, cryptography): not on every start
     from kafka_wire.adapters.tls import TlsListener
@@ -78,12 +80,6 @@ _MAX_QUEUED: Final = 64
 _YIELD_ITERATIONS: Final = 4
 #: ``_sleeping_until`` while the timer task is not asleep (it looks at the deadline again anyway).
 _DUE: Final = -1
-#: File descriptors never given to connections: what storage (one file at a time), zero-copy
-#: fetch (regions waiting to be sent) and the accept of a refused connection open at once.
-FD_RESERVE: Final = 64
-#: Accept errors that mean "no resources now": wait this long and accept again.
-_ACCEPT_RESOURCE_ERRORS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-_ACCEPT_RETRY_S: Final = 0.1
 #: How long ``stop`` lets connections flush what they were sent before aborting them.
 STOP_GRACE_S: Final = 1.0
 #: How long a closing connection may take to flush before it is aborted.
@@ -113,9 +109,9 @@ class BrokerServer:
         self.broker = Broker(
             config,
             self.worker,
-            rng=random.Random(secrets.randbits(128)),
+            rng=random.Random(int.from_bytes(os.urandom(16))),  # as secrets does, without importing it
             member_id_factory=lambda client_id: f"{client_id}-{uuid.uuid4()}",
-            nonce_factory=lambda: secrets.token_urlsafe(24),
+            nonce_factory=lambda: base64.urlsafe_b64encode(os.urandom(24)).rstrip(b"=").decode(),
             logger=logging.getLogger("kafka_wire.broker"),
             cluster=cluster,
         )
@@ -137,8 +133,19 @@ class BrokerServer:
         self._readable: dict[int, asyncio.Event] = {}
         self._writers: dict[int, asyncio.StreamWriter] = {}
         self._stopping = False
-        self._fd_limit: int | None = None
-        self._fd_warned = False
+        cluster_settings = self.config.cluster
+        self._acceptors_of = Acceptors(
+            ConnectionRates(
+                window_num=self.config.quota_window_num,
+                window_size_seconds=self.config.quota_window_size_seconds,
+                max_rate=self.config.max_connection_creation_rate,
+                protected_listener=cluster_settings.inter_broker_listener if cluster_settings else None,
+                controller_listeners=frozenset(
+                    cluster_settings.controller_listener_names if cluster_settings else ()
+                ),
+            ),
+            self._accepted,
+        )
         #: Accepted connections by id, with their listener's name (outbound links are not here).
         self._inbound: dict[int, str] = {}
         #: TLS connections in their handshake (already reported opened): false once the engine
@@ -154,10 +161,12 @@ class BrokerServer:
 
     async def _start_engine(self) -> None:
         """Start the storage worker and the engine, and wait for recovery's writes."""
-        self._fd_limit = raise_file_limit()
+        self._acceptors_of.fd_limit = raise_file_limit()
         self.worker.start(asyncio.get_running_loop())
         self._apply(self.broker.start(wall_clock_ms()))
         await self._storage_idle.wait()
+        if self.failure is None:
+            self._acceptors_of.rates.attach(self.broker.state.quotas.values)
 
     async def start(self, host: str, port: int, *, tls: TlsListener | None = None) -> int:
         """Recover the data directory, start listening (over TLS with ``tls``); returns the bound
@@ -167,7 +176,8 @@ class BrokerServer:
             return 0
         self._listeners = listen(host, port)
         self._acceptors = [
-            asyncio.create_task(self._accept(listener, tls=tls)) for listener in self._listeners
+            asyncio.create_task(self._acceptors_of.accept(listener, "PLAINTEXT", tls))
+            for listener in self._listeners
         ]
         self._timer = asyncio.create_task(self._run_timer())
         bound: int = self._listeners[0].getsockname()[1]
@@ -191,7 +201,7 @@ class BrokerServer:
                 bound[endpoint.listener] = sockets[0].getsockname()[1]
                 self._acceptors += [
                     asyncio.create_task(
-                        self._accept(sock, endpoint.listener, tls=self._tls.get(endpoint.listener))
+                        self._acceptors_of.accept(sock, endpoint.listener, self._tls.get(endpoint.listener))
                     )
                     for sock in sockets
                 ]
@@ -213,6 +223,7 @@ class BrokerServer:
             acceptor.cancel()
         for listener in self._listeners:
             listener.close()
+        self._acceptors_of.close_held()
 
     async def stop(self, *, controlled: bool = True) -> None:
         """Controlled shutdown (unless ``controlled`` is false: the whole cluster is going away),
@@ -310,41 +321,10 @@ class BrokerServer:
             if alarm is not None:
                 alarm.cancel()
 
-    async def _accept(
-        self, listener: socket.socket, name: str = "PLAINTEXT", *, tls: TlsListener | None = None
-    ) -> None:
-        """Accept connections one at a time; refuse at once those that would leave fewer than
-        FD_RESERVE descriptors (descriptors are allocated lowest first, so every one below the
-        new socket's is in use)."""
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                conn, _ = await loop.sock_accept(listener)
-            except OSError as exc:
-                if exc.errno in _ACCEPT_RESOURCE_ERRORS:
-                    self._warn_descriptors()
-                    await asyncio.sleep(_ACCEPT_RETRY_S)
-                else:  # the client gave up before it was accepted (ECONNABORTED, ...)
-                    _log.debug("accept: %s", exc)
-                continue
-            if self._fd_limit is not None and conn.fileno() >= self._fd_limit - FD_RESERVE:
-                self._warn_descriptors()
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
-                conn.close()
-                continue
-            task = asyncio.create_task(self._connected(conn, name, tls))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    def _warn_descriptors(self) -> None:
-        if not self._fd_warned:
-            self._fd_warned = True
-            _log.warning(
-                "refusing connections: the process's file limit is %s and %d descriptors are kept for storage "
-                "(raise the limit with ulimit -n to serve more connections); logged once",
-                self._fd_limit,
-                FD_RESERVE,
-            )
+    def _accepted(self, conn: socket.socket, listener: str, tls: TlsListener | None) -> None:
+        task = asyncio.create_task(self._connected(conn, listener, tls))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _connected(self, conn: socket.socket, listener: str, tls: TlsListener | None) -> None:
         if tls is not None:
@@ -470,7 +450,10 @@ class BrokerServer:
                 data = await reader.read(_READ_CHUNK)
                 if not data or conn_id not in self._queues:
                     break
-                self._apply(self.broker.receive_data(conn_id, data, wall_clock_ms()))
+                began_ns = time.perf_counter_ns()
+                effects = self.broker.receive_data(conn_id, data, wall_clock_ms())
+                self.broker.request_time(conn_id, time.perf_counter_ns() - began_ns, wall_clock_ms())
+                self._apply(effects)
                 while queue.qsize() > _MAX_QUEUED and not sender.done():  # back-pressure
                     await asyncio.sleep(0.001)
         except (ConnectionError, OSError) as exc:

@@ -7,8 +7,11 @@ tracked objects) one such collection stops every connection for 50 ms to several
 interpreter (small: a few milliseconds at most) and collects the oldest generation itself: when
 the broker is quiet (no request in progress, no write in flight, no input for :data:`QUIET_S`),
 or at the latest :data:`MAX_INTERVAL_S` after the last full collection, so that cyclic garbage
-cannot pile up under a load that never pauses. (Nothing is frozen with ``gc.freeze``: the state
-of a topic deleted later would never be collected.)
+cannot pile up under a load that never pauses. What ``kafka-wire serve`` made before it listened
+(its modules, classes and start-up state, made with the collector off) is frozen with ``gc.freeze``
+until the first full collection, which thaws it first (``gc.unfreeze``): the first requests are
+not the ones to pay for a young collection of all of it, and nothing stays frozen (the state of a
+topic deleted later must be collected).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class Collector:
             await asyncio.gather(self._task, return_exceptions=True)
         if self._thresholds is not None:
             gc.set_threshold(*self._thresholds)
+        gc.unfreeze()
 
     async def _run(self) -> None:
         while True:
@@ -66,6 +70,7 @@ class Collector:
             due = gc.get_count()[2] >= self._full_after
             if (due and self._quiet_for() >= QUIET_S) or since >= MAX_INTERVAL_S:
                 start = time.monotonic()
+                gc.unfreeze()  # what serve made before it listened: collected from now on
                 found = gc.collect()
                 self._last = time.monotonic()
                 _log.debug("full collection: %d unreachable, %.1f ms", found, (self._last - start) * 1000)

@@ -66,7 +66,7 @@ from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.node import Node
 from kafka_wire.broker.quotas.manager import QuotaManager
-from kafka_wire.broker.sasl import scram_lookup, server_sasl
+from kafka_wire.broker.sasl import oauth_key_sets, scram_lookup, server_sasl
 from kafka_wire.broker.share.coordinator import ShareStateStore
 from kafka_wire.broker.share.manager import ShareConfig, ShareManager
 from kafka_wire.broker.share.persister import StatePersister
@@ -74,6 +74,7 @@ from kafka_wire.broker.state import BrokerState, Spliced
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.storage_pipeline import StoragePipeline
 from kafka_wire.broker.timers import TimerQueue
+from kafka_wire.broker.token_auth import token_lookup
 from kafka_wire.broker.txn.coordinator import TXN_API_KEYS
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ErrorCode
@@ -132,6 +133,9 @@ class Broker:
         #: Faults a test asks for (``kafka_wire.broker.faults``); none by default.
         self.faults = FaultInjector()
         nonces = nonce_factory or (lambda: f"{rng.getrandbits(192):048x}")
+        #: The JWKS of the listeners that validate signed OAUTHBEARER tokens, by URL: the driver
+        #: fetches them and calls ``update`` (None: no such listener).
+        self.oauth_key_sets = oauth_key_sets(config.sasl_listeners)
         self._clients = ClientConnections(
             config,
             cluster=cluster,
@@ -139,7 +143,16 @@ class Broker:
             effects=self._effects,
             timer_queue=self._timer_queue,
             faults=self.faults,
-            sasl=server_sasl(config.sasl_listeners, scram_lookup(cluster.view), nonces, config.sasl_users),
+            sasl=server_sasl(
+                config.sasl_listeners,
+                scram_lookup(cluster.view),
+                nonces,
+                config.sasl_users,
+                tokens=token_lookup(cluster.view, config.delegation_token_secret_key),
+                now_ms=lambda: self._clients.now_ms,
+                key_sets=self.oauth_key_sets,
+                logger=self._log,
+            ),
             logger=self._log,
         )
 
@@ -204,7 +217,12 @@ class Broker:
             hooks=self._hooks,
             clean_shutdown=clean_shutdown,
             quotas=QuotaManager(
-                window_num=config.quota_window_num, window_size_seconds=config.quota_window_size_seconds
+                window_num=config.quota_window_num,
+                window_size_seconds=config.quota_window_size_seconds,
+                mutation_windows=(
+                    config.controller_quota_window_num,
+                    config.controller_quota_window_size_seconds,
+                ),
             ),
         )
         share_store = ShareStateStore(state, self._log)
@@ -357,6 +375,14 @@ class Broker:
         self._clients.poll_held(now_ms, out)
         self._clients.resume(now_ms, out)
         return self._flush(out)
+
+    def request_time(self, conn_id: int, time_ns: int, now_ms: int) -> None:
+        """The driver measured ``time_ns`` handling a client connection's requests (the calls made
+        for its bytes): it counts against the ``request_percentage`` quota of its client
+        (KIP-124), so the next answers carry the throttle time; the engine reads no clock. No
+        effects; an unknown or closed connection is ignored."""
+        if self._driver.stopped is None and conn_id >= 0:
+            self._clients.spent(conn_id, time_ns, now_ms)
 
     def tick(self, now_ms: int) -> list[Effect]:
         if self._driver.stopped is not None:

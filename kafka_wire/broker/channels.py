@@ -8,13 +8,12 @@ for data or for its job to finish.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kafka_wire import messages
 from kafka_wire.broker.state import Spliced, Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import ServerConnection
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(slots=True)
@@ -24,8 +23,12 @@ class Channel:
     server: ServerConnection
     host: str
     principal: str = ""
+    #: Its SASL login was a delegation token's (``kafka_wire.broker.token_auth``).
+    token_authenticated: bool = False
     #: The listener it came in on (``listeners``' name).
     listener: str = "PLAINTEXT"
+    #: The client id of its latest request (its handling time counts against that client's quota).
+    client_id: str = ""
     #: The driver was told to stop reading (``PauseReading``) and not yet to resume.
     paused: bool = False
     #: Answers built for it and not yet released (they wait for the end of the call, or for its

@@ -30,11 +30,13 @@ from kafka_wire.broker.effects import CloseConnection, Effect, EffectSink, FileR
 from kafka_wire.broker.faults import FaultInjector, cut_in_half, injected_answer
 from kafka_wire.broker.group_link import GroupAnswer
 from kafka_wire.broker.muting import MuteInput, Muting
-from kafka_wire.broker.quotas.throttling import THROTTLED_APIS, cap_fetch, throttle
+from kafka_wire.broker.quotas.throttling import cap_fetch
 from kafka_wire.broker.sasl import sasl_refusal
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage_pipeline import StoragePipeline
+from kafka_wire.broker.throttles import Throttles
 from kafka_wire.broker.timers import TimerQueue
+from kafka_wire.broker.token_auth import token_authenticated
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.structs import Message
@@ -52,8 +54,6 @@ from kafka_wire.protocol.server import ServerConfig, ServerConnection, ServerSas
 
 #: The owner of the timers of answers held by an injected latency.
 _FAULT_TIMERS: Final = "faults"
-#: The owner of the timers of connections muted by a client quota (``("quota", conn_id)``).
-_QUOTA_TIMERS: Final = "quota"
 
 
 class ClientConnections:
@@ -106,12 +106,12 @@ class ClientConnections:
         #: Answers held by an injected latency, by their timer's number (``("faults", n)``).
         self._delayed: dict[int, Answer] = {}
         self._delayed_seq = 0
-        #: acks=0 produces over their quota in this call: their connections' throttle times.
-        self._unanswered_throttles: dict[int, int] = {}
+        self.throttles = Throttles(self.muting, timer_queue, cluster)
 
     def start(self, state: BrokerState, group: Coordinators) -> None:
         """The broker's state is loaded: requests may be handled."""
         self._state, self._group = state, group
+        self.throttles.state = state
 
     def __contains__(self, conn_id: int) -> bool:
         return conn_id in self._conns
@@ -189,16 +189,12 @@ class ClientConnections:
 
     def expire(self, now_ms: int, out: list[Effect]) -> None:
         """Close the connections whose timers passed (idle, unfinished request, failed
-        authentication, SASL session)."""
+        authentication). A SASL session that ended closes its connection at the next request
+        (the connection layer's ``ConnectionClosed``), as Kafka's does."""
         for conn_id, expiry in self._timers.due(now_ms):
             conn = self._conns.get(conn_id)
             if conn is None:
                 continue
-            if expiry is Expiry.SESSION:
-                conn.server.handle_timer(now_ms)
-                if not conn.server.must_close:  # re-authenticating: the session it ends with decides
-                    self._timers.session(conn_id, conn.server.next_deadline_ms())
-                    continue
             if expiry is not Expiry.AUTHENTICATION_FAILED:
                 self._log.info("closing connection %d from %s: %s", conn_id, conn.host or "?", expiry.value)
             self._close(conn_id, conn, out)
@@ -216,7 +212,7 @@ class ClientConnections:
         self.muting.clear()
         self._delayed.clear()
         self._timer_queue.clear(_FAULT_TIMERS)
-        self._timer_queue.clear(_QUOTA_TIMERS)
+        self.throttles.clear()
 
     def drop(self, conn_id: int) -> None:
         """Forget a connection without telling anyone (the broker has stopped)."""
@@ -245,15 +241,19 @@ class ClientConnections:
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
+                conn.token_authenticated = token_authenticated(server.sasl_mechanism)
                 if event.principal != conn.principal:
                     self._log.info("connection %d: SASL principal User:%s", conn_id, event.principal)
                 conn.principal = event.principal
-                self._timers.session(conn_id, server.next_deadline_ms())
             elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:
                 # Answer (and close) later, so that passwords cannot be tried at full speed.
                 muting.mute(conn_id, MuteInput.AUTHENTICATION_FAILED, out)
                 self._timers.failed_authentication(conn_id, now_ms)
                 return
+            if isinstance(event, ConnectionClosed) and event.reason == "session expired":
+                self._log.info(
+                    "closing connection %d from %s: SASL session expired", conn_id, conn.host or "?"
+                )
             if server.must_close or isinstance(event, ConnectionClosed):
                 self._close(conn_id, conn, out)
                 return
@@ -283,10 +283,17 @@ class ClientConnections:
                     self._close(conn_id, conn, out)
             self.poll_held(now_ms, out)
 
+    def spent(self, conn_id: int, time_ns: int, now_ms: int) -> None:
+        """The driver measured ``time_ns`` handling the connection's requests (``request_percentage``)."""
+        conn = self._conns.get(conn_id)
+        if conn is not None:
+            self.throttles.spent(conn, time_ns, now_ms)
+
     def _dispatch(
         self, conn_id: int, conn: Channel, request: Request, now_ms: int, out: list[Effect]
     ) -> None:
         key = request.api_key
+        conn.client_id = request.header.client_id or ""
         if self._log.isEnabledFor(logging.DEBUG):
             self._log.debug(
                 "conn %d: %s v%d %r", conn_id, type(request.body).__name__, request.api_version, request.body
@@ -300,7 +307,7 @@ class ClientConnections:
                     self._close_failed_without_answer(conn_id, out)
                 return
         if self._cluster.serves(conn.listener):
-            served = self._cluster.handle(request, now_ms)
+            served = self._cluster.handle(request, now_ms, conn.principal, conn.host)
             if isinstance(served, Message):
                 self._respond(conn_id, request, served)
             else:
@@ -323,8 +330,9 @@ class ClientConnections:
             principal=conn.principal,
             client_host=conn.host,
             listener=conn.listener,
+            token_authenticated=conn.token_authenticated,
         )
-        if key == ApiKey.FETCH and self._state.quotas.active:
+        if key == ApiKey.FETCH and self.throttles.applies(conn):
             cap_fetch(self._state.quotas, conn.principal, request.header.client_id or "", request.body)  # type: ignore[arg-type]  # a Fetch's body
         result = HANDLERS[key](ctx, request.body)
         if not isinstance(result, Message | Spliced) and self._cluster.pump(now_ms):
@@ -337,7 +345,7 @@ class ClientConnections:
             self._close_failed_without_answer(conn_id, out)
         elif isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result)
-            self._throttle_unanswered(out)
+            self.throttles.mute_unanswered(self._conns, self.now_ms, out)
         else:
             self._hold(conn_id, conn, request, result)
 
@@ -390,7 +398,7 @@ class ClientConnections:
             self._respond(held.conn_id, held.request, body)
             self.answered(held.conn_id)
         self._held = still
-        self._throttle_unanswered(out)
+        self.throttles.mute_unanswered(self._conns, self.now_ms, out)
         for conn_id in failed_silently:
             self._close_failed_without_answer(conn_id, out)
 
@@ -411,18 +419,8 @@ class ClientConnections:
         with an injected latency, at a later tick)."""
         conn = self._conns.get(conn_id)
         if conn is not None and not request.expects_response:
-            if request.api_key == ApiKey.PRODUCE and self._throttles(conn):
-                assert self._state is not None
-                _, throttle_ms = throttle(
-                    self._state.quotas,
-                    conn.principal,
-                    request.header.client_id or "",
-                    request.body,
-                    body,
-                    self.now_ms,
-                )
-                if throttle_ms > 0:
-                    self._unanswered_throttles[conn_id] = throttle_ms
+            if request.api_key == ApiKey.PRODUCE:
+                self.throttles.unanswered(conn_id, conn, request, body, self.now_ms)
             return
         if conn is not None and request.expects_response:
             if self._faults.armed and self._from_client(conn, request):
@@ -432,48 +430,13 @@ class ClientConnections:
                     self._delayed[self._delayed_seq] = Answer(conn_id, request, body)
                     self._timer_queue.schedule((_FAULT_TIMERS, self._delayed_seq), until)
                     return
-            throttle_ms = 0
-            if request.api_key in THROTTLED_APIS and self._throttles(conn):
-                assert self._state is not None
-                body, throttle_ms = throttle(
-                    self._state.quotas,
-                    conn.principal,
-                    request.header.client_id or "",
-                    request.body,
-                    body,
-                    self.now_ms,
-                )
+            body, throttle_ms = self.throttles.answer(conn, request, body, self.now_ms)
             conn.unreleased += 1
             self._answers.append(Answer(conn_id, request, body, throttle_ms))
 
-    def _throttle(self, conn_id: int, throttle_ms: int, out: list[Effect]) -> None:
-        """Mute the connection for ``throttle_ms`` (over a client quota)."""
-        self.muting.mute(conn_id, MuteInput.THROTTLE, out)
-        key = (_QUOTA_TIMERS, conn_id)
-        until = self.now_ms + throttle_ms
-        self._timer_queue.schedule(key, max(until, self._timer_queue.deadline_of(key) or until))
-
-    def _throttle_unanswered(self, out: list[Effect]) -> None:
-        """Mute the connections whose acks=0 produces went over their quota (no answer to wait
-        for: muted at once, as Kafka throttles them)."""
-        for conn_id, throttle_ms in self._unanswered_throttles.items():
-            if conn_id in self._conns:
-                self._throttle(conn_id, throttle_ms, out)
-        self._unanswered_throttles.clear()
-
     def release_throttled(self, now_ms: int) -> None:
         """Connections whose quota throttle time is over may be read again (``resume``)."""
-        while (due := self._timer_queue.pop_due(now_ms, _QUOTA_TIMERS)) is not None:
-            conn_id = int(due.key[1])  # type: ignore[call-overload]  # keys are (owner, int)
-            if conn_id in self._conns:
-                self.muting.throttle_over(conn_id)
-
-    def _throttles(self, conn: Channel) -> bool:
-        """Whether client quotas apply to the connection's requests (some quota is set, and it is
-        not a controller listener's)."""
-        return (
-            self._state is not None and self._state.quotas.active and not self._cluster.serves(conn.listener)
-        )
+        self.throttles.release(self._conns, now_ms)
 
     def release_delayed(self, now_ms: int) -> None:
         """Answers whose injected latency is over: answered now (the connection is read again)."""
@@ -519,7 +482,7 @@ class ClientConnections:
             self._send(answer.conn_id, ready, out)
             if answer.throttle_ms > 0:
                 # KIP-219: the client has its answer, and the connection is muted for the throttle time.
-                self._throttle(answer.conn_id, answer.throttle_ms, out)
+                self.throttles.mute(answer.conn_id, answer.throttle_ms, self.now_ms, out)
         for conn_id in self.muting.closing_after_answers():
             conn = self._conns.get(conn_id)
             if conn is None:
@@ -585,7 +548,7 @@ class ClientConnections:
         ]
         if self._group is not None:
             self._group.forget(conn_id)
-        self._timer_queue.cancel((_QUOTA_TIMERS, conn_id))
+        self.throttles.forget(conn_id)
         if self._state is not None and self._state.share is not None:
             # Kafka 4.1+: a share session ends with its connection, its records released.
             self._state.share.connection_closed(conn_id, self.now_ms)

@@ -37,7 +37,10 @@ class ClusterNode(Protocol):
         """Whether requests on ``listener`` go to :meth:`handle` (a controller listener)."""
         ...
 
-    def handle(self, request: Request, now_ms: int) -> Message | Waiting: ...
+    def handle(self, request: Request, now_ms: int, user: str = "", host: str = "") -> Message | Waiting:
+        """Answer a request of a controller listener's connection (its authenticated ``user`` and
+        its ``host``, for the authorizer)."""
+        ...
 
     def pump(self, now_ms: int) -> bool:
         """Serve what the broker's handlers asked of the node's own controller in this call;

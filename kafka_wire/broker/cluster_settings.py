@@ -5,10 +5,11 @@ node that is a cluster by itself (:func:`kafka_wire.broker.config.standalone`)."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.cluster_view import Endpoint
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

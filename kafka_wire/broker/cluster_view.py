@@ -14,10 +14,10 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from kafka_wire.codec.structs import Message
+from kafka_wire.quick_dataclass import dataclass
 
 
 class LeaderRecoveryState(enum.IntEnum):

@@ -12,7 +12,7 @@ keys are left to the caller (the SASL listeners' settings need the listeners, so
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from typing import Final
 
 from kafka_wire.broker.cluster_settings import (
@@ -26,11 +26,12 @@ from kafka_wire.broker.config_properties import PROPERTY_OF
 from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
 from kafka_wire.broker.group.config import CONSUMER_ASSIGNORS, MIGRATION_POLICIES
 from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
-from kafka_wire.broker.sasl_config import SERVED_MECHANISMS, ListenerSasl
+from kafka_wire.broker.sasl_config import PASSWORD_MECHANISMS, ListenerSasl
 from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
+from kafka_wire.quick_dataclass import dataclass
 
 #: Java's ``Integer.MAX_VALUE``: Kafka's "no limit" default (``group.max.size``, connection counts).
 INT32_MAX: Final = 2**31 - 1
@@ -174,6 +175,9 @@ class BrokerConfig:
     #: Overrides are matched against the peer's address as text (the engine resolves no names).
     max_connections_per_ip: int = INT32_MAX
     max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    #: ``max.connection.creation.rate`` (KIP-612): new connections per second on each client
+    #: listener and over them all; over it the driver's acceptor waits (``adapters/acceptor.py``).
+    max_connection_creation_rate: int = INT32_MAX
     #: ``connections.max.idle.ms`` (Kafka: 10 minutes): a connection with no bytes received or sent
     #: for that long is closed (not while the broker owes it a response); negative: never, as in Kafka.
     connections_max_idle_ms: int = 600_000
@@ -189,6 +193,11 @@ class BrokerConfig:
     quota_window_num: int = 11
     #: ``quota.window.size.seconds`` (Kafka: 1): the length of each client quota window.
     quota_window_size_seconds: int = 1
+    #: ``controller.quota.window.num`` and ``controller.quota.window.size.seconds`` (Kafka: 11 and
+    #: 1): the windows of ``controller_mutation_rate`` quotas (their token bucket holds
+    #: ``num * size`` seconds of the quota).
+    controller_quota_window_num: int = 11
+    controller_quota_window_size_seconds: int = 1
     #: ``connection.failed.authentication.delay.ms`` (Kafka: 100): a failed SASL authentication is
     #: answered, and its connection closed, this much later.
     failed_authentication_delay_ms: int = 100
@@ -225,6 +234,14 @@ class BrokerConfig:
     super_users: str = ""
     #: ``allow.everyone.if.no.acl.found``: a resource without any ACL is open to everyone.
     allow_everyone_if_no_acl_found: bool = False
+    #: ``delegation.token.secret.key`` (or its old name ``delegation.token.master.key``): the key
+    #: of the tokens' HMACs; empty: delegation tokens are disabled. Every node needs the same.
+    delegation_token_secret_key: str = field(default="", repr=False)
+    #: ``delegation.token.max.lifetime.ms`` (7 days), ``delegation.token.expiry.time.ms`` (1 day)
+    #: and ``delegation.token.expiry.check.interval.ms`` (1 hour).
+    delegation_token_max_lifetime_ms: int = 7 * 24 * 3_600_000
+    delegation_token_expiry_time_ms: int = 24 * 3_600_000
+    delegation_token_expiry_check_interval_ms: int = 3_600_000
     # -- replication (read in cluster mode; a single node has no replicas to manage) --
     #: ``replica.lag.time.max.ms``: a follower that has not caught up for this long leaves the ISR.
     replica_lag_time_max_ms: int = 30_000
@@ -298,6 +315,8 @@ class BrokerConfig:
             "request_receive_timeout_ms",
             "queued_max_requests",
             "quota_window_size_seconds",
+            "controller_quota_window_num",
+            "controller_quota_window_size_seconds",
         ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(PROPERTY_OF[name], "must be at least 1")
@@ -312,6 +331,9 @@ class BrokerConfig:
             "quorum_request_timeout_ms",
             "metadata_snapshot_bytes",
             "leader_imbalance_check_interval_ms",
+            "delegation_token_max_lifetime_ms",
+            "delegation_token_expiry_time_ms",
+            "delegation_token_expiry_check_interval_ms",
         ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(PROPERTY_OF[name], "must be at least 1")
@@ -382,6 +404,7 @@ class BrokerConfig:
             "fetch_session_eviction_ms",
             "max_connections",
             "max_connections_per_ip",
+            "max_connection_creation_rate",
             "failed_authentication_delay_ms",
             "connections_max_reauth_ms",
         ):
@@ -472,6 +495,8 @@ class BrokerConfig:
         users = {mechanism: dict(u) for mechanism, u in base.sasl_users.items()}
         for key, raw in properties.items():
             value = raw.strip()
+            if key == OLD_TOKEN_SECRET_KEY and PROPERTY_OF["delegation_token_secret_key"] in properties:
+                continue  # the new name wins, as in Kafka 3
             if key in _FIELD_OF:
                 name = _FIELD_OF[key]
                 parsed = _parse(key, value, _KINDS[name])
@@ -491,11 +516,16 @@ class BrokerConfig:
 
 #: The authorizer class kafka_wire implements (Kafka's KRaft ``StandardAuthorizer``).
 STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-SASL_MECHANISMS: Final = SERVED_MECHANISMS
+SASL_MECHANISMS: Final = PASSWORD_MECHANISMS
 #: ``sasl.users.<MECHANISM>.<user>=<password>``: kafka_wire's own way to configure SASL users.
 SASL_USERS_PREFIX: Final = "sasl.users."
 
-_FIELD_OF: Final = {prop: name for name, prop in PROPERTY_OF.items()}
+#: ``delegation.token.secret.key``'s name before Kafka 2.0 (removed in Kafka 4), still read.
+OLD_TOKEN_SECRET_KEY: Final = "delegation.token.master.key"
+_FIELD_OF: Final = {
+    **{prop: name for name, prop in PROPERTY_OF.items()},
+    OLD_TOKEN_SECRET_KEY: "delegation_token_secret_key",
+}
 #: Fields whose property is in another unit: the property's value times this.
 _SCALE: Final = {"offsets_retention_ms": 60_000, "leader_imbalance_check_interval_ms": 1000}
 _KINDS: Final = {f.name: f.type for f in fields(BrokerConfig)}

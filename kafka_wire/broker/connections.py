@@ -96,8 +96,6 @@ class Expiry(enum.Enum):
     RECEIVE_TIMEOUT = "request receive timeout"
     #: The delay after a failed authentication is over: answer and close.
     AUTHENTICATION_FAILED = "failed authentication"
-    #: The SASL session granted under ``connections.max.reauth.ms`` ended (KIP-368).
-    SESSION = "SASL session expired"
 
 
 class ConnectionTimers:
@@ -155,14 +153,6 @@ class ConnectionTimers:
             _key(Expiry.AUTHENTICATION_FAILED, conn_id), now_ms + self._spans[Expiry.AUTHENTICATION_FAILED]
         )
 
-    def session(self, conn_id: int, expires_ms: int | None) -> None:
-        """The connection's SASL session ends at ``expires_ms`` (None: it does not end)."""
-        key = _key(Expiry.SESSION, conn_id)
-        if expires_ms is None:
-            self._timers.cancel(key)
-        else:
-            self._timers.schedule(key, expires_ms)
-
     def closing(self, conn_id: int) -> bool:
         """Whether the connection waits for its failed-authentication close."""
         return _key(Expiry.AUTHENTICATION_FAILED, conn_id) in self._timers
@@ -189,8 +179,7 @@ class ConnectionTimers:
                 if renewed > now_ms:  # active since the timer was set: it moves, nothing expires
                     self._timers.schedule(due.key, renewed)
                     continue
-            if kind is not Expiry.SESSION:  # the broker may let a re-authenticating one live
-                self.forget(conn_id)
+            self.forget(conn_id)
             expired.append((conn_id, kind))
         return expired
 

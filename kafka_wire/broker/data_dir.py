@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.effects import StorageEffect
@@ -43,6 +43,7 @@ from kafka_wire.logformat.partition_metadata import (
     parse_partition_metadata,
 )
 from kafka_wire.logformat.properties import parse_properties
+from kafka_wire.quick_dataclass import dataclass
 
 _PARTITION_DIR: Final = re.compile(r"(.+)-(\d{1,9})")
 _MAX_SMALL_FILE: Final = 64 * 1024

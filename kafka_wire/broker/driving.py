@@ -15,10 +15,10 @@ failed write. (A driver that applies batches on another thread while the engine 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_wire.broker.effects import Effect, StorageEffect
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.broker.broker import Broker

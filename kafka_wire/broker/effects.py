@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from kafka_wire.errors import LocalProtocolError
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -187,6 +187,28 @@ def _alter_user_scram_credentials(request: Message, code: int, message: str | No
     )
 
 
+def _create_delegation_token(request: Message, code: int, message: str | None) -> Message:
+    # Kafka's getErrorResponse: the owner and requester User:ANONYMOUS, the times -1
+    return messages.CreateDelegationTokenResponse(
+        error_code=code,
+        principal_type="User",
+        principal_name="ANONYMOUS",
+        token_requester_principal_type="User",
+        token_requester_principal_name="ANONYMOUS",
+        issue_timestamp_ms=-1,
+        expiry_timestamp_ms=-1,
+        max_timestamp_ms=-1,
+    )
+
+
+def _renew_delegation_token(request: Message, code: int, message: str | None) -> Message:
+    return messages.RenewDelegationTokenResponse(error_code=code)
+
+
+def _expire_delegation_token(request: Message, code: int, message: str | None) -> Message:
+    return messages.ExpireDelegationTokenResponse(error_code=code)
+
+
 #: Error answers by API key: ``(request, error code, message) -> response``.
 ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] = {
     ApiKey.CREATE_TOPICS: _create_topics,
@@ -202,6 +224,9 @@ ERROR_ANSWERS: Final[dict[int, Callable[[Message, int, str | None], Message]]] =
     ApiKey.DELETE_ACLS: _delete_acls,
     ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
+    ApiKey.CREATE_DELEGATION_TOKEN: _create_delegation_token,
+    ApiKey.RENEW_DELEGATION_TOKEN: _renew_delegation_token,
+    ApiKey.EXPIRE_DELEGATION_TOKEN: _expire_delegation_token,
 }
 
 

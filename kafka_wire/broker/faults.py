@@ -26,7 +26,6 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire import messages
@@ -36,6 +35,7 @@ from kafka_wire.broker.error_answers import ERROR_ANSWERS
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import RESPONSES, ApiKey, ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 #: The message every injected error answer carries where the response has one.
 INJECTED_MESSAGE: Final = "injected by kafka_wire's fault injection"

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import random
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
+
+from kafka_wire.quick_dataclass import dataclass
 
 INITIAL_EPOCH: Final = 0
 FINAL_EPOCH: Final = -1

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_wire import messages
@@ -53,6 +52,7 @@ from kafka_wire.broker.txn_offset_commits import TxnCommitGate
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.broker.group.service import GroupCoordinator

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire import messages
@@ -27,6 +26,7 @@ from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"

@@ -18,12 +18,12 @@ link between two kafka_wire nodes negotiates.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from kafka_wire.broker.cluster_view import Outbound
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import REQUESTS
+from kafka_wire.quick_dataclass import dataclass
 
 #: Serves one request: (api key, version, body, now_ms) -> the answer, or a held one.
 Serve = Callable[[int, int, Message, int], Message | Waiting]

@@ -12,13 +12,14 @@ from __future__ import annotations
 import random
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.effects import StorageEffect
 from kafka_wire.broker.log.files import replace_atomically
 from kafka_wire.logformat.names import partition_dir
 from kafka_wire.logformat.partition_metadata import PARTITION_METADATA, format_partition_metadata
+from kafka_wire.quick_dataclass import dataclass
 
 OFFSETS_TOPIC: Final = "__consumer_offsets"
 #: Kafka's rule for topic names (``Topic.validate``): at most 249 of ``[a-zA-Z0-9._-]``.

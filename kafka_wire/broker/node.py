@@ -69,6 +69,7 @@ from kafka_wire.broker.peers import PeerLinks
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.raft.config import METADATA_TOPIC
 from kafka_wire.broker.security.checks import build_authorizer
+from kafka_wire.broker.security.controller_checks import refusal
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, unlimited
 from kafka_wire.codec.structs import Message
@@ -105,12 +106,8 @@ _SILENT.propagate = False
 
 def controller_api_versions() -> dict[int, tuple[int, int]]:
     """What a controller listener accepts: every version kafka_wire knows of :data:`CONTROLLER_APIS`."""
-    versions: dict[int, tuple[int, int]] = {}
-    for key in sorted(CONTROLLER_APIS):
-        known = messages.VALID_VERSIONS.get(key)
-        if known is not None:
-            versions[key] = (min(known), max(known))
-    return versions
+    known = messages.VALID_VERSIONS
+    return {key: (min(known[key]), max(known[key])) for key in sorted(CONTROLLER_APIS) if key in known}
 
 
 def default_parts(context: PartsContext) -> NodeParts:
@@ -165,6 +162,8 @@ class Node:
         #: connection to itself.
         self.loopback: LocalLink | None = None
         self._sole_voter = self.settings.sole_voter(config.node_id)
+        #: What a controller listener's requests are checked with (``security/controller_checks.py``).
+        self._authorizer = build_authorizer(config, self.view.acls) if config.authorizer_enabled else None
         self._parts: NodeParts | None = None
         self._state: BrokerState | None = None
         self._effects = EffectSink()
@@ -247,8 +246,7 @@ class Node:
         )
         self._parts = parts
         self.view.attach(parts.image, parts.raft)
-        if self.config.authorizer_enabled:
-            state.authorizer = build_authorizer(self.config, self.view.acls)
+        state.authorizer = self._authorizer
         state.quotas.attach(parts.image.client_quotas)
         parts.raft.start(now_ms)
         if self.settings.is_broker:
@@ -281,12 +279,14 @@ class Node:
     def serves(self, listener: str) -> bool:
         return listener in self.settings.controller_listener_names
 
-    def handle(self, request: Request, now_ms: int) -> Message | Waiting:
+    def handle(self, request: Request, now_ms: int, user: str = "", host: str = "") -> Message | Waiting:
         self._now_ms = now_ms
         parts = self.parts
         key = request.api_key
         answer: Message | Waiting
-        if key == ApiKey.API_VERSIONS:
+        if self._authorizer and (refused := refusal(self._authorizer, user, host, key, request.body)):
+            answer = refused
+        elif key == ApiKey.API_VERSIONS:
             answer = api_versions_response(self._controller_versions)
         elif key in RAFT_APIS:
             answer = parts.raft.handle(key, request.api_version, request.body, now_ms)

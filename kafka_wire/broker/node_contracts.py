@@ -11,7 +11,6 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from kafka_wire.broker.cluster_settings import ClusterSettings
@@ -22,9 +21,11 @@ from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.broker.work import Steps
 from kafka_wire.codec.structs import Message
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.broker.controller.scram_image import ScramImage
+    from kafka_wire.broker.controller.tokens_image import DelegationTokenImage
 
 
 @runtime_checkable
@@ -131,6 +132,11 @@ class ImagePart(Protocol):
     @property
     def scram(self) -> ScramImage:
         """The users' SCRAM credentials."""
+        ...
+
+    @property
+    def tokens(self) -> DelegationTokenImage:
+        """The delegation tokens."""
         ...
 
     def configs_of(self, resource_type: int, name: str) -> dict[str, str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
@@ -22,6 +21,7 @@ from kafka_wire.broker.work import WorkBudget
 from kafka_wire.errors import DecodeError
 from kafka_wire.logformat.batch_header import BatchHeader, parse_header
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 from kafka_wire.records import NewRecord, RecordBatch, build_batch, read_batches
 from kafka_wire.records.constants import COMPRESSION_NAMES
 

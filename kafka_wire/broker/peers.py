@@ -47,7 +47,7 @@ import enum
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
@@ -64,6 +64,7 @@ from kafka_wire.protocol.events import (
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
 from kafka_wire.protocol.machine import step
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.protocol.client import ClientConfig, ClientConnection

@@ -14,60 +14,63 @@ Kafka configures a broker's SASL listeners with
 - ``sasl.mechanism.inter.broker.protocol`` (Kafka's default: ``GSSAPI``): the mechanism a broker
   uses on the inter-broker listener, which must then be enabled on it.
 
-:func:`parse_jaas` reads a JAAS entry as Kafka's ``JaasConfig`` does: ``//`` and ``/* */``
-comments, values bare or in double quotes (backslash escapes inside), a control flag of
-``required``, ``requisite``, ``sufficient`` or ``optional`` (any case), a ``;`` after each
-module. This module does no I/O and knows nothing of the broker; errors are
-:class:`SaslConfigError` naming the property.
+An OAUTHBEARER listener's entry names ``OAuthBearerLoginModule``; its validator and its options are
+:mod:`kafka_wire.broker.oauth_config`'s. JAAS values are read by
+:func:`kafka_wire.broker.jaas.parse_jaas`. This module does no I/O and knows nothing of the
+broker; errors are :class:`SaslConfigError` naming the property.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
-from kafka_wire.errors import KafkaWireError
+from kafka_wire.broker.jaas import LISTENER_PREFIX, JaasEntry, SaslConfigError, parse_jaas
+from kafka_wire.broker.oauth_config import OAuthSettings, is_oauth_property, oauth_settings
+from kafka_wire.quick_dataclass import dataclass
 
+__all__ = [
+    "KAFKA_DEFAULT_MECHANISM",
+    "LISTENER_PREFIX",
+    "PASSWORD_MECHANISMS",
+    "PLAIN_LOGIN_MODULE",
+    "SCRAM_LOGIN_MODULE",
+    "SERVED_MECHANISMS",
+    "JaasEntry",
+    "ListenerSasl",
+    "SaslConfigError",
+    "enabled_mechanisms",
+    "inter_broker_login",
+    "inter_broker_mechanism",
+    "is_sasl_property",
+    "listener_sasl",
+    "parse_jaas",
+]
+
+#: The mechanisms whose users have passwords (``sasl.users.*`` may name them).
+PASSWORD_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: The mechanisms a kafka_wire broker serves.
-SERVED_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SERVED_MECHANISMS: Final = (*PASSWORD_MECHANISMS, "OAUTHBEARER")
 #: Kafka's default ``sasl.enabled.mechanisms`` and ``sasl.mechanism.inter.broker.protocol``.
 KAFKA_DEFAULT_MECHANISM: Final = "GSSAPI"
 PLAIN_LOGIN_MODULE: Final = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN_MODULE: Final = "org.apache.kafka.common.security.scram.ScramLoginModule"
 #: The JAAS option prefix of a PLAIN user's password (Kafka's ``PlainServerCallbackHandler``).
 PLAIN_USER_PREFIX: Final = "user_"
-CONTROL_FLAGS: Final = ("required", "requisite", "sufficient", "optional")
-#: The property naming one listener's settings (Kafka's ``ListenerName.configPrefix``).
-LISTENER_PREFIX: Final = "listener.name."
-
-
-class SaslConfigError(KafkaWireError):
-    """A SASL property is invalid; ``key`` names it."""
-
-    def __init__(self, key: str, reason: str) -> None:
-        self.key = key
-        self.reason = reason
-        super().__init__(f"{key}: {reason}")
-
-
-@dataclass(frozen=True, slots=True)
-class JaasEntry:
-    """One login module of a JAAS configuration."""
-
-    module: str
-    flag: str
-    options: Mapping[str, str] = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListenerSasl:
-    """What a SASL listener serves: its mechanisms and the PLAIN users of its JAAS entry."""
+    """What a SASL listener serves: its mechanisms, the PLAIN users of its JAAS entry and how it
+    validates OAUTHBEARER tokens."""
 
     #: Enabled mechanisms, in the order given (``sasl.enabled.mechanisms``).
     mechanisms: tuple[str, ...]
     #: PLAIN users and passwords (the ``user_<name>`` options of the PLAIN JAAS entry).
     plain_users: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: The OAUTHBEARER validator's settings (:mod:`kafka_wire.broker.oauth_config`), when enabled.
+    oauth: OAuthSettings | None = None
 
     def __post_init__(self) -> None:
         if not self.mechanisms:
@@ -78,11 +81,15 @@ class ListenerSasl:
                     "sasl.enabled.mechanisms",
                     f"{mechanism} is not served; kafka_wire serves {', '.join(SERVED_MECHANISMS)}",
                 )
+        if ("OAUTHBEARER" in self.mechanisms) != (self.oauth is not None):
+            raise SaslConfigError("sasl.enabled.mechanisms", "OAUTHBEARER goes with its validator's settings")
 
 
 def is_sasl_property(key: str) -> bool:
     """Whether ``key`` is one :func:`listener_sasl` reads."""
     if key in ("sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol"):
+        return True
+    if is_oauth_property(key):
         return True
     return key.startswith(LISTENER_PREFIX) and key.endswith((".sasl.jaas.config", ".sasl.enabled.mechanisms"))
 
@@ -108,6 +115,7 @@ def listener_sasl(props: Mapping[str, str], listener: str) -> ListenerSasl:
                 key, f"{mechanism} is not served; kafka_wire serves {', '.join(SERVED_MECHANISMS)}"
             )
     users: dict[str, str] = {}
+    oauth: OAuthSettings | None = None
     for mechanism in mechanisms:
         jaas_key = f"{LISTENER_PREFIX}{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
         if jaas_key not in props:
@@ -122,6 +130,8 @@ def listener_sasl(props: Mapping[str, str], listener: str) -> ListenerSasl:
             raise SaslConfigError(
                 jaas_key, f"JAAS config property contains {len(entries)} login modules, should be 1 module"
             )
+        if mechanism == "OAUTHBEARER":
+            oauth = oauth_settings(props, listener, jaas_key, entries[0])
         if mechanism == "PLAIN":
             entry = entries[0]
             if entry.module != PLAIN_LOGIN_MODULE:
@@ -131,7 +141,7 @@ def listener_sasl(props: Mapping[str, str], listener: str) -> ListenerSasl:
                 for name, value in entry.options.items()
                 if name.startswith(PLAIN_USER_PREFIX) and len(name) > len(PLAIN_USER_PREFIX)
             }
-    return ListenerSasl(mechanisms=mechanisms, plain_users=users)
+    return ListenerSasl(mechanisms=mechanisms, plain_users=users, oauth=oauth)
 
 
 def inter_broker_mechanism(props: Mapping[str, str], listener: str) -> str:
@@ -167,88 +177,3 @@ def inter_broker_login(props: Mapping[str, str], listener: str) -> tuple[str, st
     if "username" not in options or "password" not in options:
         raise SaslConfigError(key, "the inter-broker login needs the username and password options")
     return options["username"], options["password"]
-
-
-# -- JAAS ----------------------------------------------------------------------------------------
-
-
-def parse_jaas(text: str, key: str = "sasl.jaas.config") -> list[JaasEntry]:
-    """The login modules of a JAAS configuration value (see the module docstring)."""
-    tokens = _tokens(text, key)
-    entries: list[JaasEntry] = []
-    pos = 0
-    while pos < len(tokens):
-        module, quoted = tokens[pos]
-        if quoted or module in ("=", ";"):
-            raise SaslConfigError(key, "a login module class name is expected")
-        pos += 1
-        if pos >= len(tokens) or tokens[pos][0].lower() not in CONTROL_FLAGS or tokens[pos][1]:
-            raise SaslConfigError(key, f"login module control flag not specified for {module}")
-        flag = tokens[pos][0].lower()
-        pos += 1
-        options: dict[str, str] = {}
-        while True:
-            if pos >= len(tokens):
-                raise SaslConfigError(key, "the JAAS entry does not end with ';'")
-            word, quoted = tokens[pos]
-            if word == ";" and not quoted:
-                pos += 1
-                break
-            if pos + 2 >= len(tokens) or tokens[pos + 1] != ("=", False):
-                raise SaslConfigError(key, f"value not specified for key {word!r} in JAAS config")
-            value, value_quoted = tokens[pos + 2]
-            if not value_quoted and value in ("=", ";"):
-                raise SaslConfigError(key, f"value not specified for key {word!r} in JAAS config")
-            options[word] = value
-            pos += 3
-        entries.append(JaasEntry(module, flag, options))
-    if not entries:
-        raise SaslConfigError(key, "login module not specified in JAAS config")
-    return entries
-
-
-_SPACE: Final = " \t\r\n\f"
-
-
-def _tokens(text: str, key: str) -> list[tuple[str, bool]]:
-    """Words, ``=``, ``;`` and quoted strings (marked True), comments dropped."""
-    out: list[tuple[str, bool]] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in _SPACE:
-            i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                raise SaslConfigError(key, "unterminated comment in JAAS config")
-            i = end + 2
-        elif c in "=;":
-            out.append((c, False))
-            i += 1
-        elif c == '"':
-            value: list[str] = []
-            i += 1
-            while i < n and text[i] != '"':
-                if text[i] == "\\" and i + 1 < n:
-                    i += 1
-                value.append(text[i])
-                i += 1
-            if i >= n:
-                raise SaslConfigError(key, "unterminated quoted value in JAAS config")
-            out.append(("".join(value), True))
-            i += 1
-        else:
-            start = i
-            while (
-                i < n
-                and text[i] not in _SPACE
-                and text[i] not in '=;"'
-                and not text.startswith(("//", "/*"), i)
-            ):
-                i += 1
-            out.append((text[start:i], False))
-    return out

@@ -29,8 +29,8 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
   voter and opens no controller listener; a controller-only node opens controller listeners
   only; every listener is opened. Controller listeners are PLAINTEXT or SSL (the node's links to
   an SSL listener of another node speak TLS with that listener's ``ssl.*`` settings); broker
-  listeners may also be SASL_PLAINTEXT, each with its own SASL settings, the inter-broker one too
-  (the nodes then log in to each other with PLAIN:
+  listeners may also be SASL_PLAINTEXT or SASL_SSL, each with its own SASL settings, the
+  inter-broker one too (the nodes then log in to each other with PLAIN, over TLS on SASL_SSL:
   :func:`kafka_wire.broker.sasl_config.inter_broker_login`). Without voters :attr:`BrokerConfig.cluster` is
   None: the node is a cluster of its own (``config.standalone``: broker and controller, the only
   voter, no controller listener), as ``kafka-wire serve`` runs by default (Kafka's stock
@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Final, Literal
 
 from kafka_wire.broker import cluster_view
@@ -67,6 +67,7 @@ from kafka_wire.broker.sasl_config import (
     listener_sasl,
 )
 from kafka_wire.broker.tls_settings import TLS_PROTOCOLS, TlsSettings, is_ssl_key, listener_tls
+from kafka_wire.quick_dataclass import dataclass
 
 #: Security protocols kafka_wire's broker listener can speak.
 SERVED_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -404,13 +405,13 @@ def _cluster(
             raise BrokerConfigError(
                 "listener.security.protocol.map", f"no security protocol for listener {name}"
             )
-        if protocol == "SASL_PLAINTEXT" and name not in controllers:
+        if protocol.startswith("SASL_") and name not in controllers:
             sasl[name] = _sasl_of(props, name, config)
         elif protocol not in ("PLAINTEXT", "SSL"):
             raise BrokerConfigError(
                 "listeners",
                 f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT and SSL, and "
-                "SASL_PLAINTEXT on broker listeners",
+                "SASL_PLAINTEXT and SASL_SSL on broker listeners",
             )
     node_id = config.node_id
     voter_ids = [v.node_id for v in voters]

@@ -21,10 +21,10 @@ Pure functions of text; nothing here does I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Final, Literal
 
 from kafka_wire.broker.config import BrokerConfigError
+from kafka_wire.quick_dataclass import dataclass
 
 #: ``ssl.principal.mapping.rules``'s default.
 DEFAULT_RULES: Final = "DEFAULT"

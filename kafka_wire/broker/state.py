@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final, Protocol
 
 from kafka_wire.broker.buggify import OFF, Hooks
@@ -38,6 +38,7 @@ from kafka_wire.codec.structs import Message
 from kafka_wire.logformat.names import partition_dir
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import Splice
+from kafka_wire.quick_dataclass import dataclass
 
 #: Config resource types (``ConfigRecord.resource_type``) the broker follows.
 TOPIC_RESOURCE: Final = 2
@@ -85,10 +86,21 @@ class Context:
     #: A request of this node's own parts to itself (the coordinators' loopback): the broker's
     #: own, which ACLs do not restrict (Kafka's inter-broker principal is a super user).
     internal: bool = False
+    #: The connection authenticated with a delegation token (Kafka's ``KafkaPrincipal``
+    #: ``tokenAuthenticated``): it may not ask for tokens.
+    token_authenticated: bool = False
 
     @property
     def api_version(self) -> int:
         return self.request.api_version
+
+
+@dataclass(slots=True)
+class _LogConfigMemo:
+    """Topic configurations parsed on ``base`` (see ``BrokerState.log_config``)."""
+
+    base: LogConfig | None = None
+    parsed: dict[tuple[tuple[str, str], ...], LogConfig] = field(default_factory=dict)
 
 
 @dataclass
@@ -146,6 +158,10 @@ class BrokerState:
     #: Group config overrides from the metadata (config resource type 32: KIP-848 / KIP-932
     #: settings such as ``share.auto.offset.reset``), by group id.
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Parsed topic configurations by their overrides (``log_config``).
+    _log_configs: _LogConfigMemo = field(
+        default_factory=_LogConfigMemo, init=False, repr=False, compare=False
+    )
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""
@@ -154,7 +170,18 @@ class BrokerState:
     # -- topic configuration --------------------------------------------------------------------
 
     def log_config(self, topic: TopicInfo) -> LogConfig:
-        return LogConfig.from_properties(topic.configs, base=self.defaults)
+        """The topic's parsed configuration: its overrides on the broker's defaults. Parsed once
+        per distinct set of overrides (the coordinators ask for it on every write they append
+        and every outcome they check), until the defaults change."""
+        key = tuple(topic.configs.items())
+        memo = self._log_configs
+        if memo.base is not self.defaults:
+            memo.base = self.defaults
+            memo.parsed.clear()
+        config = memo.parsed.get(key)
+        if config is None:
+            config = memo.parsed[key] = LogConfig.from_properties(topic.configs, base=self.defaults)
+        return config
 
     # -- topics ---------------------------------------------------------------------------------
 

@@ -15,8 +15,9 @@ timers that are live.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 from typing import Final
+
+from kafka_wire.quick_dataclass import dataclass
 
 #: A timer's identity: ``(owner, ...)``, hashable.
 TimerKey = tuple[object, ...]
@@ -81,9 +82,8 @@ class TimerQueue:
 
     def next_deadline_ms(self, owner: object | None = None) -> int | None:
         """The earliest deadline (of ``owner``'s timers, or of all), or None when none is set."""
-        owners = list(self._heaps) if owner is None else [owner]
         found: int | None = None
-        for name in owners:
+        for name in self._heaps if owner is None else (owner,):  # _head drops entries, not owners
             head = self._head(name)
             if head is not None and (found is None or head[0] < found):
                 found = head[0]

@@ -29,11 +29,12 @@ What is read:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final, Literal
 
 from kafka_wire.broker.config import BrokerConfigError
 from kafka_wire.broker.ssl_principal import DEFAULT_RULES, PrincipalRule, parse_rules
+from kafka_wire.quick_dataclass import dataclass
 
 ClientAuth = Literal["none", "requested", "required"]
 StoreType = Literal["PEM", "PKCS12"]

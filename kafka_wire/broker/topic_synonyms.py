@@ -22,10 +22,10 @@ entry named after the topic config's *first* synonym: when only ``log.retention.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.log.config import INT_MAX, LONG_MAX, ConfigError
+from kafka_wire.quick_dataclass import dataclass
 
 MINUTES: Final = 60_000
 HOURS: Final = 3_600_000

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.coordinator_keys import partition_for_group
@@ -41,6 +40,7 @@ from kafka_wire.broker.txn.markers import MarkerChannel
 from kafka_wire.broker.txn.metadata import TopicPartition, TxnVersion
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ verification).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafka_wire import messages
 from kafka_wire.broker.coordinator_keys import partition_for_group
@@ -27,6 +27,7 @@ from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.txn.verifier import Operation, Verification
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
+from kafka_wire.quick_dataclass import dataclass
 
 Token = tuple[int, int]
 

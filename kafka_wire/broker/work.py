@@ -25,10 +25,10 @@ from __future__ import annotations
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
 from typing import ClassVar, Final, Generic, TypeVar
 
 from kafka_wire.codec.structs import Message
+from kafka_wire.quick_dataclass import dataclass
 
 R = TypeVar("R", bound=Message)
 T = TypeVar("T")

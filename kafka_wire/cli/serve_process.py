@@ -6,10 +6,10 @@ when ready, the fault-injection control protocol when asked, and the exit status
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import random
-import secrets
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,6 +22,7 @@ from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.data_dir import DataDirError
 
 if TYPE_CHECKING:
+    from kafka_wire.adapters.jwks import JwksRefresher
     from kafka_wire.adapters.tls import TlsListener
 
 #: Where the fault-injection control protocol listens (``--control-port``): loopback only.
@@ -101,7 +102,10 @@ async def _run_until_signalled(
 
     try:
         server = build()
+        key_sets = await _key_sets(server)
         listening = await start(server)
+    except _JwksError as exc:
+        return _cannot_start(str(exc))
     except DataDirError as exc:
         return _cannot_start(f"{data_dir}: {exc}")
     except OSError as exc:
@@ -125,6 +129,11 @@ async def _run_until_signalled(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.stop_requested.set)
+    # The collector has been off since ``kafka_wire.cli.main`` began (its _COLLECT_LATER): what the
+    # start made is frozen until the first full collection (``Collector``), not left young for the
+    # first request to pay for.
+    gc.freeze()
+    gc.enable()
     collector = Collector(server.quiet_for)
     collector.start()
     print(f"kafka-wire serve: {listening} (data in {data_dir})", flush=True)
@@ -133,6 +142,8 @@ async def _run_until_signalled(
         loop.add_signal_handler(sig, os._exit, 1)
     if control is not None:
         await control.stop()
+    if key_sets is not None:
+        await key_sets.stop()
     await server.stop()
     await collector.stop()
     if server.failure is not None:
@@ -140,6 +151,23 @@ async def _run_until_signalled(
         return 1
     print("kafka-wire serve: stopped", flush=True)
     return 0
+
+
+class _JwksError(Exception):
+    """A key set of an OAUTHBEARER listener could not be loaded (the message says which)."""
+
+
+async def _key_sets(server: BrokerServer) -> JwksRefresher | None:
+    """Load the JWKS of the signed-token OAUTHBEARER listeners before listening (their adapter
+    loads only for such a listener)."""
+    if server.broker.oauth_key_sets is None:
+        return None
+    from kafka_wire.adapters.jwks import JwksError, start_key_sets
+
+    try:
+        return await start_key_sets(server.broker)
+    except JwksError as exc:
+        raise _JwksError(str(exc)) from None
 
 
 def _cannot_start(reason: str) -> int:
@@ -162,6 +190,8 @@ def serve_node_until_signalled(
 async def _serve_node(
     config: BrokerConfig, data_dir: Path, control_port: int | None, tls: Mapping[str, TlsListener]
 ) -> int:
+    import secrets  # (and hashlib, hmac) for a cluster node's seed only
+
     from kafka_wire.broker.node import Node
 
     settings = config.cluster

@@ -23,7 +23,6 @@ import gc
 import struct
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID, SafeUUID
 
@@ -34,6 +33,7 @@ from kafka_wire.errors import (
     InvalidValueError,
     TruncatedError,
 )
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire._compiled.base import Struct
@@ -73,12 +73,30 @@ INT_RANGES: Final[dict[str, tuple[int, int]]] = {
 #: Arrays of fixed-width numbers up to this length use a precompiled ``struct.Struct``.
 SMALL_ARRAY: Final = 64
 _ARRAY_CHARS = "?bhiqHId"
+
+
+class _Structs(dict[int, struct.Struct]):
+    """``struct.Struct(prefix + f"{n}{code}")`` for ``n`` in ``range(SMALL_ARRAY)``, each made on first
+    use (making all 1,024 of both tables took several ms of every start) and indexed as a tuple of
+    them would be (a negative ``n`` counts from the end, one out of range raises ``IndexError``)."""
+
+    __slots__ = ("_format",)
+
+    def __init__(self, prefix: str, code: str) -> None:
+        super().__init__()
+        self._format = prefix + "{}" + code
+
+    def __missing__(self, n: int) -> struct.Struct:
+        if not -SMALL_ARRAY <= n < SMALL_ARRAY:
+            raise IndexError(f"{n} is not below {SMALL_ARRAY}")
+        made = self[n] = struct.Struct(self._format.format(n % SMALL_ARRAY))
+        return made
+
+
 #: ``ARRAY_STRUCTS[c][n]`` reads or writes ``n`` values of struct code ``c``.
-ARRAY_STRUCTS: Final = {c: tuple(struct.Struct(f">{n}{c}") for n in range(SMALL_ARRAY)) for c in _ARRAY_CHARS}
+ARRAY_STRUCTS: Final = {c: _Structs(">", c) for c in _ARRAY_CHARS}
 #: ``COUNTED_ARRAY_STRUCTS[c][n]`` writes an int32 count and then ``n`` values of code ``c``.
-COUNTED_ARRAY_STRUCTS: Final = {
-    c: tuple(struct.Struct(f">i{n}{c}") for n in range(SMALL_ARRAY)) for c in _ARRAY_CHARS
-}
+COUNTED_ARRAY_STRUCTS: Final = {c: _Structs(">i", c) for c in _ARRAY_CHARS}
 
 #: Default of array and struct parameters: the constructor builds a new empty list or struct.
 FRESH: Final[Any] = _Fresh()

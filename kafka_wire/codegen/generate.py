@@ -1,4 +1,6 @@
-"""Generate ``kafka_wire/messages/`` from ``schemas/``: one module per API, header and data message.
+"""Generate ``kafka_wire/messages/`` from ``schemas/``: one module per API, header and data message;
+and ``kafka_wire/quick_dataclass_methods.py`` from the dataclasses of ``kafka_wire``
+(:mod:`kafka_wire.codegen.quick_dataclass`).
 
 ``python -m kafka_wire.codegen`` rewrites the package (deleting stale modules); ``--check`` fails
 when the checked-in files differ from what the generator makes.
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from kafka_wire.codegen.mypyc_flavour import NativeModuleEmitter
 from kafka_wire.codegen.python_flavour import ModuleEmitter
+from kafka_wire.codegen.quick_dataclass import generate as generate_quick_dataclass
 from kafka_wire.codegen.writer import SourceWriter
 from kafka_wire.schema.model import Message, SchemaSet, load, snake_case
 
@@ -20,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "schemas"
 PACKAGE = ROOT / "kafka_wire" / "messages"
 NATIVE_PACKAGE = ROOT / "kafka_wire" / "_compiled" / "messages"
+QUICK_DATACLASS_METHODS = ROOT / "kafka_wire" / "quick_dataclass_methods.py"
 
 
 def banner(schema_file: str, messages: list[Message]) -> list[str]:
@@ -175,13 +179,13 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
     w.line()
     w.line("import importlib")
     w.line("from collections.abc import Iterator, Mapping")
-    w.line("from dataclasses import dataclass")
     w.line("from typing import TYPE_CHECKING, Any")
     w.line()
     w.line("from kafka_wire.codec.request_for import RequestFor")
     w.line("from kafka_wire.codec.structs import Message")
     w.line("from kafka_wire.messages.api_key import ApiKey")
     w.line("from kafka_wire.messages.error_code import ErrorCode")
+    w.line("from kafka_wire.quick_dataclass import dataclass")
     w.line()
     names: list[str] = [
         "ApiInfo",
@@ -334,7 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     schemas = load(SCHEMAS)
     packages = ((PACKAGE, generate(schemas)), (NATIVE_PACKAGE, generate_native(schemas)))
     if args.check:
+        methods = generate_quick_dataclass(ROOT / "kafka_wire", GENERATOR_VERSION)
         stale: list[str] = []
+        if not QUICK_DATACLASS_METHODS.exists() or QUICK_DATACLASS_METHODS.read_text("utf-8") != methods:
+            stale.append(QUICK_DATACLASS_METHODS.relative_to(ROOT).as_posix())
         for package, files in packages:
             where = package.relative_to(ROOT).as_posix()
             stale += [
@@ -349,4 +356,12 @@ def main(argv: list[str] | None = None) -> int:
     for package, files in packages:
         changed = write(files, package)
         print(f"{package.relative_to(ROOT).as_posix()}: {len(files)} modules, {len(changed)} changed")
+    # After the messages: their package's catalogue is one of the classes.
+    methods = generate_quick_dataclass(ROOT / "kafka_wire", GENERATOR_VERSION)
+    where = QUICK_DATACLASS_METHODS.relative_to(ROOT).as_posix()
+    if not QUICK_DATACLASS_METHODS.exists() or QUICK_DATACLASS_METHODS.read_text("utf-8") != methods:
+        QUICK_DATACLASS_METHODS.write_text(methods, encoding="utf-8")
+        print(f"{where}: changed")
+    else:
+        print(f"{where}: unchanged")
     return 0

@@ -12,10 +12,10 @@ such batches (as Kafka's ``FileRecords.searchForOffsetWithSize`` does).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.errors import CorruptBatchError
+from kafka_wire.quick_dataclass import dataclass
 from kafka_wire.records import read_batches, validate_batch
 from kafka_wire.records.batch import V2_HEADER
 from kafka_wire.records.constants import (

@@ -7,10 +7,10 @@ and names what it found when they differ.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.logformat.properties import parse_properties
+from kafka_wire.quick_dataclass import dataclass
 
 META_PROPERTIES: Final = "meta.properties"
 KRAFT_VERSION: Final = "1"

@@ -11,10 +11,10 @@ Kafka's ``AbortedTxn``. A read_committed Fetch lists the entries that overlap wh
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.errors import InvalidValueError
+from kafka_wire.quick_dataclass import dataclass
 from kafka_wire.records.record import BufferLike
 
 ENTRY: Final = struct.Struct(">hqqqq")

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_wire.codec.request_for import RequestFor
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages.api_key import ApiKey
 from kafka_wire.messages.error_code import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.messages.aborted_txn import (
@@ -221,6 +221,9 @@ if TYPE_CHECKING:
     )
     from kafka_wire.messages.default_principal_data import (
         DefaultPrincipalData,
+    )
+    from kafka_wire.messages.delegation_token_record import (
+        DelegationTokenRecord,
     )
     from kafka_wire.messages.delete_acls import (
         DeleteAclsRequest,
@@ -619,6 +622,9 @@ if TYPE_CHECKING:
     from kafka_wire.messages.remove_access_control_entry_record import (
         RemoveAccessControlEntryRecord,
     )
+    from kafka_wire.messages.remove_delegation_token_record import (
+        RemoveDelegationTokenRecord,
+    )
     from kafka_wire.messages.remove_raft_voter import (
         RemoveRaftVoterRequest,
         RemoveRaftVoterResponse,
@@ -976,6 +982,7 @@ _MODULE_OF: dict[str, str] = {
     'CreateTopicsResponseCreatableTopicConfigs': 'create_topics',
     'CreateTopicsResponseCreatableTopicResult': 'create_topics',
     'DefaultPrincipalData': 'default_principal_data',
+    'DelegationTokenRecord': 'delegation_token_record',
     'DeleteAclsRequest': 'delete_acls',
     'DeleteAclsRequestFilter': 'delete_acls',
     'DeleteAclsResponse': 'delete_acls',
@@ -1249,6 +1256,7 @@ _MODULE_OF: dict[str, str] = {
     'RegisterBrokerRecordBrokerEndpoint': 'register_broker_record',
     'RegisterBrokerRecordBrokerFeature': 'register_broker_record',
     'RemoveAccessControlEntryRecord': 'remove_access_control_entry_record',
+    'RemoveDelegationTokenRecord': 'remove_delegation_token_record',
     'RemoveRaftVoterRequest': 'remove_raft_voter',
     'RemoveRaftVoterResponse': 'remove_raft_voter',
     'RemoveTopicRecord': 'remove_topic_record',
@@ -1398,7 +1406,7 @@ _MODULE_OF: dict[str, str] = {
     'WriteTxnMarkersResponseWritableTxnMarkerResult': 'write_txn_markers',
     'WriteTxnMarkersResponseWritableTxnMarkerTopicResult': 'write_txn_markers',
 }
-_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'AccessControlEntryRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ClientQuotaRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveAccessControlEntryRecord', 'RemoveTopicRecord', 'RemoveUserScramCredentialRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'UserScramCredentialRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
+_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'AccessControlEntryRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ClientQuotaRecord', 'ConfigRecord', 'DelegationTokenRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveAccessControlEntryRecord', 'RemoveDelegationTokenRecord', 'RemoveTopicRecord', 'RemoveUserScramCredentialRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'UserScramCredentialRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
 
 
 def __getattr__(name: str) -> Any:
@@ -1712,6 +1720,7 @@ __all__ = [
     'CreateTopicsResponseCreatableTopicConfigs',
     'CreateTopicsResponseCreatableTopicResult',
     'DefaultPrincipalData',
+    'DelegationTokenRecord',
     'DeleteAclsRequest',
     'DeleteAclsRequestFilter',
     'DeleteAclsResponse',
@@ -1986,6 +1995,7 @@ __all__ = [
     'RegisterBrokerRecordBrokerEndpoint',
     'RegisterBrokerRecordBrokerFeature',
     'RemoveAccessControlEntryRecord',
+    'RemoveDelegationTokenRecord',
     'RemoveRaftVoterRequest',
     'RemoveRaftVoterResponse',
     'RemoveTopicRecord',

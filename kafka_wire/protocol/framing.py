@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.codec.runtime import Output, encode_message_into
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import EncodeError, InvalidValueError, TruncatedError, UnsupportedApiError
 from kafka_wire.messages import REQUESTS, RESPONSES, ApiKey, RequestHeader, ResponseHeader
+from kafka_wire.quick_dataclass import dataclass
 
 _SIZE: Final = struct.Struct(">i")
 _KEY_VERSION_CORRELATION: Final = struct.Struct(">hhi")

@@ -18,10 +18,10 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 from kafka_wire.errors import LocalProtocolError, ProtocolError
+from kafka_wire.quick_dataclass import dataclass
 
 S = TypeVar("S", bound=enum.Enum)
 In = TypeVar("In", bound=enum.Enum)

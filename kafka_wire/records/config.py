@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
+
+from kafka_wire.quick_dataclass import dataclass
 
 DEFAULT_MAX_DECOMPRESSED_BYTES: Final = 64 * 1024 * 1024
 """Cap on what one compressed batch (or legacy wrapper) may inflate to. Kafka's defaults are

@@ -61,7 +61,9 @@ def test_the_client_reauthenticates_from_its_loop() -> None:
         return logins[-1]
 
     async def main() -> None:
-        server = await serve(_broker, config=ServerConfig(max_reauth_ms=300), sasl=plain)
+        server = await serve(
+            _broker, config=ServerConfig(max_reauth_ms=300, min_reauthentication_interval_ms=0), sasl=plain
+        )
         async with server, await KafkaClient.connect("127.0.0.1", server.port, sasl=mechanism) as client:
             assert client.authenticated is not None and client.authenticated.session_lifetime_ms == 300
             for _ in range(8):  # 0.8 s: two re-authentications at 270 ms into each session

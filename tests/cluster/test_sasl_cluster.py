@@ -2,11 +2,14 @@
 client listener beside its PLAINTEXT inter-broker and controller listeners, configured with
 Kafka's SASL properties. A SCRAM-SHA-512 user created through one node (confluent-kafka's
 AdminClient, forwarded to the active controller) logs in on every node, after a node's restart
-too; confluent-kafka produces with it through the SASL listeners; a wrong password fails."""
+too; confluent-kafka produces with it through the SASL listeners; a wrong password fails. A
+delegation token created through one node (its request sent to the active controller in an
+Envelope naming the client) logs in on every node, after the restart too."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import subprocess
 import sys
@@ -16,8 +19,9 @@ from typing import Final
 import pytest
 
 from kafka_wire.adapters.asyncio import KafkaClient
+from kafka_wire.broker.controller.tokens_image import token_hmac
 from kafka_wire.errors import AuthenticationError, ProtocolError
-from kafka_wire.messages import MetadataRequest, MetadataResponse
+from kafka_wire.messages import CreateDelegationTokenRequest, MetadataRequest, MetadataResponse
 from kafka_wire.protocol.sasl import PlainClient, ScramClient
 from tests.cluster.conftest import ClusterFactory
 from tests.cluster.harness import HOST, LocalCluster, listener_port, wait_until
@@ -26,6 +30,7 @@ from tests.e2e.sasl_setup import ADMIN, client_settings, create_scram_users, sas
 pytestmark = pytest.mark.cluster
 
 USER: Final = ("erin", "erin-secret")
+TOKEN_SECRET: Final = "cluster-token-secret"
 
 
 def with_sasl_listeners(cluster: LocalCluster) -> dict[int, int]:
@@ -37,14 +42,16 @@ def with_sasl_listeners(cluster: LocalCluster) -> dict[int, int]:
         props["listeners"] += f",SASL_PLAINTEXT://{HOST}:{port}"
         props["advertised.listeners"] += f",SASL_PLAINTEXT://{HOST}:{port}"
         props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
-        props |= sasl_properties()
+        props |= sasl_properties() | {"delegation.token.secret.key": TOKEN_SECRET}
         del props["sasl.mechanism.inter.broker.protocol"]  # the inter-broker listener is PLAINTEXT
     return ports
 
 
-async def _scram_login(port: int, password: str) -> list[tuple[int, int]]:
+async def _scram_login(
+    port: int, password: str, user: str = USER[0], extensions: dict[str, str] | None = None
+) -> list[tuple[int, int]]:
     """Log in on one node's SASL listener; the brokers its Metadata names (id, port)."""
-    sasl = ScramClient("SCRAM-SHA-512", USER[0], password, "cluster-test-nonce")
+    sasl = ScramClient("SCRAM-SHA-512", user, password, "cluster-test-nonce", extensions=extensions or {})
     async with await KafkaClient.connect(HOST, port, sasl=sasl) as client:
         answer = await client.request(MetadataRequest(topics=[]))
         assert isinstance(answer, MetadataResponse)
@@ -77,9 +84,11 @@ def test_scram_users_log_in_on_every_node_of_a_cluster(cluster_factory: ClusterF
     sasl_bootstrap = ",".join(f"{HOST}:{port}" for port in ports.values())
     create_scram_users(f"{HOST}:{ports[1]}", {"SCRAM-SHA-512": USER})
     everyone = sorted(ports.items())
-    # Each node applies the credential record when its metadata catches up.
+    token = asyncio.run(_create_token(ports[2]))
+    # Each node applies the credential and token records when its metadata catches up.
     for port in ports.values():
         wait_until("a SCRAM login", lambda p=port: _try(p, everyone), 30)  # type: ignore[misc]
+        wait_until("a token login", lambda p=port: _try(p, everyone, token), 30)  # type: ignore[misc]
     with pytest.raises(AuthenticationError):
         logs_in(ports[2], "wrong")
     run = subprocess.run(
@@ -101,12 +110,24 @@ def test_scram_users_log_in_on_every_node_of_a_cluster(cluster_factory: ClusterF
     cluster.terminate(3)
     cluster.start(3)
     wait_until("a SCRAM login after a restart", lambda: _try(ports[3], everyone), 60)
+    wait_until("a token login after a restart", lambda: _try(ports[3], everyone, token), 30)
 
 
-def _try(port: int, brokers: list[tuple[int, int]]) -> bool | None:
-    """Whether a SCRAM login on ``port`` works and its Metadata lists ``brokers`` (None: not yet)."""
+async def _create_token(port: int) -> tuple[str, str]:
+    """A delegation token created by the admin on one node: its id and password."""
+    async with await KafkaClient.connect(HOST, port, sasl=PlainClient(*ADMIN)) as client:
+        made = await client.request(CreateDelegationTokenRequest())
+    assert made.error_code == 0 and made.hmac == token_hmac(made.token_id, TOKEN_SECRET)
+    return made.token_id, base64.b64encode(made.hmac).decode()
+
+
+def _try(port: int, brokers: list[tuple[int, int]], token: tuple[str, str] | None = None) -> bool | None:
+    """Whether a SCRAM login on ``port`` (the user's, or ``token``'s) works and its Metadata lists
+    ``brokers`` (None: not yet)."""
     try:
-        return logs_in(port) == brokers or None
+        if token is None:
+            return logs_in(port) == brokers or None
+        return asyncio.run(_scram_login(port, token[1], token[0], {"tokenauth": "true"})) == brokers or None
     except (AuthenticationError, OSError):
         return None
 

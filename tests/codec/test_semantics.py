@@ -11,6 +11,8 @@ import pytest
 
 import kafka_wire
 from kafka_wire.codec import interp
+from kafka_wire.codegen.error_codes import ERROR_CODES
+from kafka_wire.codegen.error_descriptions import DESCRIPTIONS
 from kafka_wire.errors import (
     EncodeError,
     FieldNotInVersionError,
@@ -234,6 +236,10 @@ def test_error_codes() -> None:
     assert all(code.description for code in ErrorCode)
     assert ErrorCode.lookup(6) is ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert ErrorCode.lookup(30000) == 30000 and type(ErrorCode.lookup(30000)) is int
+
+
+def test_every_error_code_fact_has_one_description() -> None:
+    assert list(DESCRIPTIONS) == [fact.name for fact in ERROR_CODES]
 
 
 def test_schemas_and_generated_code_are_up_to_date() -> None:

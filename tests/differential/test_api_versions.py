@@ -23,6 +23,10 @@ SUPERSETS: Final = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: ((0, 1), "v0-1, which Kafka 4 removed (KIP-896), for old clients"),
     ApiKey.DESCRIBE_CONFIGS: ((0, 0), "v0, which Kafka 4 removed (KIP-896), for old clients"),
     ApiKey.DESCRIBE_LOG_DIRS: ((0, 0), "v0, which Kafka 4 removed (KIP-896), for old clients"),
+    ApiKey.CREATE_DELEGATION_TOKEN: ((0, 0), "v0, which Kafka 4 removed (KIP-896), for old clients"),
+    ApiKey.RENEW_DELEGATION_TOKEN: ((0, 0), "v0, which Kafka 4 removed (KIP-896), for old clients"),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: ((0, 0), "v0, which Kafka 4 removed (KIP-896), for old clients"),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: ((0, 0), "v0, which Kafka 4 removed (KIP-896), for old clients"),
 }
 
 #: Compared in their own tests: the version ranges (test_ranges) and the features (deliberate).

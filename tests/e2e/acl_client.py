@@ -1,12 +1,15 @@
 """The client side of ``test_acls.py``, run in its own process: confluent-kafka over
-SASL_PLAINTEXT (PLAIN) as the super user ``admin`` and as ``alice``, printing what it saw as JSON.
+SASL_SSL (PLAIN) as the super user ``admin`` and as ``alice``, printing what it saw as JSON.
 
-Usage: ``python acl_client.py BOOTSTRAP`` (the topics, users and ACLs are fixed here).
+Usage: ``python acl_client.py BOOTSTRAP CA_PEM`` (``CA_PEM``: the authority the brokers'
+certificates are signed by; the topics, users and ACLs are fixed here).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import ssl
 import sys
 import time
 from typing import Any
@@ -24,12 +27,15 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # not in its 
 )
 
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
+#: The authority the brokers' certificates are signed by (``sys.argv[2]``).
+CA = sys.argv[2] if len(sys.argv) > 2 else ""
 
 
 def config(bootstrap: str, user: str) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
-        "security.protocol": "SASL_PLAINTEXT",
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": CA,
         "sasl.mechanism": "PLAIN",
         "sasl.username": user,
         "sasl.password": PASSWORDS[user],
@@ -121,6 +127,44 @@ def pay_eu_match() -> Any:
     )
 
 
+def wait_described(bootstrap: str, count: int, ca: str = "", timeout_s: float = 60.0) -> None:
+    """Wait until every broker of ``bootstrap`` describes ``count`` ACLs. A broker loads committed
+    ACLs into its authorizer after CreateAcls is answered, each broker of a cluster on its own
+    (Kafka's and kafka-wire's alike): asked through a client that picks any broker, one that has
+    them says nothing of the others. Each broker is asked directly (kafka_wire's client: the
+    admin clients cannot choose the broker). ``ca``: the brokers' authority (else :data:`CA`)."""
+    deadline = time.monotonic() + timeout_s
+    for address in bootstrap.split(","):
+        host, port = address.rsplit(":", 1)
+        while (described := asyncio.run(_described(host, int(port), ca or CA))) < count:
+            assert time.monotonic() < deadline, f"{address} describes {described} ACLs, not {count}"
+            time.sleep(0.1)  # polling the broker under the deadline
+
+
+async def _described(host: str, port: int, ca: str) -> int:
+    from kafka_wire.adapters.asyncio import KafkaClient
+    from kafka_wire.messages import DescribeAclsRequest, DescribeAclsResponse
+    from kafka_wire.protocol.sasl import PlainClient
+
+    tls = ssl.create_default_context(cafile=ca)
+    async with await KafkaClient.connect(
+        host, port, sasl=PlainClient("admin", PASSWORDS["admin"]), ssl=tls
+    ) as client:
+        answer = await client.request(
+            DescribeAclsRequest(
+                resource_type_filter=1,  # ANY
+                resource_name_filter=None,
+                pattern_type_filter=1,  # ANY
+                principal_filter=None,
+                host_filter=None,
+                operation=1,  # ANY
+                permission_type=1,  # ANY
+            )
+        )
+    assert isinstance(answer, DescribeAclsResponse) and answer.error_code == 0, answer
+    return sum(len(resource.acls) for resource in answer.resources)
+
+
 def main() -> None:
     bootstrap = sys.argv[1]
     admin = AdminClient(config(bootstrap, "admin"))
@@ -179,12 +223,8 @@ def main() -> None:
     ]
     for f in admin.create_acls(bindings).values():
         f.result(timeout=30)
-    deadline = time.monotonic() + 30
-    # A Kafka broker loads committed ACLs into its authorizer after CreateAcls is answered:
-    # wait until it describes them all (kafka-wire answers once they are in its image).
-    while len(described := admin.describe_acls(match_all()).result(timeout=30)) < len(bindings):
-        assert time.monotonic() < deadline, f"only {len(described)} ACLs described"
-        time.sleep(0.1)
+    wait_described(bootstrap, len(bindings))
+    described = admin.describe_acls(match_all()).result(timeout=30)
     seen["acls"] = sorted(
         f"{b.restype.name} {b.name} {b.resource_pattern_type.name} {b.principal} {b.host} {b.operation.name} {b.permission_type.name}"
         for b in described
@@ -210,9 +250,7 @@ def main() -> None:
     )
     for f in admin.create_acls([txn_acl]).values():
         f.result(timeout=30)
-    while len(admin.describe_acls(match_all()).result(timeout=30)) < len(bindings) + 1:
-        assert time.monotonic() < deadline + 60, "the transactional id ACL is not described"
-        time.sleep(0.1)
+    wait_described(bootstrap, len(bindings) + 1)
     seen["alice transaction as tx-alice after WRITE on tx-"] = transaction(
         bootstrap, "alice", "orders", "tx-alice"
     )

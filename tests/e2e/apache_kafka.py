@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -152,11 +153,13 @@ def random_cluster_id() -> str:
             return text
 
 
-def answers_api_versions(address: Address, timeout_s: float = 1.0) -> bool:
-    """Whether ``address`` answers an ApiVersions v0 request with a whole response."""
+def answers_api_versions(address: Address, timeout_s: float = 1.0, tls: ssl.SSLContext | None = None) -> bool:
+    """Whether ``address`` answers an ApiVersions v0 request with a whole response (over TLS with
+    ``tls``)."""
     request = struct.pack(">hhih", 18, 0, 1, -1)
     try:
-        with socket.create_connection(address, timeout=timeout_s) as sock:
+        plain = socket.create_connection(address, timeout=timeout_s)
+        with plain if tls is None else tls.wrap_socket(plain, server_hostname=address.host) as sock:
             sock.sendall(struct.pack(">i", len(request)) + request)
             data = b""
             while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
@@ -179,6 +182,9 @@ class KafkaNode(BrokerProcess):
     cluster_id: str = ""
     #: Properties over the example's (``auto.create.topics.enable``, replication factors, ...).
     overrides: dict[str, str] | None = None
+    #: The TLS the node's client listener speaks, when its overrides make it SSL or SASL_SSL: the
+    #: readiness probe's.
+    probe_tls: ssl.SSLContext | None = None
 
     @property
     def workdir(self) -> Path:
@@ -230,7 +236,7 @@ class KafkaNode(BrokerProcess):
         self._drain = threading.Thread(target=_copy, args=(process.stdout, log), daemon=True)
         self._drain.start()
         start = time.monotonic()
-        while not answers_api_versions(self.address):
+        while not answers_api_versions(self.address, tls=self.probe_tls):
             if process.poll() is not None:
                 raise RuntimeError(f"exited with status {process.returncode} before answering ApiVersions")
             if time.monotonic() - start > timeout_s:

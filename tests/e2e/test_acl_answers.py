@@ -24,6 +24,14 @@ ORDERS = "orders"
 def requests() -> dict[str, tuple[Message, int]]:
     """Each probe: a name, the request and its version."""
     return {
+        # tokens made in earlier rounds (each round starts once its ACLs, recorded after them,
+        # are described: the broker's image has the tokens too)
+        "describe tokens": (m.DescribeDelegationTokenRequest(owners=None), 3),
+        "create a token": (m.CreateDelegationTokenRequest(), 3),
+        "create carol's token": (
+            m.CreateDelegationTokenRequest(owner_principal_type="User", owner_principal_name="carol"),
+            3,
+        ),
         "metadata all": (m.MetadataRequest(topics=None), 12),
         "metadata named": (
             m.MetadataRequest(
@@ -340,9 +348,16 @@ ROUNDS: dict[str, list[tuple[int, str, int, int]]] = {
         (5, "t", 8, 3),  # TRANSACTIONAL_ID t DESCRIBE
         (2, "alices", 5, 3),  # TOPIC alices CREATE (not DESCRIBE_CONFIGS)
         (3, "h", 2, 3),  # GROUP h ALL
+        (7, "User:carol", 13, 3),  # USER carol CREATE_TOKENS
     ],
     # everything on the cluster but DELETE (a DENY), and WRITE on the transactional id t
-    "with the cluster": [(4, "kafka-cluster", 2, 3), (4, "kafka-cluster", 6, 2), (5, "t", 4, 3)],
+    # and DESCRIBE_TOKENS on carol
+    "with the cluster": [
+        (4, "kafka-cluster", 2, 3),
+        (4, "kafka-cluster", 6, 2),
+        (5, "t", 4, 3),
+        (7, "User:carol", 14, 3),
+    ],
 }
 
 

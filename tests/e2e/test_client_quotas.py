@@ -1,8 +1,10 @@
 """Byte-rate quotas against a real client: confluent-kafka (librdkafka) produces, then consumes,
 as fast as it can under a 1 MiB/s quota for its client id, set with the Java 4.4 admin client
 (``tests/e2e/java/QuotaAdmin.java``: confluent-kafka 2.16 has no client-quota admin API), on
-Apache Kafka 4.4 (the reference, which checks the test itself) and on ``kafka-wire serve``, one
-after the other in the same test.
+Apache Kafka 4.4 (the reference, which checks the test itself) and on ``kafka-wire serve``, side
+by side in the same test (:func:`_side_by_side`: a client held to 1 MiB/s takes little of the
+machine, and the two runs take the time of one); the consumer on kafka-wire alone (see
+:func:`test_a_consume_quota_holds`).
 
 The rate is measured from the client's side: the bytes of the values delivered (or consumed)
 over a run of :data:`RUN_S` seconds. The throttle time the broker reported comes from
@@ -25,6 +27,8 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
@@ -183,6 +187,17 @@ def _consume_run(broker: BrokerProcess) -> tuple[float, int, list[float]]:
     return _rate(consumed, first), stats.throttle_max_ms, _per_second(consumed, first)
 
 
+def _side_by_side(
+    run: Callable[[BrokerProcess], tuple[float, int, list[float]]],
+    kafka: BrokerProcess,
+    wire: BrokerProcess,
+) -> tuple[tuple[float, int, list[float]], tuple[float, int, list[float]]]:
+    """``run`` against both brokers at once, in two threads: (Kafka's result, kafka-wire's)."""
+    with ThreadPoolExecutor(2) as pool:
+        on_kafka, on_wire = pool.submit(run, kafka), pool.submit(run, wire)
+        return on_kafka.result(), on_wire.result()
+
+
 def _check(
     kafka: tuple[float, int, list[float]], wire: tuple[float, int, list[float]], max_over: float = MAX_OVER
 ) -> None:
@@ -197,13 +212,18 @@ def _check(
 def test_a_produce_quota_holds_as_in_kafka(
     apache_kafka_node: BrokerProcess, kafka_wire_node: BrokerProcess
 ) -> None:
-    _check(_produce_run(apache_kafka_node), _produce_run(kafka_wire_node))
+    _check(*_side_by_side(_produce_run, apache_kafka_node, kafka_wire_node))
 
 
-def test_a_consume_quota_holds_as_in_kafka(
-    apache_kafka_node: BrokerProcess, kafka_wire_node: BrokerProcess
-) -> None:
-    _check(_consume_run(apache_kafka_node), _consume_run(kafka_wire_node))
+def test_a_consume_quota_holds(kafka_wire_node: BrokerProcess) -> None:
+    """kafka-wire alone, within 10% of the quota: Kafka 4.4's consumer rate in the same test was
+    0.89 to 0.98 times the quota (0.89 to 0.93 on a loaded machine, as low as the lower bound),
+    kafka-wire's 1.04 to 1.05, so the reference could not check the test any more closely than
+    the bounds themselves do."""
+    rate, throttle_ms, per_second = _consume_run(kafka_wire_node)
+    print(round(rate / QUOTA, 3), throttle_ms, per_second)
+    assert throttle_ms > 0  # the client was told to slow down
+    assert 0.9 * QUOTA <= rate <= 1.1 * QUOTA, (rate / QUOTA, per_second)
 
 
 def _shared_run(broker: BrokerProcess) -> tuple[float, int, list[float]]:
@@ -237,9 +257,9 @@ def test_clients_of_one_user_share_its_quota_as_in_kafka(
     kafka = apache_kafka(tmp_path_factory.mktemp("quota_kafka"), overrides=QUICK_GROUPS)
     kafka.start()
     try:
-        expected = _shared_run(kafka)
+        expected, found = _side_by_side(_shared_run, kafka, kafka_wire_broker)
     finally:
         kafka.close()
     # Two producers in one burst window take more of it than one (Kafka 4.4: 1.36 times the quota
     # over the run, measured here); each with a quota of its own, they would take twice that.
-    _check(expected, _shared_run(kafka_wire_broker), max_over=1.6)
+    _check(expected, found, max_over=1.6)

@@ -3,31 +3,49 @@ configured the same way (the same SASL properties: ``sasl.enabled.mechanisms``, 
 mechanism on the SASL_PLAINTEXT listener): the AlterUserScramCredentials and
 DescribeUserScramCredentials answers are compared field by field, then confluent-kafka and the Java
 4.4 client log in with a SCRAM-SHA-512 user created by confluent-kafka's AdminClient and with a
-PLAIN user of the JAAS entry, and a wrong password fails with SASL_AUTHENTICATION_FAILED on both."""
+PLAIN user of the JAAS entry, and a wrong password fails with SASL_AUTHENTICATION_FAILED on both.
+
+Both brokers also have ``delegation.token.secret.key``: the delegation-token APIs answer a series
+of requests alike (errors compared field by field, the tokens' own ids, times and HMACs aside),
+and the Java 4.4 client creates, describes, renews a token, produces and consumes logged in with
+it (SCRAM-SHA-512, ``tokenauth="true"``), is refused a token on that connection, expires it and
+is refused a login with it, on both."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import Final
 
 import pytest
 
 from kafka_wire.adapters.asyncio import KafkaClient
+from kafka_wire.broker.controller.tokens_image import token_hmac
+from kafka_wire.errors import AuthenticationError
 from kafka_wire.messages import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsRequestScramCredentialDeletion,
     AlterUserScramCredentialsRequestScramCredentialUpsertion,
     AlterUserScramCredentialsResponse,
+    CreateDelegationTokenRequest,
+    CreateDelegationTokenRequestCreatableRenewers,
+    CreateDelegationTokenResponse,
+    DescribeDelegationTokenRequest,
+    DescribeDelegationTokenRequestOwner,
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsRequestUserName,
     DescribeUserScramCredentialsResponse,
+    ErrorCode,
+    ExpireDelegationTokenRequest,
+    RenewDelegationTokenRequest,
 )
-from kafka_wire.protocol.sasl import PlainClient
+from kafka_wire.protocol.sasl import PlainClient, ScramClient
 from kafka_wire.protocol.sasl.scram import salted_password
 from tests.e2e.apache_kafka import KafkaNode, apache_kafka
 from tests.e2e.brokers import BrokerProcess, KafkaWireBroker, kafka_wire
@@ -39,12 +57,14 @@ SHA_256: Final = 1
 SHA_512: Final = 2
 #: A SCRAM-SHA-512 user created with confluent-kafka's AdminClient before the tests.
 DAVE: Final = ("dave", "dave-secret")
+#: Delegation tokens on, for the token tests at the end of this module.
+TOKEN_PROPERTIES: Final = {"delegation.token.secret.key": "e2e-token-secret"}
 
 
 class SaslWire(KafkaWireBroker):
     def command(self) -> list[str]:
         self.settings |= {"listeners": f"SASL_PLAINTEXT://{self.address.host}:{self.address.port}"}
-        self.settings |= sasl_properties()
+        self.settings |= sasl_properties() | TOKEN_PROPERTIES
         return super().command()
 
 
@@ -57,6 +77,7 @@ def sasl_kafka(workdir: Path) -> KafkaNode:
         "inter.broker.listener.name": "SASL_PLAINTEXT",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
         **sasl_properties(),
+        **TOKEN_PROPERTIES,
     }
     return node
 
@@ -250,3 +271,165 @@ def test_the_java_client_creates_a_scram_user_and_logs_in(
     assert lines[0] == "described SCRAM-SHA-512 8192"
     assert lines[1].startswith("produced ") and lines[2].startswith("plain ")
     assert lines[3] == "refused SaslAuthenticationException"
+
+
+# -- delegation tokens ------------------------------------------------------------------------------
+
+TOKEN_PROBE: Final = Path(__file__).resolve().parent / "java" / "TokenProbe.java"
+
+
+@pytest.mark.parametrize("name", ["kafka_wire", "apache_kafka"])
+def test_the_java_client_uses_a_delegation_token(brokers: dict[str, BrokerProcess], name: str) -> None:
+    """Kafka 4.4's Java client: Admin.createDelegationToken, describeDelegationToken,
+    renewDelegationToken; a producer and a consumer logged in with the token (ScramLoginModule,
+    ``tokenauth="true"``); an Admin on a token's connection refused a token
+    (UnsupportedByAuthenticationException: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED);
+    expireDelegationToken at once, then a login with the token refused."""
+    command = java_command(
+        TOKEN_PROBE, brokers[name].bootstrap, *ADMIN, "alice", "java-token", client="java4"
+    )
+    run = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0, (lines, run.stderr[-2000:])
+    assert lines == [
+        "created User:admin User:admin [User:alice]",
+        "described true",
+        "renewed true",
+        "produced 0",
+        "consumed 1",
+        "refused UnsupportedByAuthenticationException",
+        "expired",
+        "rejected SaslAuthenticationException",
+    ]
+
+
+def _token_client(broker: BrokerProcess, token_id: str, mac: bytes) -> Awaitable[KafkaClient]:
+    password = base64.b64encode(mac).decode()
+    scram = ScramClient(
+        "SCRAM-SHA-512", token_id, password, secrets.token_urlsafe(18), extensions={"tokenauth": "true"}
+    )
+    return KafkaClient.connect(*broker.address, sasl=scram)
+
+
+async def _described(client: KafkaClient, token_id: str, listed: bool) -> bool:
+    """Whether the broker describes ``token_id``, once it does (``listed``) or no longer does
+    (Kafka's broker answers from its metadata image, which may trail the controller's answer)."""
+    for _ in range(200):
+        answer = await client.request(DescribeDelegationTokenRequest(owners=None))
+        found = token_id in [t.token_id for t in answer.tokens]
+        if found == listed:
+            return found
+        await asyncio.sleep(0.05)
+    return not listed
+
+
+def _created(answer: CreateDelegationTokenResponse) -> tuple[object, ...]:
+    """What two brokers' Create answers share (not the token's id, times and HMAC)."""
+    made = answer.error_code == 0
+    return (
+        answer.error_code,
+        answer.principal_type,
+        answer.principal_name,
+        answer.token_requester_principal_type,
+        answer.token_requester_principal_name,
+        answer.max_timestamp_ms - answer.issue_timestamp_ms if made else answer.issue_timestamp_ms,
+        answer.expiry_timestamp_ms - answer.issue_timestamp_ms if made else answer.expiry_timestamp_ms,
+        len(answer.token_id),
+        answer.hmac == token_hmac(answer.token_id, TOKEN_PROPERTIES["delegation.token.secret.key"])
+        if made
+        else answer.hmac,
+    )
+
+
+async def _token_answers(broker: BrokerProcess) -> list[object]:
+    """A series of delegation-token requests and what the broker answered (comparable fields)."""
+    host, port = broker.address
+    out: list[object] = []
+    group = CreateDelegationTokenRequestCreatableRenewers(principal_type="Group", principal_name="g")
+    alice = CreateDelegationTokenRequestCreatableRenewers(principal_type="User", principal_name="alice")
+    async with await KafkaClient.connect(host, port, sasl=PlainClient(*ADMIN)) as admin:
+        for version in (1, 3):
+            out.append(_created(await admin.request(CreateDelegationTokenRequest(renewers=[group]), version)))
+        renewed = await admin.request(RenewDelegationTokenRequest(hmac=b"none", renew_period_ms=-1))
+        expired = await admin.request(ExpireDelegationTokenRequest(hmac=b"none", expiry_time_period_ms=-1))
+        out.append([(a.error_code, a.expiry_timestamp_ms) for a in (renewed, expired)])
+        empty = await admin.request(DescribeDelegationTokenRequest(owners=[]))
+        out.append((empty.error_code, empty.tokens))
+        made = await admin.request(CreateDelegationTokenRequest(renewers=[alice], max_lifetime_ms=3_600_000))
+        out.append(_created(made))
+        for_dave = await admin.request(
+            CreateDelegationTokenRequest(owner_principal_type="User", owner_principal_name="dave")
+        )
+        out.append(_created(for_dave))
+        out.append(await _described(admin, made.token_id, True))
+        async with await KafkaClient.connect(
+            host, port, sasl=PlainClient("alice", PLAIN_USERS["alice"])
+        ) as renewer:
+            mine = await renewer.request(
+                DescribeDelegationTokenRequest(
+                    owners=[
+                        DescribeDelegationTokenRequestOwner(principal_type="User", principal_name="alice")
+                    ]
+                )
+            )
+            out.append(
+                sorted((t.principal_name, [r.principal_name for r in t.renewers]) for t in mine.tokens)
+            )
+            again = await renewer.request(RenewDelegationTokenRequest(hmac=made.hmac, renew_period_ms=60_000))
+            out.append((again.error_code, again.expiry_timestamp_ms - made.issue_timestamp_ms > 0))
+        async with await KafkaClient.connect(
+            host, port, sasl=ScramClient("SCRAM-SHA-512", *DAVE, secrets.token_urlsafe(18))
+        ) as dave:
+            stranger = await dave.request(RenewDelegationTokenRequest(hmac=made.hmac, renew_period_ms=-1))
+            strange = await dave.request(
+                ExpireDelegationTokenRequest(hmac=made.hmac, expiry_time_period_ms=-1)
+            )
+            out.append([(a.error_code, a.expiry_timestamp_ms) for a in (stranger, strange)])
+        async with await _token_client(broker, made.token_id, made.hmac) as used:
+            refused = await used.request(CreateDelegationTokenRequest())
+            out.append(_created(refused))
+            hidden = await used.request(DescribeDelegationTokenRequest(owners=None))
+            kept = await used.request(RenewDelegationTokenRequest(hmac=made.hmac, renew_period_ms=-1))
+            out.append((hidden.error_code, hidden.tokens, kept.error_code, kept.expiry_timestamp_ms))
+        for token in (made, for_dave):
+            gone = await admin.request(
+                ExpireDelegationTokenRequest(hmac=token.hmac, expiry_time_period_ms=-1)
+            )
+            out.append((gone.error_code, gone.expiry_timestamp_ms >= token.issue_timestamp_ms))
+        out.append(await _described(admin, made.token_id, False))
+        twice = await admin.request(ExpireDelegationTokenRequest(hmac=made.hmac, expiry_time_period_ms=-1))
+        out.append((twice.error_code, twice.expiry_timestamp_ms))
+    try:
+        async with await _token_client(broker, made.token_id, made.hmac):
+            out.append("logged in with an expired token")
+    except AuthenticationError as exc:
+        out.append(("refused", exc.error_code))
+    return out
+
+
+def test_the_delegation_token_answers_are_kafkas(brokers: dict[str, BrokerProcess]) -> None:
+    answers = {name: asyncio.run(_token_answers(broker)) for name, broker in brokers.items()}
+    assert answers["kafka_wire"] == answers["apache_kafka"]
+    NOT_ALLOWED = ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+    assert answers["kafka_wire"] == [
+        (ErrorCode.INVALID_PRINCIPAL_TYPE, "User", "admin", "", "", -1, -1, 0, b""),
+        (ErrorCode.INVALID_PRINCIPAL_TYPE, "User", "admin", "User", "admin", -1, -1, 0, b""),
+        [(ErrorCode.DELEGATION_TOKEN_NOT_FOUND, 0), (ErrorCode.DELEGATION_TOKEN_NOT_FOUND, 0)],
+        (0, []),
+        (0, "User", "admin", "User", "admin", 3_600_000, 3_600_000, 22, True),
+        (0, "User", "dave", "User", "admin", 7 * 86_400_000, 86_400_000, 22, True),
+        True,
+        [("admin", ["alice"])],
+        (0, True),
+        [(ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH, 0), (ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH, 0)],
+        (NOT_ALLOWED, "User", "admin", "User", "admin", -1, -1, 0, b""),
+        (NOT_ALLOWED, [], NOT_ALLOWED, -1),
+        (0, True),
+        (
+            ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH,
+            False,
+        ),  # dave's token: the admin neither owns nor renews it
+        False,
+        (ErrorCode.DELEGATION_TOKEN_NOT_FOUND, 0),
+        ("refused", ErrorCode.SASL_AUTHENTICATION_FAILED),
+    ]

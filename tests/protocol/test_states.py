@@ -62,6 +62,7 @@ class _EchoServer:
     name = "TEST"
     complete = False
     principal = ""
+    credential_expires_ms = None
 
     def step(self, response: bytes) -> bytes:
         self.complete, self.principal = True, response.decode("ascii", "replace")
@@ -83,7 +84,9 @@ def reauthenticating_pair() -> tuple[ClientConnection, ServerConnection]:
     """A client re-authenticating (KIP-368) and its server once it has read the new SaslHandshake."""
     client = ClientConnection(ClientConfig(negotiate=False), sasl=_EchoClient)
     sasl = ServerSasl(mechanisms={"TEST": _EchoServer})
-    server = ServerConnection(ServerConfig(api_versions=VERSIONS, max_reauth_ms=1000), sasl=sasl)
+    server = ServerConnection(
+        ServerConfig(api_versions=VERSIONS, max_reauth_ms=1000, min_reauthentication_interval_ms=0), sasl=sasl
+    )
     pump(client, server)
     assert (client.state, server.state) == (ClientState.READY, ServerState.READY)
     assert client.next_deadline_ms() == 900
@@ -311,7 +314,7 @@ class ClientMachine(RuleBasedStateMachine):
 
     @invariant()
     def in_flight_stays_within_the_limit(self) -> None:
-        users = sum(1 for f in self.conn._in_flight if f.kind.name == "USER")
+        users = sum(1 for f in self.conn._requests.in_flight if f.kind.name == "USER")
         assert users <= 2
 
     @invariant()
@@ -397,7 +400,7 @@ class ServerMachine(RuleBasedStateMachine):
 
     @invariant()
     def responses_owed_counts_the_unanswered_requests(self) -> None:
-        assert self.conn.responses_owed == sum(1 for slot in self.conn._slots if slot.data is None)
+        assert self.conn.responses_owed == sum(1 for slot in self.conn._responses.slots if slot.data is None)
 
 
 TestClientMachine = ClientMachine.TestCase

@@ -160,7 +160,7 @@ def test_the_client_reauthenticates_before_its_session_ends_by_handle_timer_alon
     events = _pump(client, server, 0)
     [first] = [e for e in events if isinstance(e, Authenticated) and not e.principal]
     assert first.session_lifetime_ms == 10_000 and not first.reauthentication
-    assert client.next_deadline_ms() == 9_000 and server.next_deadline_ms() == 10_000
+    assert client.next_deadline_ms() == 9_000 and server.next_deadline_ms() is None
     client.handle_timer(9_000)
     assert client.state is ClientState.REAUTHENTICATING
     handshake = client.data_to_send()
@@ -172,24 +172,46 @@ def test_the_client_reauthenticates_before_its_session_ends_by_handle_timer_alon
     assert [(e.principal, e.reauthentication) for e in again] == [("alice", True), ("", True)]
     assert [e.context for e in events if isinstance(e, Response)] == ["during"]
     assert (client.state, server.state) == (ClientState.READY, ServerState.READY)
-    assert client.next_deadline_ms() == 18_100 and server.next_deadline_ms() == 19_100
-    server.handle_timer(18_100)  # the old session's end passed long ago: the new one counts
-    assert server.state is ServerState.READY
+    assert client.next_deadline_ms() == 18_100 and server.next_deadline_ms() is None
+    # The old session's end passed long ago: the new one counts.
+    server.receive_data(client.send(MetadataRequest(topics=[])), now_ms=18_100)
+    assert isinstance(server.next_event(), Request) and server.state is ServerState.READY
 
 
-def test_the_server_closes_a_session_that_expired_without_reauthentication() -> None:
+def test_the_server_closes_a_session_that_expired_at_its_next_request() -> None:
+    """As Kafka's broker: no timer ends the session; the first request after its end (here at
+    1,001 ms, one past it) closes the connection unanswered, and one at its last ms is served."""
     client = ClientConnection(
         sasl=PlainClient("alice", "secret"), now_ms=0
     )  # one mechanism: no re-authentication
     server = _server(max_reauth_ms=1_000)
     _pump(client, server, 0)
-    assert client.next_deadline_ms() is None and server.next_deadline_ms() == 1_000
-    server.handle_timer(999)
-    assert server.state is ServerState.READY
+    assert client.next_deadline_ms() is None and server.next_deadline_ms() is None
     server.handle_timer(1_000)
-    assert server.must_close
+    assert server.state is ServerState.READY
+    server.receive_data(client.send(MetadataRequest(topics=[])), now_ms=1_000)
+    request = server.next_event()
+    assert isinstance(request, Request)
+    server.send(request.reply(MetadataResponse()))
+    server.receive_data(client.send(MetadataRequest(topics=[])), now_ms=1_001)
     event = server.next_event()
     assert isinstance(event, ConnectionClosed) and event.reason == "session expired"
+    assert server.must_close and server.data_to_send() == b""
+
+
+def test_a_handshake_after_the_session_ended_still_reauthenticates() -> None:
+    """Kafka starts a re-authentication on a SaslHandshake whenever the session has an end, even
+    past it; a second one within a second is an ordinary request (ILLEGAL_SASL_STATE)."""
+    client = ClientConnection(sasl=lambda: PlainClient("alice", "secret"), now_ms=0)
+    server = _server(max_reauth_ms=1_000)
+    _pump(client, server, 0)
+    client.handle_timer(5_000)  # late: the session ended at 1,000
+    events = _pump(client, server, 5_000)
+    assert [e.reauthentication for e in events if isinstance(e, Authenticated)] == [True, True]
+    server.receive_data(client.send(SaslHandshakeRequest(mechanism="PLAIN"), 1), now_ms=5_500)
+    assert server.next_event() is NEED_DATA
+    _, body = decode_response(server.data_to_send(), ApiKey.SASL_HANDSHAKE, 1)
+    assert isinstance(body, SaslHandshakeResponse) and body.error_code == ErrorCode.ILLEGAL_SASL_STATE
 
 
 def test_sessions_do_not_expire_without_max_reauth_ms() -> None:

@@ -487,7 +487,7 @@ def test_the_cli_exits_1_on_a_violation_and_prints_the_replay_and_shrunk_command
 ) -> None:
     monkeypatch.setattr(simulate_cli, "workload", lambda name="default": (None, FailsOnPowerLoss))
     status = main(["simulate", "--seeds", "2", "--events", "2000", "--jobs", "1"])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert status == 1
     assert "VIOLATION planted" in out
     assert "replay: kafka-wire simulate --seed 2 --events 2000 --nodes 3 --trace" in out
@@ -495,6 +495,10 @@ def test_the_cli_exits_1_on_a_violation_and_prints_the_replay_and_shrunk_command
     assert len(shrunk) == 1 and "--faults " in shrunk[0]
     faults = shrunk[0].split("--faults ", 1)[1].split(" ", 1)[0]
     assert len(faults.split(",")) == 1  # one power loss is enough
+    # To a log file, the failing seed and its shrunk faults as soon as it is known.
+    failing = [line for line in err.splitlines() if line.startswith("seed 2: ")]
+    assert len(failing) == 1 and "VIOLATION planted" in failing[0]
+    assert failing[0].endswith(f"(shrunk: --faults {faults})")
 
 
 def test_bytes_for_a_paused_connection_wait_until_the_engine_resumes_it(

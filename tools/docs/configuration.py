@@ -43,6 +43,7 @@ def _broker_section() -> list[str]:
     from kafka_wire.broker import config as broker_config
     from kafka_wire.broker import server_properties
     from kafka_wire.broker.config_properties import PROPERTY_OF
+    from kafka_wire.broker.sasl_config import SERVED_MECHANISMS
 
     defaults = _field_defaults(broker_config.BrokerConfig)
     scale: dict[str, int] = broker_config._SCALE
@@ -61,15 +62,22 @@ def _broker_section() -> list[str]:
         if field in scale and isinstance(default, int):
             default //= scale[field]
         lines.append(f"| `{prop}` | {_cell(default)} | `{field}` |")
-    mechanisms = ", ".join(broker_config.SASL_MECHANISMS)
+    mechanisms = ", ".join(SERVED_MECHANISMS)
     lines.append(
         "| `sasl.enabled.mechanisms`, `listener.name.<listener>.<mechanism>.sasl.jaas.config`, "
         f"`sasl.jaas.config`, `sasl.mechanism.inter.broker.protocol` | GSSAPI | `sasl_listeners` "
-        f"(per SASL_PLAINTEXT listener; mechanisms: {mechanisms}; see docs/guide/sasl.md) |"
+        f"(per SASL_PLAINTEXT or SASL_SSL listener; mechanisms: {mechanisms}; see docs/guide/sasl.md) |"
     )
     lines.append(
+        "| `listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class`, `sasl.oauthbearer.*` "
+        "(also prefixed `listener.name.<listener>.` or `listener.name.<listener>.oauthbearer.`) | "
+        "the unsecured validator | `sasl_listeners[...].oauth` (OAUTHBEARER's validator: unsecured, or signed "
+        "JWTs checked against `sasl.oauthbearer.jwks.endpoint.url`; see docs/guide/sasl.md) |"
+    )
+    users = ", ".join(broker_config.SASL_MECHANISMS)
+    lines.append(
         f"| `{broker_config.SASL_USERS_PREFIX}<MECHANISM>.<user>` | none | `sasl_users` (kafka_wire's own "
-        "shortcut: password; a SASL listener without `sasl.enabled.mechanisms` serves these users) |"
+        f"shortcut: password, for {users}; a SASL listener without `sasl.enabled.mechanisms` serves these users) |"
     )
     server_keys = ", ".join(f"`{key}`" for key in sorted(server_properties._SERVER_KEYS))
     lines += [

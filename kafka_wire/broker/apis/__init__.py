@@ -71,6 +71,15 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: "share_group_state",
     ApiKey.DELETE_SHARE_GROUP_STATE: "share_group_state",
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: "share_group_state",
+    **dict.fromkeys(
+        (
+            ApiKey.CREATE_DELEGATION_TOKEN,
+            ApiKey.RENEW_DELEGATION_TOKEN,
+            ApiKey.EXPIRE_DELEGATION_TOKEN,
+            ApiKey.DESCRIBE_DELEGATION_TOKEN,
+        ),
+        "delegation_tokens",
+    ),
     # forwarded once checked against the ACLs (``guarded_forward``; ``forward`` without them)
     **dict.fromkeys(FORWARDED, "guarded_forward"),
 }

@@ -19,11 +19,11 @@ Version notes: v5+ returns the topic id, partition count, replication factor and
 
 from __future__ import annotations
 
-from kafka_wire.broker.apis.forward import Forwarded, forward
+from kafka_wire.broker.apis.mutation_quota import forward_limited
 from kafka_wire.broker.internal_topics import INTERNAL_TOPICS
 from kafka_wire.broker.security.acls import AclOperation
 from kafka_wire.broker.security.checks import cluster_allowed, denied_topics
-from kafka_wire.broker.state import Context
+from kafka_wire.broker.state import Context, Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -33,7 +33,7 @@ from kafka_wire.messages import (
 )
 
 
-def handle(ctx: Context, request: CreateTopicsRequest) -> Message | Forwarded | _Reassembled:
+def handle(ctx: Context, request: CreateTopicsRequest) -> Message | Waiting:
     refused = {
         t.name: CreateTopicsResponseCreatableTopicResult(
             name=t.name,
@@ -56,14 +56,14 @@ def handle(ctx: Context, request: CreateTopicsRequest) -> Message | Forwarded | 
     # Kafka's controller leaves out the configs of a topic the principal may not DESCRIBE_CONFIGS.
     hidden = denied_topics(ctx, AclOperation.DESCRIBE_CONFIGS, (t.name for t in request.topics))
     if not refused and not hidden:
-        return forward(ctx, ctx.state.cluster, request)
+        return forward_limited(ctx, request)
     rest = [t for t in request.topics if t.name not in refused]
     if not rest:
         return CreateTopicsResponse(topics=[refused[t.name] for t in request.topics])
     others = CreateTopicsRequest(
         topics=rest, timeout_ms=request.timeout_ms, validate_only=request.validate_only
     )
-    answer = forward(ctx, ctx.state.cluster, others)
+    answer = forward_limited(ctx, others)
     return _Reassembled(request, refused, answer, hidden)
 
 
@@ -76,17 +76,17 @@ class _Reassembled:
         self,
         request: CreateTopicsRequest,
         refused: dict[str, CreateTopicsResponseCreatableTopicResult],
-        answer: Message | Forwarded,
+        answer: Message | Waiting,
         hidden: set[str] | None = None,
     ) -> None:
         self._hidden = hidden or set()
         self._request = request
         self._refused = refused
         self._answer = answer
-        self.deadline_ms = answer.deadline_ms if isinstance(answer, Forwarded) else 0
+        self.deadline_ms = 0 if isinstance(answer, Message) else answer.deadline_ms
 
     def poll(self, now_ms: int) -> Message | None:
-        reply = self._answer.poll(now_ms) if isinstance(self._answer, Forwarded) else self._answer
+        reply = self._answer if isinstance(self._answer, Message) else self._answer.poll(now_ms)
         if reply is None:
             return None
         assert isinstance(reply, CreateTopicsResponse)

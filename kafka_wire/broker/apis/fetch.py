@@ -376,18 +376,35 @@ class FetchWait:
         the request again (only the deadline is left to answer it otherwise): a partition's part of
         a poll is a function of its topic, replica, registration, leadership and offsets. The
         topic and the replica must still be the ones found then (topic ids are unique, so the
-        topic still under its name is the one its id finds)."""
+        topic still under its name is the one its id finds).
+
+        The same test as ``_read_from(topic, replica) == before``, field by field and without
+        building the tuple; the last stable offset, the one that takes a computation, is read only
+        when everything else is unchanged. Held fetches are tested after every engine call, so
+        this is on the path of every event."""
         assert self.seen is not None
         topics, partitions = self.state.metadata.topics, self.state.partitions
         for item, before in zip(self.wanted, self.seen, strict=True):
             topic, replica = before[0], before[1]
             if topic is None or replica is None:
                 return False
-            assert isinstance(topic, TopicInfo)
+            assert isinstance(topic, TopicInfo) and isinstance(replica, PartitionReplica)
             if (
                 topics.get(topic.name) is not topic
                 or partitions.get((topic.name, item.partition)) is not replica
-                or _read_from(topic, replica) != before
+            ):
+                return False
+            log, leadership = replica.log, replica.leadership
+            # A tuple compares its items by identity first, then by equality: so does this.
+            if (
+                log.log_end_offset != before[6]
+                or replica.high_watermark != before[8]
+                or log.log_start_offset != before[7]
+                or leadership.epoch != before[4]
+                or leadership.role is not before[5]
+                or (replica.registration is not before[3] and replica.registration != before[3])
+                or (topic.topic_id is not before[2] and topic.topic_id != before[2])
+                or replica.last_stable_offset != before[9]
             ):
                 return False
         return True

@@ -22,11 +22,12 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from kafka_wire import messages
-from kafka_wire.broker.apis.forward import Forwarded, forward
+from kafka_wire.broker.apis.forward import forward
+from kafka_wire.broker.apis.mutation_quota import forward_limited
 from kafka_wire.broker.error_answers import ERROR_ANSWERS
 from kafka_wire.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_wire.broker.security.checks import allowed
-from kafka_wire.broker.state import Context
+from kafka_wire.broker.state import Context, Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ErrorCode
 
@@ -48,7 +49,7 @@ class Reassembled:
         self,
         keys: list[Hashable],
         refused: dict[Hashable, Any],
-        answer: Message | Forwarded | None,
+        answer: Message | Waiting | None,
         empty: Message,
         key_of: Callable[[Any], Hashable],
         field: str = "responses",
@@ -59,14 +60,15 @@ class Reassembled:
         self._answer = answer
         self._empty = empty
         self._key_of = key_of
-        self.deadline_ms = answer.deadline_ms if isinstance(answer, Forwarded) else 0
+        self.deadline_ms = answer.deadline_ms if answer is not None and not isinstance(answer, Message) else 0
 
     def poll(self, now_ms: int) -> Message | None:
         answer = self._answer
-        reply = answer.poll(now_ms) if isinstance(answer, Forwarded) else answer
+        reply = answer.poll(now_ms) if answer is not None and not isinstance(answer, Message) else answer
         if reply is None and answer is not None:
             return None
         reply = reply if reply is not None else self._empty
+        assert isinstance(reply, Message)
         results: list[Any] = getattr(reply, self._field)
         forwarded: dict[Hashable, list[Any]] = {}
         for result in results:
@@ -90,14 +92,18 @@ _CLUSTER_OPERATIONS: dict[int, AclOperation] = {
     ApiKey.ALTER_CLIENT_QUOTAS: AclOperation.ALTER_CONFIGS,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AclOperation.ALTER,
 }
+#: The forwarded APIs under a ``controller_mutation_rate`` quota (``mutation_quota.py``).
+_MUTATIONS = frozenset({ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS})
 #: Those whose refusal carries the error's message (Kafka's ``getErrorResponse`` sets it).
 _WITH_MESSAGE = frozenset({ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
 
 
-def handle(ctx: Context, request: Message) -> Message | Forwarded | Reassembled:
-    if ctx.state.authorizer is None:
-        return forward(ctx, ctx.state.cluster, request)
+def handle(ctx: Context, request: Message) -> Message | Waiting:
     key = ctx.request.api_key
+    if ctx.state.authorizer is None:
+        return (
+            forward_limited(ctx, request) if key in _MUTATIONS else forward(ctx, ctx.state.cluster, request)
+        )
     if key in _CLUSTER_OPERATIONS:
         if not allowed(ctx, _CLUSTER_OPERATIONS[key], ResourceType.CLUSTER, CLUSTER_NAME):
             code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -105,7 +111,7 @@ def handle(ctx: Context, request: Message) -> Message | Forwarded | Reassembled:
         return forward(ctx, ctx.state.cluster, request)
     if isinstance(request, messages.DeleteTopicsRequest):
         if allowed(ctx, AclOperation.DELETE, ResourceType.CLUSTER, CLUSTER_NAME):
-            return forward(ctx, ctx.state.cluster, request)  # DELETE on the cluster: every topic
+            return forward_limited(ctx, request)  # DELETE on the cluster: every topic
         return _delete_topics(ctx, request)
     if isinstance(request, messages.CreatePartitionsRequest):
         return _create_partitions(ctx, request)
@@ -113,7 +119,7 @@ def handle(ctx: Context, request: Message) -> Message | Forwarded | Reassembled:
     return _alter_configs(ctx, request)
 
 
-def _delete_topics(ctx: Context, request: messages.DeleteTopicsRequest) -> Message | Forwarded | Reassembled:
+def _delete_topics(ctx: Context, request: messages.DeleteTopicsRequest) -> Message | Waiting:
     state = ctx.state
     keys: list[Hashable] = []
     refused: dict[Hashable, Any] = {}
@@ -137,11 +143,11 @@ def _delete_topics(ctx: Context, request: messages.DeleteTopicsRequest) -> Messa
         else:
             kept_names.append(name)
     if not refused:
-        return forward(ctx, state.cluster, request)
+        return forward_limited(ctx, request)
     rest = messages.DeleteTopicsRequest(
         topics=kept_states, topic_names=kept_names, timeout_ms=request.timeout_ms
     )
-    answer = forward(ctx, state.cluster, rest) if kept_states or kept_names else None
+    answer = forward_limited(ctx, rest) if kept_states or kept_names else None
     by_id = ctx.api_version >= 6
     empty = messages.DeleteTopicsResponse()
     merged = Reassembled(
@@ -151,9 +157,7 @@ def _delete_topics(ctx: Context, request: messages.DeleteTopicsRequest) -> Messa
     return merged if done is None else done
 
 
-def _create_partitions(
-    ctx: Context, request: messages.CreatePartitionsRequest
-) -> Message | Forwarded | Reassembled:
+def _create_partitions(ctx: Context, request: messages.CreatePartitionsRequest) -> Message | Waiting:
     refused: dict[Hashable, Any] = {}
     for t in request.topics:
         if not allowed(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):
@@ -161,12 +165,12 @@ def _create_partitions(
                 name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None
             )
     if not refused:
-        return forward(ctx, ctx.state.cluster, request)
+        return forward_limited(ctx, request)
     kept = [t for t in request.topics if t.name not in refused]
     rest = messages.CreatePartitionsRequest(
         topics=kept, timeout_ms=request.timeout_ms, validate_only=request.validate_only
     )
-    answer = forward(ctx, ctx.state.cluster, rest) if kept else None
+    answer = forward_limited(ctx, rest) if kept else None
     keys: list[Hashable] = [t.name for t in request.topics]
     merged = Reassembled(
         keys, refused, answer, messages.CreatePartitionsResponse(), lambda r: r.name, field="results"
@@ -177,7 +181,7 @@ def _create_partitions(
 
 def _alter_configs(
     ctx: Context, request: messages.AlterConfigsRequest | messages.IncrementalAlterConfigsRequest
-) -> Message | Forwarded | Reassembled:
+) -> Message | Waiting:
     incremental = isinstance(request, messages.IncrementalAlterConfigsRequest)
     result_class: Any = (
         messages.IncrementalAlterConfigsResponseAlterConfigsResourceResponse

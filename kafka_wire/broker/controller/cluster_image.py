@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Final
 
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint
@@ -25,6 +25,7 @@ from kafka_wire.messages import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from kafka_wire.quick_dataclass import dataclass
 
 #: ``BrokerRegistrationChangeRecord.Fenced`` values (Kafka's ``BrokerRegistrationFencingChange``:
 #: 1 fence, -1 unfence, 0 no change); its ``InControlledShutdown`` is 1 to enter, 0 no change.

@@ -25,7 +25,8 @@ APIs (Kafka's error codes): BrokerRegistration, BrokerHeartbeat, AlterPartition,
 DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
 AlterPartitionReassignments, ListPartitionReassignments, AllocateProducerIds, CreateAcls,
 DeleteAcls, AlterClientQuotas,
-AlterUserScramCredentials. A request reaching a
+AlterUserScramCredentials, Create/Renew/ExpireDelegationToken (which carry the client's
+principal: :meth:`QuorumController.handle`'s ``principal``). A request reaching a
 controller that is not active is answered NOT_CONTROLLER, as is a held request whose controller
 lost its leadership before its records were committed; a held request that is not committed by
 its deadline gets REQUEST_TIMED_OUT.
@@ -45,7 +46,6 @@ import random
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Final, Protocol
 
 from kafka_wire import messages
@@ -63,11 +63,14 @@ from kafka_wire.broker.controller.replication_control import ReplicationControl
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.scram_control import ScramControl
 from kafka_wire.broker.controller.settings import DEFAULT_COMMIT_TIMEOUT_MS, ControllerConfig
+from kafka_wire.broker.controller.token_control import DelegationTokenControl
+from kafka_wire.broker.controller.tokens_image import Principal
 from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.state import Waiting
 from kafka_wire.broker.work import Stepping, Steps, WorkBudget, chunks, run_steps, unlimited
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 
 class MetadataLog(Protocol):
@@ -127,6 +130,8 @@ class _Pending:
     deadline_ms: int
     #: None until the request was handled and its records (if any) proposed.
     answer: Message | Waiting | None = None
+    #: The client's principal, for the APIs that need it (the delegation tokens').
+    principal: Principal = ("User", "ANONYMOUS")
 
     def poll(self, now_ms: int) -> Message | None:
         self.controller.advance(now_ms)
@@ -196,6 +201,13 @@ class QuorumController:
         self.acls = AclControl(rng)
         self.quotas = QuotaControl()
         self.scram = ScramControl()
+        self.tokens = DelegationTokenControl(config, rng)
+        #: The APIs whose part needs the client's principal.
+        self._principal_handlers: dict[int, Callable[[int, Message, int, Principal], Decision]] = {
+            ApiKey.CREATE_DELEGATION_TOKEN: self.tokens.create,  # type: ignore[dict-item]
+            ApiKey.RENEW_DELEGATION_TOKEN: self.tokens.renew,  # type: ignore[dict-item]
+            ApiKey.EXPIRE_DELEGATION_TOKEN: self.tokens.expire,  # type: ignore[dict-item]
+        }
         self._handlers: dict[int, Callable[[int, Message, int], Decision]] = {
             ApiKey.BROKER_REGISTRATION: self.cluster.broker_registration,  # type: ignore[dict-item]
             ApiKey.BROKER_HEARTBEAT: self.cluster.broker_heartbeat,  # type: ignore[dict-item]
@@ -220,6 +232,7 @@ class QuorumController:
         #: their bytes: a replay of the same bytes needs no decoding.
         self._proposed: dict[int, tuple[list[Message], list[bytes]]] = {}
         self._next_rebalance_ms: int | None = None
+        self._next_token_sweep_ms: int | None = None
         self._bytes_since_snapshot = 0
         #: Requests in arrival order, each handled once the one before is proposed whole.
         self._queue: deque[_Pending] = deque()
@@ -250,6 +263,7 @@ class QuorumController:
                     acls=self.acls,
                     quotas=self.quotas,
                     scram=self.scram,
+                    tokens=self.tokens,
                 )
             yield len(chunk)
 
@@ -264,6 +278,7 @@ class QuorumController:
             self.acls,
             self.quotas,
             self.scram,
+            self.tokens,
         )
         for part in parts:
             part.reset()
@@ -294,6 +309,7 @@ class QuorumController:
             if self.config.auto_leader_rebalance_enable
             else None
         )
+        self._next_token_sweep_ms = now_ms + self.tokens.check_interval_ms if self.tokens.enabled else None
         first = self.features.bootstrap_records()
         self.propose(first + self._bootstrap if first else first, now_ms)
         return True
@@ -399,13 +415,18 @@ class QuorumController:
             self._start(self._queue.popleft(), now_ms)
 
     def _start(self, pending: _Pending, now_ms: int) -> None:
-        handler = self._handlers[pending.api_key]
         if not self._refresh(now_ms):
             pending.answer = error_response(
                 pending.api_key, pending.api_version, pending.body, ErrorCode.NOT_CONTROLLER
             )
             return
-        decision = handler(pending.api_version, pending.body, now_ms)
+        key = pending.api_key
+        if key in self._principal_handlers:
+            decision = self._principal_handlers[key](
+                pending.api_version, pending.body, now_ms, pending.principal
+            )
+        else:
+            decision = self._handlers[key](pending.api_version, pending.body, now_ms)
         if not isinstance(decision, ControllerResult):
             pending.answer = decision
         elif decision.steps is None and not decision.records and self._last_proposed <= self.committed_offset:
@@ -423,11 +444,33 @@ class QuorumController:
 
     # -- requests --------------------------------------------------------------------------------
 
-    def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting:
-        """Answer one controller request (NOT_CONTROLLER unless this controller is active)."""
-        if api_key not in self._handlers:
+    def handle(
+        self, api_key: int, api_version: int, body: Message, now_ms: int, principal: Principal | None = None
+    ) -> Message | Waiting:
+        """Answer one controller request (NOT_CONTROLLER unless this controller is active);
+        ``principal``: the client's, as the broker's Envelope named it (an Envelope's request is
+        answered inside an EnvelopeResponse)."""
+        if api_key == ApiKey.ENVELOPE:
+            # Imported on the first Envelope: its message modules are not loaded at start.
+            from kafka_wire.broker.controller.envelope import serve_envelope
+
+            assert isinstance(body, messages.EnvelopeRequest)
+            return serve_envelope(
+                body,
+                self._principal_handlers.__contains__,
+                lambda o: (
+                    self.tokens.not_allowed(o.api_key, o.api_version, o.body, o.principal)
+                    if o.token_authenticated
+                    else self.handle(o.api_key, o.api_version, o.body, now_ms, o.principal)
+                ),
+            )
+        if api_key in self._principal_handlers and principal is None:  # not from a broker
+            return self.tokens.not_allowed(api_key, api_version, body, ("User", "ANONYMOUS"))
+        if api_key not in self._handlers and api_key not in self._principal_handlers:
             raise ValueError(f"api {api_key} is not a controller API")
         pending = _Pending(self, api_key, api_version, body, now_ms)
+        if principal is not None:
+            pending.principal = principal
         self._queue.append(pending)
         self.advance(now_ms)
         return pending if pending.answer is None else pending.answer
@@ -445,7 +488,13 @@ class QuorumController:
         if self._active_epoch is None:
             return None
         deadlines = [
-            d for d in (self.cluster.next_session_deadline_ms(), self._next_rebalance_ms) if d is not None
+            d
+            for d in (
+                self.cluster.next_session_deadline_ms(),
+                self._next_rebalance_ms,
+                self._next_token_sweep_ms,
+            )
+            if d is not None
         ]
         return min(deadlines, default=None)
 
@@ -464,6 +513,10 @@ class QuorumController:
         ):
             self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
             self.propose(self.replication.preferred_elections(), now_ms)
+        if self._next_token_sweep_ms is not None and now_ms >= self._next_token_sweep_ms:
+            # Kafka's periodic sweep of the expired delegation tokens
+            self._next_token_sweep_ms = now_ms + self.tokens.check_interval_ms
+            self.propose(self.tokens.sweep(now_ms), now_ms)
 
 
 #: The API keys :meth:`QuorumController.handle` answers.
@@ -485,6 +538,10 @@ CONTROLLER_APIS: Final = frozenset(
         ApiKey.DELETE_ACLS,
         ApiKey.ALTER_CLIENT_QUOTAS,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        ApiKey.RENEW_DELEGATION_TOKEN,
+        ApiKey.EXPIRE_DELEGATION_TOKEN,
+        ApiKey.ENVELOPE,
     }
 )
 

@@ -4,9 +4,9 @@ the node acts on), and the builder every image section reports its changes to.""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from kafka_wire.broker.cluster_view import PartitionState
+from kafka_wire.quick_dataclass import dataclass
 
 #: A config resource: (``ConfigResourceType``, name); the broker resource named "" holds the
 #: cluster-wide defaults.

@@ -6,7 +6,8 @@ and partitions (:class:`.topics_image.TopicsImage`), dynamic configs
 (:class:`.configs_image.ConfigsImage`), finalized features (:class:`.features_image.FeaturesImage`),
 the next producer id block (:class:`.producer_ids_image.ProducerIdsImage`), the ACLs
 (:class:`.acls_image.AclsImage`), client quotas (:class:`.quotas_image.ClientQuotasImage`) and the
-users' SCRAM credentials (:class:`.scram_image.ScramImage`). Every node keeps
+users' SCRAM credentials (:class:`.scram_image.ScramImage`) and the delegation tokens
+(:class:`.tokens_image.DelegationTokenImage`). Every node keeps
 one (the controller's committed image is its node's). It answers the
 :class:`~kafka_wire.broker.cluster_view.ClusterView` queries (``broker``, ``brokers``,
 ``partition``, ``partitions_of``), and each applied batch yields a
@@ -31,6 +32,7 @@ from kafka_wire.broker.controller.features_image import FEATURE_RECORDS, Feature
 from kafka_wire.broker.controller.producer_ids_image import PRODUCER_ID_RECORDS, ProducerIdsImage
 from kafka_wire.broker.controller.quotas_image import QUOTA_RECORDS, ClientQuotasImage
 from kafka_wire.broker.controller.scram_image import SCRAM_RECORDS, ScramImage
+from kafka_wire.broker.controller.tokens_image import TOKEN_RECORDS, DelegationTokenImage
 from kafka_wire.broker.controller.topics_image import TOPIC_RECORDS, TopicImage, TopicsImage, partition_state
 from kafka_wire.broker.work import Steps, chunks, run_steps
 from kafka_wire.codec.structs import Message
@@ -46,6 +48,7 @@ SECTION_OF: Final[dict[type[Message], str]] = {
     **dict.fromkeys(ACL_RECORDS, "acls"),
     **dict.fromkeys(QUOTA_RECORDS, "quotas"),
     **dict.fromkeys(SCRAM_RECORDS, "scram"),
+    **dict.fromkeys(TOKEN_RECORDS, "tokens"),
 }
 
 
@@ -79,6 +82,7 @@ def route(
     acls: Section,
     scram: Section,
     quotas: Section | None = None,
+    tokens: Section | None = None,
 ) -> None:
     """Apply ``record`` to the section owning its type (a removed topic's configs go too)."""
     section = SECTION_OF.get(type(record))
@@ -100,6 +104,8 @@ def route(
         quotas.replay(record, delta)
     elif section == "scram":
         scram.replay(record, delta)
+    elif section == "tokens" and tokens is not None:
+        tokens.replay(record, delta)
 
 
 class MetadataImage:
@@ -121,6 +127,7 @@ class MetadataImage:
         self.acls_image = AclsImage()
         self.client_quotas.quotas.clear()
         self.scram = ScramImage()
+        self.tokens = DelegationTokenImage()
         #: The offset of the last record applied (-1: none).
         self.offset: int = -1
         #: Open metadata transaction (BeginTransactionRecord seen, EndTransactionRecord not yet).
@@ -219,6 +226,7 @@ class MetadataImage:
             acls=self.acls_image,
             quotas=self.client_quotas,
             scram=self.scram,
+            tokens=self.tokens,
         )
         if isinstance(record, BeginTransactionRecord):
             self.in_transaction = True
@@ -238,6 +246,7 @@ class MetadataImage:
             + self.acls_image.snapshot_records()
             + self.client_quotas.snapshot_records()
             + self.scram.snapshot_records()
+            + self.tokens.snapshot_records()
         )
 
     def load_snapshot(self, offset: int, records: Sequence[Message]) -> MetadataDelta:

@@ -21,6 +21,7 @@ from kafka_wire.messages import (
     BrokerRegistrationChangeRecord,
     ClientQuotaRecord,
     ConfigRecord,
+    DelegationTokenRecord,
     EndTransactionRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
@@ -30,6 +31,7 @@ from kafka_wire.messages import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     TopicRecord,
@@ -65,6 +67,8 @@ RECORD_TYPES: Final[dict[int, type[Message]]] = {
         ClientQuotaRecord,
         UserScramCredentialRecord,
         RemoveUserScramCredentialRecord,
+        DelegationTokenRecord,
+        RemoveDelegationTokenRecord,
     )
 }
 

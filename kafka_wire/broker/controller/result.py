@@ -11,11 +11,12 @@ them to the parts at once and holds the answer until they are committed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
 from kafka_wire.broker.work import Steps
 from kafka_wire.codec.structs import Message
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(slots=True)

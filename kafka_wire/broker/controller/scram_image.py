@@ -11,12 +11,13 @@ holds the salt, the iteration count and the two keys.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode, RemoveUserScramCredentialRecord, UserScramCredentialRecord
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.messages import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse

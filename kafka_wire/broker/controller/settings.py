@@ -4,11 +4,12 @@ it shares with its API modules."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.config import DEFAULT_MAX_RECORDS_PER_USER_OP, BrokerConfig, BrokerConfigError
 from kafka_wire.broker.log.config import LogConfig
+from kafka_wire.quick_dataclass import dataclass
 
 #: The ``metadata.version`` feature and the level this controller finalizes: 3.9-IV0.
 METADATA_VERSION_FEATURE: Final = "metadata.version"
@@ -71,6 +72,12 @@ class ControllerConfig:
     #: The ``transaction.version`` level a new cluster finalizes
     #: (``kafka.wire.bootstrap.transaction.version``; 0 finalizes none).
     bootstrap_transaction_version: int = 2
+    #: ``delegation.token.secret.key`` (empty: tokens disabled), ``delegation.token.max.lifetime.ms``,
+    #: ``delegation.token.expiry.time.ms`` and ``delegation.token.expiry.check.interval.ms``.
+    delegation_token_secret_key: str = field(default="", repr=False)
+    delegation_token_max_lifetime_ms: int = 7 * 24 * 3_600_000
+    delegation_token_expiry_time_ms: int = 24 * 3_600_000
+    delegation_token_expiry_check_interval_ms: int = 3_600_000
 
     def __post_init__(self) -> None:
         for name in ("session_timeout_ms", "leader_imbalance_check_interval_ms", "snapshot_max_bytes"):
@@ -100,6 +107,10 @@ class ControllerConfig:
             static_topic_properties=dict(config.topic_default_properties),
             topic_defaults=LogConfig.from_properties(config.topic_defaults),
             bootstrap_transaction_version=config.bootstrap_transaction_version,
+            delegation_token_secret_key=config.delegation_token_secret_key,
+            delegation_token_max_lifetime_ms=config.delegation_token_max_lifetime_ms,
+            delegation_token_expiry_time_ms=config.delegation_token_expiry_time_ms,
+            delegation_token_expiry_check_interval_ms=config.delegation_token_expiry_check_interval_ms,
         )
 
 

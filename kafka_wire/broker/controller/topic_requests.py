@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from kafka_wire import messages
@@ -40,6 +39,7 @@ from kafka_wire.broker.work import Steps, chunks
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.messages import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Final
 
 from kafka_wire.broker.buggify import OFF, Hooks
@@ -24,6 +24,7 @@ from kafka_wire.messages import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from kafka_wire.quick_dataclass import dataclass
 
 #: ``PartitionChangeRecord.Leader`` when the leader does not change (``LeaderConstants.NO_LEADER_CHANGE``).
 NO_LEADER_CHANGE: Final = -2

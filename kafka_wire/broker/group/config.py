@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.errors import KafkaWireError
+from kafka_wire.quick_dataclass import dataclass
 
 #: Java's ``Integer.MAX_VALUE``: Kafka's default ``group.max.size`` (no limit).
 INT32_MAX: Final = 2**31 - 1

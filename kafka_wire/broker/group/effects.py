@@ -12,11 +12,11 @@ coordinator maps the log's error to (:data:`APPEND_ERRORS`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 #: One record of ``__consumer_offsets``: key bytes and value bytes, ``None`` being a tombstone.
 KeyValue = tuple[bytes, bytes | None]

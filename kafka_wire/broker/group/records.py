@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.errors import InvalidValueError, TruncatedError, UnsupportedVersionError, ValueOutOfRangeError
+from kafka_wire.quick_dataclass import dataclass
 
 OFFSET_COMMIT_KEY_VERSION: Final = 1
 GROUP_METADATA_KEY_VERSION: Final = 2

@@ -26,12 +26,12 @@ a lock expires next.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
+from kafka_wire.quick_dataclass import dataclass
 
 #: Kafka 4.x defaults of the share-group broker properties.
 DEFAULT_LOCK_DURATION_MS: Final = 30_000

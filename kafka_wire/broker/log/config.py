@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from enum import IntEnum
 from typing import Final, Literal
 
 from kafka_wire.errors import KafkaWireError
+from kafka_wire.quick_dataclass import dataclass
 
 LONG_MAX: Final = (1 << 63) - 1
 INT_MAX: Final = (1 << 31) - 1

@@ -14,8 +14,6 @@ oldest first, the log takes over; the loader keeps nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kafka_wire.broker.log.batches import BatchScanner
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
@@ -35,6 +33,7 @@ from kafka_wire.logformat.names import (
     TXN_INDEX_SUFFIX,
     parse_segment_name,
 )
+from kafka_wire.quick_dataclass import dataclass
 from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD
 
 

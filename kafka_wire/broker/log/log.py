@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafka_wire.broker.effects import FileRegion, StorageEffect, WriteProgress
@@ -28,6 +28,7 @@ from kafka_wire.broker.storage import StorageReader
 from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE, LOG_START_OFFSET_FILE
 from kafka_wire.logformat.names import DELETED_SUFFIX
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 from kafka_wire.records.constants import TimestampType
 
 if TYPE_CHECKING:  # compaction (cleaner.py) loads when a compacted log first needs it

@@ -38,7 +38,6 @@ bytes inflated and recompressed), which the broker counts against its per-call b
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from operator import attrgetter
 from typing import Final, Literal
 
@@ -47,6 +46,7 @@ from kafka_wire.broker.work import RECORD_WORK_BYTES
 from kafka_wire.errors import CorruptBatchError, DecodeError, EncodeError, LimitExceededError
 from kafka_wire.logformat.batch_header import BatchHeader, parse_header
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 from kafka_wire.records import (
     LegacyBatch,
     RecordBatch,

@@ -9,8 +9,9 @@ go, the low watermark).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
 from typing import Final
+
+from kafka_wire.quick_dataclass import dataclass
 
 #: Kafka's ``replica.lag.time.max.ms`` default.
 DEFAULT_REPLICA_LAG_TIME_MAX_MS: Final = 30_000

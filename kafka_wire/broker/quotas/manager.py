@@ -36,17 +36,22 @@ so a change committed to the metadata log applies to the next request.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.controller.quotas_image import CLIENT_ID, USER, ClientQuotasImage, Entity
-from kafka_wire.broker.quotas.rate import SampledRate
+from kafka_wire.broker.quotas.rate import SampledRate, TokenBucket
+from kafka_wire.quick_dataclass import dataclass
 
 #: ``quota.window.num`` and ``quota.window.size.seconds`` (Kafka's defaults).
 DEFAULT_WINDOW_NUM: Final = 11
 DEFAULT_WINDOW_SIZE_SECONDS: Final = 1
 
 PRINCIPAL_TYPE: Final = "User:"
+REQUEST_PERCENTAGE: Final = "request_percentage"
+CONTROLLER_MUTATION_RATE: Final = "controller_mutation_rate"
+#: Nanoseconds of handling to the percentage-seconds of one thread they are (Kafka's
+#: ``NanosToPercentagePerSecond``): a rate of them is a percentage of a thread.
+NANOS_TO_PERCENTAGE: Final = 100.0 / 1_000_000_000
 #: A rate not used for this long is dropped (Kafka expires an inactive quota sensor after an hour).
 INACTIVE_RATE_MS: Final = 3_600_000
 #: How often the rates are checked for inactive ones.
@@ -93,11 +98,16 @@ class QuotaManager:
         window_num: int = DEFAULT_WINDOW_NUM,
         window_size_seconds: int = DEFAULT_WINDOW_SIZE_SECONDS,
         values: ClientQuotasImage | None = None,
+        mutation_windows: tuple[int, int] = (DEFAULT_WINDOW_NUM, DEFAULT_WINDOW_SIZE_SECONDS),
     ) -> None:
         self.window_num = window_num
         self.window_ms = window_size_seconds * 1000
+        #: ``controller.quota.window.num`` and ``.size.seconds`` (in ms): the token buckets' burst.
+        self._mutation_windows = (mutation_windows[0], mutation_windows[1] * 1000)
         self._values = values if values is not None else ClientQuotasImage()
         self._rates: dict[tuple[str, str, str], SampledRate] = {}
+        #: ``controller_mutation_rate``'s token buckets, per quota instance.
+        self._buckets: dict[tuple[str, str, str], TokenBucket] = {}
         #: When each rate was last recorded to.
         self._used: dict[tuple[str, str, str], int] = {}
         self._next_purge_ms: int | None = None
@@ -131,16 +141,51 @@ class QuotaManager:
                 )
         return None
 
-    def _rate(self, quota: Quota, now_ms: int) -> SampledRate:
+    def _touch(self, quota: Quota, now_ms: int) -> None:
+        """Mark the quota instance used now; drop the rates unused for an hour."""
         if self._next_purge_ms is None or now_ms >= self._next_purge_ms:
             self._next_purge_ms = now_ms + PURGE_INTERVAL_MS
             for instance in [i for i, used in self._used.items() if now_ms - used >= INACTIVE_RATE_MS]:
-                del self._rates[instance], self._used[instance]
+                del self._used[instance]
+                self._rates.pop(instance, None)
+                self._buckets.pop(instance, None)
         self._used[quota.instance] = now_ms
+
+    def _rate(self, quota: Quota, now_ms: int) -> SampledRate:
+        self._touch(quota, now_ms)
         rate = self._rates.get(quota.instance)
         if rate is None:
             rate = self._rates[quota.instance] = SampledRate(self.window_num, self.window_ms, now_ms)
         return rate
+
+    def bucket(self, quota: Quota, now_ms: int) -> TokenBucket:
+        """The token bucket of a ``controller_mutation_rate`` quota instance."""
+        self._touch(quota, now_ms)
+        bucket = self._buckets.get(quota.instance)
+        if bucket is None:
+            samples, window_ms = self._mutation_windows
+            bucket = self._buckets[quota.instance] = TokenBucket(samples, window_ms, quota.bound, now_ms)
+        return bucket
+
+    def record_request_time(self, user: str, client_id: str, time_ns: int, now_ms: int) -> None:
+        """Record ``time_ns`` spent handling (user, client id)'s requests against
+        ``request_percentage``, without a throttle (Kafka records its network threads' time so:
+        the next answer's throttle time counts it)."""
+        quota = self.quota(REQUEST_PERCENTAGE, user, client_id)
+        if quota is not None:
+            self._rate(quota, now_ms).record(time_ns * NANOS_TO_PERCENTAGE, now_ms)
+
+    def request_throttle(self, user: str, client_id: str, now_ms: int) -> int:
+        """The ``request_percentage`` throttle time of an answer to (user, client id) now,
+        bounded by one window (Kafka's ``ClientRequestQuotaManager``); 0: within it or none."""
+        quota = self.quota(REQUEST_PERCENTAGE, user, client_id)
+        if quota is None:
+            return 0
+        rate = self._rate(quota, now_ms)
+        measured = rate.measure(now_ms)
+        if measured <= quota.bound:
+            return 0
+        return min(self.window_ms, round((measured - quota.bound) / quota.bound * rate.span_ms(now_ms)))
 
     def record(self, key: str, user: str, client_id: str, value: float, now_ms: int) -> int:
         """Record ``value`` (bytes) for (user, client id) against quota ``key``; the throttle time

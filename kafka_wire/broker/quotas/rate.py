@@ -10,7 +10,7 @@ windows (so a first burst is spread over the whole span instead of seeming infin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(slots=True)
@@ -68,3 +68,30 @@ class SampledRate:
         """Units per second."""
         span = self.span_ms(now_ms)
         return self.total(now_ms) * 1000.0 / span
+
+
+class TokenBucket:
+    """Kafka's ``TokenBucket`` stat (KIP-599): credits refilled at ``quota`` per second up to a
+    burst of ``quota * samples * window``, taken by what is recorded; it may go below zero (the
+    request that empties it is still let through), and a negative balance is a violation."""
+
+    __slots__ = ("_samples", "_window_ms", "last_ms", "tokens")
+
+    def __init__(self, samples: int, window_ms: int, quota: float, now_ms: int) -> None:
+        self._samples = samples
+        self._window_ms = window_ms
+        self.tokens = self.burst(quota)  # Kafka's first refill fills it (its last update is 0)
+        self.last_ms = now_ms
+
+    def burst(self, quota: float) -> float:
+        return self._samples * self._window_ms / 1000 * quota
+
+    def measure(self, quota: float, now_ms: int) -> float:
+        """The credits left at ``now_ms`` (after the refill since the last update)."""
+        elapsed = max(0, now_ms - self.last_ms)
+        self.tokens = min(self.burst(quota), self.tokens + quota * elapsed / 1000)
+        self.last_ms = max(self.last_ms, now_ms)
+        return self.tokens
+
+    def record(self, value: float, quota: float, now_ms: int) -> None:
+        self.tokens = min(self.burst(quota), self.measure(quota, now_ms) - value)

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kafka_wire.broker.raft.snapshots import SnapshotId
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.cluster_settings import Voter
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
+from kafka_wire.quick_dataclass import dataclass
 
 METADATA_TOPIC: Final = "__cluster_metadata"
 METADATA_TOPIC_ID: Final = uuid.UUID("00000000-0000-0000-0000-000000000001")

@@ -6,7 +6,6 @@ fetched batches, truncating on a diverging epoch, and fetching and installing a 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,7 @@ from kafka_wire.broker.raft.states import QuorumRole
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError, InvalidValueError
 from kafka_wire.messages import ApiKey, ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 from kafka_wire.records.batch import RecordBatch
 from kafka_wire.records.reader import read_batches
 

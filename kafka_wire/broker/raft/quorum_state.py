@@ -10,11 +10,11 @@ are read too. The vote is written, and fsynced, before the answer granting it le
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from kafka_wire.broker.effects import EffectSink, Fsync, Rename, Truncate, WriteAt
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.errors import InvalidValueError
+from kafka_wire.quick_dataclass import dataclass
 
 QUORUM_STATE_FILE = "quorum-state"
 QUORUM_STATE_TMP = "quorum-state.tmp"

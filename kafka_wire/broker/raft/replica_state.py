@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafka_wire.broker.cluster_settings import Voter
 from kafka_wire.broker.effects import EffectSink
@@ -24,6 +24,7 @@ from kafka_wire.broker.raft.states import QuorumRole
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.machine import TransitionLogger
+from kafka_wire.quick_dataclass import dataclass
 
 
 @dataclass(slots=True)

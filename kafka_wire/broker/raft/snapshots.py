@@ -9,12 +9,12 @@ fsynced, and renamed into place, so a snapshot file is always whole.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire import messages
 from kafka_wire.broker.effects import Delete, EffectSink, Fsync, Rename, WriteAt
 from kafka_wire.errors import InvalidValueError
+from kafka_wire.quick_dataclass import dataclass
 from kafka_wire.records.batch import RecordBatch
 from kafka_wire.records.builder import build_batch
 from kafka_wire.records.control import ControlRecordType, build_control_batch, decode_control_key

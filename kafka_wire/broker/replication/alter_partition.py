@@ -16,7 +16,6 @@ watermark (Kafka's ``Partition.handleAlterPartitionError``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
@@ -24,6 +23,7 @@ from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, Outbound
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.broker.partition.replica import PartitionReplica

@@ -9,7 +9,7 @@ at start so a restarted replica resumes from its high watermark.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.effects import EffectSink
@@ -23,6 +23,7 @@ from kafka_wire.logformat.checkpoints import (
     format_partition_checkpoint,
     parse_partition_checkpoint,
 )
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.broker.partition.replica import PartitionReplica

@@ -23,7 +23,6 @@ when the answer is applied. Per partition the answer is applied as Kafka's
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
@@ -31,6 +30,7 @@ from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.broker.partition.replica import PartitionReplica

@@ -21,7 +21,7 @@ after backoffs and writes the offset checkpoints every
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final, Literal
 
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
@@ -37,6 +37,7 @@ from kafka_wire.broker.replication.checkpoints import (
 from kafka_wire.broker.replication.fetcher import FetcherConfig, ReplicaFetcher
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.work import PARTITION_WORK_BYTES
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:  # replicas load with the first partition opened (BrokerState.open_partition)
     from kafka_wire.broker.partition.replica import PartitionReplica

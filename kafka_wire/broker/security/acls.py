@@ -14,8 +14,9 @@ name starts the filter's name. A null name, principal or host matches every bind
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Final
+
+from kafka_wire.quick_dataclass import dataclass
 
 
 class ResourceType(enum.IntEnum):

@@ -32,7 +32,6 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_wire import messages
@@ -41,6 +40,7 @@ from kafka_wire.broker.security.acls import CLUSTER_NAME, AclOperation, Resource
 from kafka_wire.broker.security.authorizer import OPERATIONS_OF
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.broker.state import BrokerState

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.buggify import OFF, Hooks
@@ -42,6 +41,7 @@ from kafka_wire.broker.share.persister import ReadOutcome, Snapshot, StatePersis
 from kafka_wire.broker.share.sessions import DEFAULT_MAX_SHARE_SESSIONS, ShareSession, ShareSessionCache
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 #: The owner of the share-partitions' timers in the engine's queue.
 SHARE_TIMERS: Final = "share"

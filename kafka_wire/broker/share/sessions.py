@@ -11,10 +11,11 @@ A session also ends with its client's connection (Kafka 4.1+), its records relea
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 INITIAL_EPOCH: Final = 0
 FINAL_EPOCH: Final = -1

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import base64
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.coordinator_keys import partition_for_group
 from kafka_wire.broker.group.records import RecordReader, RecordWriter
 from kafka_wire.errors import InvalidValueError
+from kafka_wire.quick_dataclass import dataclass
 
 SNAPSHOT: Final = 0
 UPDATE: Final = 1

@@ -3,10 +3,10 @@ each field (the broker fills it from its own configuration)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.errors import KafkaWireError
+from kafka_wire.quick_dataclass import dataclass
 
 
 class TxnConfigError(KafkaWireError):

@@ -26,7 +26,7 @@ served, writes, time), :mod:`.ending` (EndTxn, markers, completion, timeouts), :
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafka_wire import messages
 from kafka_wire.broker.timers import TimerQueue
@@ -47,6 +47,7 @@ from kafka_wire.broker.txn.states import TxnState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ApiKey, ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 #: The APIs the coordinator answers.
 TXN_API_KEYS = frozenset(

@@ -14,12 +14,12 @@ transaction with :meth:`TxnCoordinator.markers_abandoned`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.group.effects import Respond
 from kafka_wire.broker.txn.metadata import TopicPartition
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 __all__ = ["APPEND_ERRORS", "Respond", "SendMarkers", "TxnEffect", "TxnPersist", "client_error"]
 

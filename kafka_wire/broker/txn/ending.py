@@ -23,7 +23,6 @@ the producer may abort before anything was added).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.txn.effects import SendMarkers
@@ -40,6 +39,7 @@ from kafka_wire.broker.txn.runtime import TXN_TIMERS, TxnRuntime
 from kafka_wire.broker.txn.states import TxnState
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 #: Called with (error, producer id, producer epoch) once an end is decided.
 EndReply = Callable[[int, int, int], None]

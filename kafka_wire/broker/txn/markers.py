@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire import messages
@@ -34,6 +34,7 @@ from kafka_wire.broker.txn.effects import SendMarkers
 from kafka_wire.broker.txn.metadata import TopicPartition
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 #: kafka_wire's: the wait before a partition whose marker failed is sent again (Kafka retries at
 #: its sender thread's next round, after its network client's backoff).

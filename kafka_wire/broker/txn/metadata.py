@@ -21,11 +21,12 @@ The epoch rules (facts from Kafka's coordinator):
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.txn.states import TxnInput, TxnState, in_progress, transition
 from kafka_wire.errors import LocalProtocolError
+from kafka_wire.quick_dataclass import dataclass
 
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1

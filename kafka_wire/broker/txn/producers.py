@@ -112,6 +112,11 @@ class ProducerStates:
         self._open: dict[int, int] = {}
         #: Completed transactions whose marker is not below the high watermark yet, by first offset.
         self._unreplicated: dict[int, CompletedTxn] = {}
+        #: ``first_unstable_offset`` as last computed, valid while ``_first_unstable_known`` (reset
+        #: when either of the two above changes: the last stable offset is read on every fetch
+        #: and every test of a held one).
+        self._first_unstable: int | None = None
+        self._first_unstable_known = False
         #: Verifications in progress, by producer id (KIP-890 part 1).
         self._verifying: dict[int, _Verifying] = {}
         self._next_guard = 0
@@ -264,6 +269,7 @@ class ProducerStates:
             entry.txn_first_offset = first_offset
             bisect.insort(self._open_offsets, first_offset)
             self._open[first_offset] = producer_id
+            self._first_unstable_known = False
         if first_sequence < 0:  # a non-idempotent batch of a known producer id
             return
         entry.batches.append(
@@ -288,6 +294,7 @@ class ProducerStates:
             completed = CompletedTxn(producer_id, entry.txn_first_offset, offset, not commit)
             self._close(entry.txn_first_offset)
             self._unreplicated[completed.first_offset] = completed
+            self._first_unstable_known = False
         if epoch != entry.epoch:
             entry.epoch = epoch
             entry.batches.clear()
@@ -297,6 +304,7 @@ class ProducerStates:
         return completed
 
     def _close(self, first_offset: int) -> None:
+        self._first_unstable_known = False
         self._open.pop(first_offset, None)
         at = bisect.bisect_left(self._open_offsets, first_offset)
         if at < len(self._open_offsets) and self._open_offsets[at] == first_offset:
@@ -308,13 +316,17 @@ class ProducerStates:
         if entry.txn_first_offset >= 0:
             bisect.insort(self._open_offsets, entry.txn_first_offset)
             self._open[entry.txn_first_offset] = producer_id
+            self._first_unstable_known = False
 
     # -- offsets ------------------------------------------------------------------------------------
 
     def first_unstable_offset(self) -> int | None:
         """The smallest first offset of a transaction open, or completed above the high watermark."""
-        candidates = [*self._open_offsets[:1], *self._unreplicated]
-        return min(candidates) if candidates else None
+        if not self._first_unstable_known:
+            candidates = [*self._open_offsets[:1], *self._unreplicated]
+            self._first_unstable = min(candidates) if candidates else None
+            self._first_unstable_known = True
+        return self._first_unstable
 
     def last_stable_offset_of(self, completed: CompletedTxn) -> int:
         """The last stable offset an aborted transaction's index entry records (Kafka's
@@ -331,6 +343,7 @@ class ProducerStates:
             self._unreplicated = {
                 k: t for k, t in self._unreplicated.items() if t.last_offset >= high_watermark
             }
+            self._first_unstable_known = False
 
     def truncate_before(self, log_start_offset: int) -> None:
         """Forget batches now below the log start (DeleteRecords, retention); producers left with

@@ -12,7 +12,6 @@ request gets NOT_COORDINATOR, as in Kafka).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.coordinator_keys import partition_for_transactional_id
@@ -24,6 +23,7 @@ from kafka_wire.broker.txn.states import TxnState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 #: The owner of the coordinator's timers in the engine's queue.
 TXN_TIMERS: Final = "txn"

@@ -22,7 +22,7 @@ client before transaction version 2) become the retriable NOT_ENOUGH_REPLICAS.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from kafka_wire import messages
@@ -32,6 +32,7 @@ from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.txn.metadata import TopicPartition
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 #: Kafka's ``add.partitions.to.txn.retry.backoff.ms`` and ``...retry.backoff.max.ms`` defaults.
 RETRY_BACKOFF_MS: Final = 20

@@ -59,3 +59,9 @@ class SaslServerMechanism(Protocol):
     def principal(self) -> str:
         """The authenticated user name (empty until complete)."""
         ...
+
+    @property
+    def credential_expires_ms(self) -> int | None:
+        """When the credential the client authenticated with expires (ms since the epoch), if it
+        does (an OAUTHBEARER token's ``exp``): the session ends then at the latest (KIP-368)."""
+        ...

@@ -222,25 +222,69 @@ OAUTHBEARER_SERVER_TRANSITIONS: Final[
 }
 
 
-class OAuthBearerServer:
-    """A small server side of SASL/OAUTHBEARER, mainly for tests and embedded brokers.
+@dataclass(frozen=True, slots=True)
+class OAuthBearerToken:
+    """A token a validator accepted: whose it is and when it expires."""
 
-    ``validate(token, extensions)`` returns the principal for a good token or None; it must be
-    pure (verify signatures and expiry against an injected clock and key set). A good token gets
-    ``b""``; a refused one gets the error challenge ``{"status":"invalid_token"}`` and the next
-    ``step`` (the client's ``\\x01``) raises :class:`AuthenticationError`. A malformed message, or
-    an authzid other than the principal, raises at once. Errors carry ``error_code`` 58.
+    principal: str
+    #: When the token expires, in ms since the epoch (its ``exp``), if it says.
+    expires_ms: int | None = None
+    #: When it was issued, in ms since the epoch (its ``iat``), if it says.
+    start_ms: int | None = None
+    scope: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthBearerRefusal:
+    """Why a validator refused a token: the RFC 7628 error challenge the server sends, and a
+    reason for the server's log (never sent)."""
+
+    status: str = "invalid_token"
+    scope: str | None = None
+    openid_configuration: str | None = None
+    reason: str = ""
+
+    def challenge(self) -> bytes:
+        """The error challenge as Kafka's server writes it: the status, then scope and
+        openid-configuration when there are any."""
+        parts = [f'"status":{json.dumps(self.status)}']
+        if self.scope is not None:
+            parts.append(f'"scope":{json.dumps(self.scope)}')
+        if self.openid_configuration is not None:
+            parts.append(f'"openid-configuration":{json.dumps(self.openid_configuration)}')
+        return ("{" + ", ".join(parts) + "}").encode()
+
+
+#: What a validator returns: a principal or a token (accepted), a refusal or None (refused with
+#: ``invalid_token``).
+Validation = str | OAuthBearerToken | OAuthBearerRefusal | None
+
+
+class OAuthBearerServer:
+    """The server side of SASL/OAUTHBEARER.
+
+    ``validate(token, extensions)`` decides (see :data:`Validation`); it must be pure (verify
+    signatures and expiry against an injected time and key set). A good token gets ``b""``; a
+    refused one gets the error challenge (``{"status":"invalid_token"}``) and the next ``step``
+    (the client's ``\\x01``) raises :class:`AuthenticationError` whose reason is that challenge,
+    as Kafka's error message is. A malformed message, or an authzid other than the principal,
+    raises at once. Errors carry ``error_code`` 58. :attr:`credential_expires_ms` is the accepted
+    token's expiry, which ends the session at the latest (KIP-368).
     """
 
-    def __init__(self, validate: Callable[[str, Mapping[str, str]], str | None]) -> None:
+    def __init__(self, validate: Callable[[str, Mapping[str, str]], Validation]) -> None:
         self.name: str = NAME
         self._validate = validate
         self._machine = StateMachine(
             f"{NAME} server", OAUTHBEARER_SERVER_TRANSITIONS, _SS.AWAITING_RESPONSE, error=_SS.ERROR
         )
         self._principal = ""
+        self._expires_ms: int | None = None
+        self._challenge = b""
         #: The client's extensions, once its message was parsed.
         self.extensions: Mapping[str, str] = _NO_EXTENSIONS
+        #: The validator's refusal, once there was one (its ``reason`` is for logs).
+        self.refusal: OAuthBearerRefusal | None = None
 
     @property
     def state(self) -> OAuthBearerServerState:
@@ -254,20 +298,27 @@ class OAuthBearerServer:
     def principal(self) -> str:
         return self._principal
 
+    @property
+    def credential_expires_ms(self) -> int | None:
+        return self._expires_ms
+
     def step(self, response: Buffer) -> bytes:
         try:
             self._machine.move(_SI.STEP)
             if self._machine.state is _SS.REFUSED:
-                raise _fail(f"Authentication failed: the {NAME} token is invalid")
+                raise _fail(self._challenge.decode())
             authzid, token, extensions = self._parse(bytes(response))
             self.extensions = MappingProxyType(extensions)
-            principal = self._validate(token, self.extensions)
-            if principal is None:
+            outcome = self._validate(token, self.extensions)
+            if outcome is None or isinstance(outcome, OAuthBearerRefusal):
+                self.refusal = outcome or OAuthBearerRefusal()
+                self._challenge = self.refusal.challenge()
                 self._machine.move(_SI.TOKEN_REFUSED)
-                return b'{"status":"invalid_token"}'
-            if authzid and authzid != principal:
+                return self._challenge
+            accepted = outcome if isinstance(outcome, OAuthBearerToken) else OAuthBearerToken(outcome)
+            if authzid and authzid != accepted.principal:
                 raise _fail("Authentication failed: the authorization id differs from the token's principal")
-            self._principal = principal
+            self._principal, self._expires_ms = accepted.principal, accepted.expires_ms
             self._machine.move(_SI.TOKEN_ACCEPTED)
             return b""
         except BaseException as exc:

@@ -135,6 +135,11 @@ class PlainServer:
     def principal(self) -> str:
         return self._principal
 
+    @property
+    def credential_expires_ms(self) -> None:
+        """A password does not expire."""
+        return None
+
     def step(self, response: Buffer) -> bytes:
         try:
             self._machine.target(PlainServerInput.STEP)

@@ -450,6 +450,11 @@ class ScramServer:
     def principal(self) -> str:
         return self._principal
 
+    @property
+    def credential_expires_ms(self) -> None:
+        """A SCRAM credential does not expire."""
+        return None
+
     def step(self, response: Buffer) -> bytes:
         try:
             self._machine.target(ScramServerInput.STEP)

@@ -134,7 +134,25 @@ def changed_snaps(
         leadership = replica.leadership
         log = replica.log
         entries = leadership.cache.entries
-        now = (
+        at = (node_id, key)
+        before = seen.get(at)
+        # The fingerprint compared item by item (identity, then equality, as a tuple compares),
+        # without building a new one for the replicas that did not change: most of them, as
+        # this runs after every event.
+        if (
+            before is not None
+            and log.log_end_offset == before[0]
+            and replica.high_watermark == before[1]
+            and log.log_start_offset == before[2]
+            and leadership.role is before[3]
+            and leadership.epoch == before[4]
+            and (replica.registration is before[5] or replica.registration == before[5])
+            and (replica.pending_isr is before[6] or replica.pending_isr == before[6])
+            and (entries is before[7] or entries == before[7])
+            and len(entries) == before[8]
+        ):
+            continue
+        seen[at] = (
             log.log_end_offset,
             replica.high_watermark,
             log.log_start_offset,
@@ -145,10 +163,6 @@ def changed_snaps(
             entries,
             len(entries),
         )
-        at = (node_id, key)
-        if seen.get(at) == now:
-            continue
-        seen[at] = now
         out.append(snap_replica(node_id, replica))
     return out
 

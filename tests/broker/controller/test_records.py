@@ -23,11 +23,11 @@ def test_the_record_types_are_kafkas() -> None:
     assert names == {
         0: "RegisterBrokerRecord", 1: "UnregisterBrokerRecord", 2: "TopicRecord", 3: "PartitionRecord",
         4: "ConfigRecord", 5: "PartitionChangeRecord", 7: "FenceBrokerRecord", 8: "UnfenceBrokerRecord",
-        9: "RemoveTopicRecord", 11: "UserScramCredentialRecord", 12: "FeatureLevelRecord",
+        9: "RemoveTopicRecord", 10: "DelegationTokenRecord", 11: "UserScramCredentialRecord", 12: "FeatureLevelRecord",
         14: "ClientQuotaRecord", 15: "ProducerIdsRecord", 17: "BrokerRegistrationChangeRecord",
         18: "AccessControlEntryRecord", 19: "RemoveAccessControlEntryRecord", 20: "NoOpRecord",
         22: "RemoveUserScramCredentialRecord", 23: "BeginTransactionRecord",
-        24: "EndTransactionRecord",
+        24: "EndTransactionRecord", 26: "RemoveDelegationTokenRecord",
     }  # fmt: skip
 
 

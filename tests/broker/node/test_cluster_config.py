@@ -149,9 +149,9 @@ def test_without_voters_a_node_stays_single() -> None:
             "controller-only node listens on controller listeners only",
         ),
         (
-            {"listener.security.protocol.map": "PLAINTEXT:SASL_SSL,CONTROLLER:PLAINTEXT"},
+            {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"},
             "listeners",
-            "PLAINTEXT and SSL, and SASL_PLAINTEXT",
+            "PLAINTEXT and SSL, and SASL_PLAINTEXT and SASL_SSL on broker listeners",
         ),
         (
             {"listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"},

@@ -12,6 +12,7 @@ from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, Parti
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.controller.quotas_image import ClientQuotasImage
 from kafka_wire.broker.controller.scram_image import ScramImage
+from kafka_wire.broker.controller.tokens_image import DelegationTokenImage
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import Effect, OpenConnection, Send
 from kafka_wire.broker.node import MetadataView, Node, NodeParts, PartsContext
@@ -111,6 +112,7 @@ class FakeImage:
     registered: dict[int, BrokerInfo] = field(default_factory=dict)
     client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
     scram: ScramImage = field(default_factory=ScramImage)
+    tokens: DelegationTokenImage = field(default_factory=DelegationTokenImage)
 
     def brokers(self) -> Sequence[BrokerInfo]:
         return list(self.registered.values())

@@ -1,13 +1,20 @@
-// The Java client (kafka-clients 4.4.0) against a broker with SASL_PLAINTEXT (PLAIN) and the
+// The Java client (kafka-clients 4.4.0) against a broker with SASL_SSL (PLAIN) and the
 // StandardAuthorizer: what a user sees before and after the super user grants it ACLs.
 //
-//   java -cp JARS AclProbe BOOTSTRAP
+//   java -cp JARS AclProbe BOOTSTRAP CA_PEM
+//
+// After creating the ACLs it prints `acls-created` and waits for a line on stdin (the test's
+// word that every broker has them).
+//
+// (CA_PEM: the authority the brokers' certificates are signed by, a PEM truststore.)
 //
 // As `admin` (a super user): creates the topics jorders, jpay-eu and jsecret. As `alice`: lists
 // topics and produces, then `admin` creates ACLs with Admin.createAcls (READ and WRITE on jorders,
 // READ on the group jg1, ALL on the PREFIXED jpay-, a DENY of WRITE on jpay-eu), and `alice` lists,
 // produces and consumes again. Prints one `key value` line per observation (an exception by its
 // simple class name); any unexpected failure is printed as `error ...` and exits 1.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
@@ -23,7 +30,6 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.acl.AccessControlEntry;
 import org.apache.kafka.common.acl.AclBinding;
-import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.resource.PatternType;
@@ -33,10 +39,12 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class AclProbe {
-    static Properties config(String bootstrap, String user, String password) {
+    static Properties config(String bootstrap, String ca, String user, String password) {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
-        props.put("security.protocol", "SASL_PLAINTEXT");
+        props.put("security.protocol", "SASL_SSL");
+        props.put("ssl.truststore.type", "PEM");
+        props.put("ssl.truststore.location", ca);
         props.put("sasl.mechanism", "PLAIN");
         props.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\""
                 + user + "\" password=\"" + password + "\";");
@@ -102,8 +110,8 @@ public final class AclProbe {
 
     public static void main(String[] argv) throws Exception {
         String bootstrap = argv[0];
-        Properties admin = config(bootstrap, "admin", "admin-secret");
-        Properties alice = config(bootstrap, "alice", "alice-secret");
+        Properties admin = config(bootstrap, argv[1], "admin", "admin-secret");
+        Properties alice = config(bootstrap, argv[1], "alice", "alice-secret");
         try (Admin su = Admin.create(admin)) {
             su.createTopics(List.of(new NewTopic("jorders", 1, (short) 1), new NewTopic("jpay-eu", 1, (short) 1),
                     new NewTopic("jsecret", 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
@@ -117,13 +125,13 @@ public final class AclProbe {
                     acl("jpay-", PatternType.PREFIXED, AclOperation.ALL, AclPermissionType.ALLOW),
                     acl("jpay-eu", PatternType.LITERAL, AclOperation.WRITE, AclPermissionType.DENY)))
                     .all().get(30, TimeUnit.SECONDS);
-            // A Kafka broker loads committed ACLs into its authorizer after CreateAcls is answered.
-            long deadline = System.nanoTime() + 30_000_000_000L;
-            while (su.describeAcls(AclBindingFilter.ANY).values().get(20, TimeUnit.SECONDS).size() < 5) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the ACLs are not described");
-                }
-                Thread.sleep(100);
+            // A broker loads committed ACLs into its authorizer after CreateAcls is answered, each
+            // broker of a cluster on its own: the test waits until every broker describes them,
+            // then writes a line.
+            System.out.println("acls-created");
+            System.out.flush();
+            if (new BufferedReader(new InputStreamReader(System.in)).readLine() == null) {
+                throw new IllegalStateException("the test did not say the ACLs are everywhere");
             }
             System.out.println("topics-after " + topics(alice));
             System.out.println("produce-jorders " + produce(alice, "jorders"));
