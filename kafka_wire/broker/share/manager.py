@@ -153,6 +153,10 @@ class ShareManager:
         #: The leader epoch and state epoch each share-partition was read at.
         self._leader_epochs: dict[SharePartitionKey, int] = {}
         self._state_epochs: dict[SharePartitionKey, int] = {}
+        #: The high watermark when a share-partition's state was first asked for: where it starts
+        #: with ``share.auto.offset.reset=latest`` and no state kept (the first share fetch's, as
+        #: when the state is read at once).
+        self._asked_at: dict[SharePartitionKey, int] = {}
 
     def lock_duration_ms(self, group_id: str) -> int:
         """``share.record.lock.duration.ms`` of the group, else the broker's."""
@@ -181,6 +185,7 @@ class ShareManager:
             if self.persister is not None:
                 kept = self.persister.read(key, leader_epoch, now_ms)
                 if kept is None:
+                    self._asked_at.setdefault(key, high_watermark)
                     return None
                 if kept.error_code:  # fenced (a newer leader read it) or refused: asked again later
                     return None
@@ -193,10 +198,12 @@ class ShareManager:
             else:
                 # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
                 reset = configs.get("share.auto.offset.reset")
+                latest = min(self._asked_at.get(key, high_watermark), high_watermark)
                 found = SharePartition(
-                    log_start_offset if reset == EARLIEST else high_watermark, hooks=self.hooks
+                    max(log_start_offset if reset == EARLIEST else latest, log_start_offset), hooks=self.hooks
                 )
             self.partitions[key] = found
+            self._asked_at.pop(key, None)
             self._leader_epochs[key] = leader_epoch
             self._state_epochs[key] = 0 if kept is None else kept.state_epoch
             if kept is None or kept.start_offset != found.start_offset or kept.start_offset < 0:
@@ -226,6 +233,7 @@ class ShareManager:
     def drop(self, key: SharePartitionKey) -> None:
         """Forget ``key``'s share-partition (the leadership moved, or its state was fenced)."""
         self.partitions.pop(key, None)
+        self._asked_at.pop(key, None)
         self._leader_epochs.pop(key, None)
         self._state_epochs.pop(key, None)
         self._timers.cancel((SHARE_TIMERS, *key))
