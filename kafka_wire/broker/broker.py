@@ -69,6 +69,7 @@ from kafka_wire.broker.quotas.manager import QuotaManager
 from kafka_wire.broker.sasl import oauth_key_sets, scram_lookup, server_sasl
 from kafka_wire.broker.share.coordinator import ShareStateStore
 from kafka_wire.broker.share.manager import ShareConfig, ShareManager
+from kafka_wire.broker.share.persister import StatePersister
 from kafka_wire.broker.state import BrokerState, Spliced
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.storage_pipeline import StoragePipeline
@@ -224,6 +225,7 @@ class Broker:
                 ),
             ),
         )
+        share_store = ShareStateStore(state, self._log)
         state.share = ShareManager(
             ShareConfig(
                 lock_duration_ms=config.group_share_record_lock_duration_ms,
@@ -233,8 +235,10 @@ class Broker:
             ),
             self._timer_queue,
             configs_of=lambda group_id: state.group_configs.get(group_id, {}),
-            store=ShareStateStore(state, self._log),
+            store=share_store,
             hooks=self._hooks,
+            persister=StatePersister(state.cluster, share_store.locate, self._log),
+            leader_epoch_of=state.leader_epoch_of,
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step

@@ -7,7 +7,8 @@ their answers from every call that may produce some (``handle``, ``tick``, ``pol
 ``__consumer_offsets`` and ``__transaction_state`` the node applied, reports the writes whose
 replication settled, goes on with loads, tells the group coordinator of deleted topics and of the
 transaction markers ``__consumer_offsets`` partitions took, lets the marker channel send, and
-serves the loopback until nothing moves.
+serves the loopback and settles the share-partitions' state replies (``share.persister``) until
+nothing moves.
 
 The loopback (:class:`~kafka_wire.broker.local_link.LocalLink` over :meth:`_serve`): requests the
 broker's parts send to this very node (a transaction coordinator's markers for partitions it
@@ -24,13 +25,14 @@ from collections.abc import Callable
 from typing import Final
 
 from kafka_wire import messages
-from kafka_wire.broker.apis import GROUP_APIS, HANDLERS
+from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SHARE_ADMIN_APIS
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
 from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.local_link import LocalLink
 from kafka_wire.broker.security.coordinator_checks import Gate, gate
+from kafka_wire.broker.share.admin import ShareAdmin
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.txn.coordinator import TXN_API_KEYS
@@ -53,7 +55,7 @@ def is_coordinator_request(request: Request) -> bool:
     if key == ApiKey.INIT_PRODUCER_ID:
         body = request.body
         return isinstance(body, messages.InitProducerIdRequest) and body.transactional_id is not None
-    return key in GROUP_APIS or key in TXN_API_KEYS
+    return key in GROUP_APIS or key in TXN_API_KEYS or key in SHARE_ADMIN_APIS
 
 
 class _LoopbackAnswer:
@@ -96,6 +98,7 @@ class Coordinators:
             new_producer_id=lambda now: None if producer_ids is None else producer_ids.next_id(now),
         )
         state.txn_verifier = TxnVerifier(state.cluster)
+        self.share_admin = ShareAdmin(state, lambda: self.group.coordinator)
         self.loopback = LocalLink(self._serve)
         self._loopback_answers: dict[int, Message] = {}
         #: Answers for the broker's connections made while the loopback was served.
@@ -104,6 +107,8 @@ class Coordinators:
         #: What the ACL checks put back into an answer (``security/coordinator_checks.py``), by
         #: connection and correlation id.
         self._patches: dict[tuple[int, int], Callable[[Message], Message]] = {}
+        #: The share groups a DeleteGroups deletes, by connection and correlation id.
+        self._share_deletes: dict[tuple[int, int], set[str]] = {}
         #: The time of the latest poll.
         self._now_ms = 0
 
@@ -129,7 +134,14 @@ class Coordinators:
         if checked.patch is not None:
             self._patches[conn_id, request.correlation_id] = checked.patch
         if request.api_key in GROUP_APIS:
+            if isinstance(request.body, messages.DeleteGroupsRequest):
+                coordinator = self.group.coordinator
+                shares = {g for g in request.body.groups_names if coordinator.share_group_view(g) is not None}
+                if shares:  # their share-partitions' state is deleted before the answer leaves
+                    self._share_deletes[conn_id, request.correlation_id] = shares
             return self._route(self.group.handle(conn_id, request, client_host, now_ms))
+        if request.api_key in SHARE_ADMIN_APIS:
+            return self._route(self.share_admin.handle(conn_id, request, principal, client_host, now_ms))
         return self._route(self.txn.handle(conn_id, request, now_ms))
 
     def tick(self, now_ms: int) -> list[GroupAnswer]:
@@ -161,7 +173,11 @@ class Coordinators:
                 ended, state.txn_offsets_ended = state.txn_offsets_ended, []
                 answers += group.transactions_ended(ended, now_ms)
             answers += group.poll(now_ms) + txn.poll(now_ms)
-            if not self.loopback.pump(now_ms) and not state.txn_offsets_ended:
+            pumped = self.loopback.pump(now_ms)
+            # the share-partitions' state replies (those of the loopback just given among them)
+            shared = state.share is not None and state.share.poll(now_ms)
+            answers += self.share_admin.poll(now_ms)
+            if not pumped and not shared and not state.txn_offsets_ended:
                 break
         if share is not None:
             share.poll()  # loads of __share_group_state partitions led here
@@ -180,6 +196,8 @@ class Coordinators:
                 self.group.next_deadline_ms(),
                 self.txn.next_deadline_ms(),
                 self.loopback.next_deadline_ms(),
+                self._state.share.next_persist_deadline_ms() if self._state.share is not None else None,
+                self.share_admin.next_deadline_ms(),
             )
             if d is not None
         ]
@@ -188,8 +206,11 @@ class Coordinators:
     def forget(self, conn_id: int) -> None:
         for key in [k for k in self._patches if k[0] == conn_id]:
             del self._patches[key]
+        for key in [k for k in self._share_deletes if k[0] == conn_id]:
+            del self._share_deletes[key]
         self.group.forget(conn_id)
         self.txn.forget(conn_id)
+        self.share_admin.forget(conn_id)
 
     def clear(self) -> None:
         self.group.clear()
@@ -225,8 +246,19 @@ class Coordinators:
         return answer
 
     def _route(self, answers: list[GroupAnswer]) -> list[GroupAnswer]:
-        """Keep the loopback's answers; the rest are for the broker's connections."""
+        """Keep the loopback's answers; the rest are for the broker's connections (a DeleteGroups
+        that deleted share groups once their state is deleted too)."""
         out = []
+        if self._share_deletes:
+            held = []
+            for answer in answers:
+                shares = self._share_deletes.pop((answer[0], answer[1].correlation_id), None)
+                held += (
+                    [answer]
+                    if shares is None
+                    else self.share_admin.hold_deleted_groups(*answer, shares, self._now_ms)
+                )
+            answers = held
         for answer in answers:
             if answer[0] == LOOPBACK_CONN:
                 self._loopback_answers[answer[1].correlation_id] = answer[2]

@@ -273,3 +273,9 @@ class BrokerState:
 
     def replica(self, topic: str, partition: int) -> PartitionReplica | None:
         return self.partitions.get((topic, partition))
+
+    def leader_epoch_of(self, topic_id: uuid.UUID, partition: int) -> int | None:
+        """The leader epoch of a partition this node leads (None: it does not lead it)."""
+        topic = self.metadata.topic_by_id(topic_id)
+        replica = None if topic is None else self.partitions.get((topic.name, partition))
+        return replica.leader_epoch if replica is not None and replica.is_leader else None

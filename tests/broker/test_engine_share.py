@@ -291,6 +291,7 @@ def test_a_held_fetch_answers_when_records_arrive() -> None:
     )
     assert client.responses() == []  # held
     produce_values(engine, producer, [b"x", b"y"])
+    engine.advance(0)  # the acquisition's write to the share coordinator (the loopback) goes round
     answered = client.responses()
     assert len(answered) == 1
     body = answered[0].body

@@ -327,6 +327,8 @@ async def share_api_versions(target: BrokerProcess) -> dict[int, tuple[int, int]
             ApiKey.SHARE_FETCH,
             ApiKey.SHARE_ACKNOWLEDGE,
             ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS,
         )
         return {int(k): client.api_versions[k] for k in keys if k in client.api_versions}
     finally:
@@ -335,11 +337,14 @@ async def share_api_versions(target: BrokerProcess) -> dict[int, tuple[int, int]
 
 def test_share_apis_are_served_at_kafkas_versions(disk_target: BrokerProcess) -> None:
     """ShareGroupHeartbeat and ShareGroupDescribe v1, ShareFetch and ShareAcknowledge v1-v2 (v0,
-    the early access of Kafka 4.0, is gone since 4.1)."""
+    the early access of Kafka 4.0, is gone since 4.1), DescribeShareGroupOffsets v0-v1,
+    AlterShareGroupOffsets and DeleteShareGroupOffsets v0."""
     assert asyncio.run(share_api_versions(disk_target)) == {
         76: (1, 1),
         77: (1, 1),
         78: (1, 2),
         79: (1, 2),
         90: (0, 1),
+        91: (0, 0),
+        92: (0, 0),
     }

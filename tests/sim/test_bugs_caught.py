@@ -29,8 +29,8 @@ CAUGHT = {
     "marker-before-prepare": (25, "poll-skip"),
     "zombie-produce-accepted": (2, "G1a"),
     "txn-offsets-before-commit": (1, "eos-lost"),
-    "share-lock-ignored": (1, "share-double-acquire"),
-    "share-past-delivery-limit": (6, "share-delivery-limit"),
+    "share-lock-ignored": (4, "share-double-acquire"),
+    "share-past-delivery-limit": (1, "share-delivery-limit"),
     "share-accepted-redelivered": (1, "share-redelivered-accepted"),
 }
 

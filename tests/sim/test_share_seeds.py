@@ -1,8 +1,14 @@
 """A few seeds of the share workload (``kafka-wire simulate --workload share``: three members of
 one KIP-932 share group acquiring, accepting, releasing and rejecting records, some left to time
 out, one member restarting) run clean under every fault kind: those that catch the planted share
-bugs (``test_bugs_caught.py``), so that each also shows the run is clean without its bug, and one
-seed on a single node, where the checker relaxes nothing."""
+bugs (``test_bugs_caught.py``), so that each also shows the run is clean without its bug, one
+seed on a single node, where the checker relaxes nothing, and seeds of ``--workload share-strict``
+(nothing relaxed in a cluster either) that failed before a partition leader kept its
+share-partitions' state at the share coordinator of another node: a new leader redelivered
+accepted records (7) or counted deliveries from one again (12: an accept answered as failed had
+been stored), and seed 349 of the share workload, whose records acquired a third time were
+stored and archived by the next leader while the member was told the fetch failed
+(``share-unsettled``)."""
 
 from __future__ import annotations
 
@@ -13,11 +19,17 @@ from kafka_wire.sim.history import OpKind
 from kafka_wire.sim.run import SimOptions, simulate
 
 #: The seeds that catch the planted share bugs, clean without them.
-SEEDS = (1, 6)
+SEEDS = (1, 4)
 
 
-def _options(seed: int, nodes: int = 3) -> SimOptions:
-    clients, checker = workload("share")
+#: Seeds of the strict workload that once failed (see the module docstring).
+STRICT_SEEDS = (7, 12)
+#: Seeds of the share workload that once failed.
+REGRESSION_SEEDS = (349,)
+
+
+def _options(seed: int, nodes: int = 3, name: str = "share") -> SimOptions:
+    clients, checker = workload(name)
     return SimOptions(
         seed=seed,
         events=5000,
@@ -25,7 +37,7 @@ def _options(seed: int, nodes: int = 3) -> SimOptions:
         rf=min(3, nodes),
         clients=clients,
         checker=checker,
-        settings=workload_settings("share"),
+        settings=workload_settings(name),
         trace=True,
     )
 
@@ -44,3 +56,18 @@ def test_share_seeds_run_clean_under_faults(seed: int) -> None:
 def test_a_share_seed_on_one_node_runs_clean() -> None:
     result = simulate(_options(1, nodes=1))
     assert result.ok, f"kafka-wire simulate --seed 1 --nodes 1 --workload share --trace: {result.violations}"
+
+
+@pytest.mark.parametrize("seed", STRICT_SEEDS)
+def test_strict_share_seeds_run_clean_across_failovers(seed: int) -> None:
+    result = simulate(_options(seed, name="share-strict"))
+    assert result.ok, (
+        f"kafka-wire simulate --seed {seed} --workload share-strict --trace: {result.violations}"
+    )
+    assert result.fault_counts["kill"] + result.fault_counts["power-loss"] > 0
+
+
+@pytest.mark.parametrize("seed", REGRESSION_SEEDS)
+def test_share_seeds_that_once_failed_run_clean(seed: int) -> None:
+    result = simulate(_options(seed))
+    assert result.ok, f"kafka-wire simulate --seed {seed} --workload share --trace: {result.violations}"

@@ -65,6 +65,12 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     ApiKey.SHARE_FETCH: "guarded_share",
     ApiKey.SHARE_ACKNOWLEDGE: "guarded_share",
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "describe_share_group_offsets",
+    # the share coordinator's RPCs (partition leaders and the group coordinator send them)
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: "share_group_state",
+    ApiKey.READ_SHARE_GROUP_STATE: "share_group_state",
+    ApiKey.WRITE_SHARE_GROUP_STATE: "share_group_state",
+    ApiKey.DELETE_SHARE_GROUP_STATE: "share_group_state",
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: "share_group_state",
     **dict.fromkeys(
         (
             ApiKey.CREATE_DELEGATION_TOKEN,
@@ -121,6 +127,9 @@ TXN_APIS: Final = frozenset(
     }
 )
 
+#: The share group offset admin APIs (``kafka_wire.broker.share.admin``), answered by the
+#: coordinators.
+SHARE_ADMIN_APIS: Final = frozenset({ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS})
 #: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully
 #: (WriteTxnMarkers v0: KIP-896; the share APIs' v0, KIP-932's early access, gone in Kafka 4.1; as
 #: Kafka 4.4's ApiVersions shows).
@@ -143,7 +152,16 @@ _MAX_VERSION: Final[dict[int, int]] = {ApiKey.INIT_PRODUCER_ID: 5}
 
 def _supported() -> dict[int, tuple[int, int]]:
     table = {}
-    for key in sorted({*HANDLERS, *GROUP_APIS, *TXN_APIS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}):
+    for key in sorted(
+        {
+            *HANDLERS,
+            *GROUP_APIS,
+            *TXN_APIS,
+            *SHARE_ADMIN_APIS,
+            ApiKey.SASL_HANDSHAKE,
+            ApiKey.SASL_AUTHENTICATE,
+        }
+    ):
         versions = VALID_VERSIONS[key]
         high = min(max(versions), _MAX_VERSION.get(key, max(versions)))
         table[int(key)] = (max(min(versions), _MIN_VERSION.get(key, 0)), high)

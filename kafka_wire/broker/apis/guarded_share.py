@@ -99,7 +99,7 @@ def _share_fetch(ctx: Context, request: ShareFetchRequest) -> Any:
     return patch(result) if isinstance(result, ShareFetchResponse) else _Patched(result, patch)
 
 
-def _share_acknowledge(ctx: Context, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
+def _share_acknowledge(ctx: Context, request: ShareAcknowledgeRequest) -> Any:
     if ctx.state.authorizer is None:
         return share_acknowledge.handle(ctx, request)
     if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id or ""):
@@ -109,22 +109,26 @@ def _share_acknowledge(ctx: Context, request: ShareAcknowledgeRequest) -> ShareA
         return share_acknowledge.handle(ctx, request)
     kept = copy.copy(request)
     kept.topics = [t for t in request.topics if t.topic_id not in denied]
-    answer = share_acknowledge.handle(ctx, kept)
-    if not answer.error_code:
-        answer.responses = [
-            *answer.responses,
-            *(
-                ShareAcknowledgeResponseTopicResponse(
-                    topic_id=t.topic_id,
-                    partitions=[
-                        ShareAcknowledgeResponsePartitionData(
-                            partition_index=p.partition_index, error_code=TAF
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in request.topics
-                if t.topic_id in denied
-            ),
-        ]
-    return answer
+
+    def patch(answer: ShareAcknowledgeResponse) -> ShareAcknowledgeResponse:
+        if not answer.error_code:
+            answer.responses = [
+                *answer.responses,
+                *(
+                    ShareAcknowledgeResponseTopicResponse(
+                        topic_id=t.topic_id,
+                        partitions=[
+                            ShareAcknowledgeResponsePartitionData(
+                                partition_index=p.partition_index, error_code=TAF
+                            )
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in request.topics
+                    if t.topic_id in denied
+                ),
+            ]
+        return answer
+
+    result = share_acknowledge.handle(ctx, kept)
+    return patch(result) if isinstance(result, ShareAcknowledgeResponse) else _Patched(result, patch)

@@ -11,16 +11,20 @@ request with ``acquisition_lock_timeout_ms`` 0, as Kafka's. Each partition's ack
 INVALID_RECORD_STATE for a record the member does not hold (never acquired, acquired by another
 member, its lock expired), INVALID_REQUEST for malformed batches (out of order, overlapping, a
 type list neither one long nor one per offset, an unknown type), UNKNOWN_TOPIC_OR_PARTITION for a
-partition the group never fetched here, UNKNOWN_TOPIC_ID for a topic that does not exist.
+partition the group never fetched here, UNKNOWN_TOPIC_ID for a topic that does not exist. The
+answer leaves once the acknowledgements' writes to the share coordinator are stored; a failed one
+answers its partition with the persister's error (``share.manager.write_outcome``).
 Version notes: v2 adds ``is_renew_ack`` and the answer's ``acquisition_lock_timeout_ms``.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from kafka_wire.broker.apis.share_fetch import share_manager
-from kafka_wire.broker.share.manager import AckBatch
+from kafka_wire.broker.share.manager import AckBatch, write_outcome
+from kafka_wire.broker.share.persister import WRITE_TIMEOUT_MS, Ticket
 from kafka_wire.broker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, TopicIdPartition
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
@@ -32,7 +36,7 @@ from kafka_wire.messages import (
 )
 
 
-def handle(ctx: Context, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
+def handle(ctx: Context, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse | AckWait:
     state, now = ctx.state, ctx.now_ms
     share = share_manager(state)
     group_id, member_id = request.group_id or "", request.member_id or ""
@@ -61,18 +65,46 @@ def handle(ctx: Context, request: ShareAcknowledgeRequest) -> ShareAcknowledgeRe
                 (b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches
             ]
     topics: dict[uuid.UUID, ShareAcknowledgeResponseTopicResponse] = {}
+    tickets: list[tuple[ShareAcknowledgeResponsePartitionData, Ticket]] = []
     for (topic_id, index), batches in acks.items():
+        ticket = None
         if state.topic_with_id(topic_id) is None:
             error = ErrorCode.UNKNOWN_TOPIC_ID
         else:
-            error = share.acknowledge(group_id, member_id, (group_id, topic_id, index), batches, renew, now)
+            error, ticket = share.acknowledge(
+                group_id, member_id, (group_id, topic_id, index), batches, renew, now
+            )
         answered = topics.get(topic_id)
         if answered is None:
             answered = topics[topic_id] = ShareAcknowledgeResponseTopicResponse(topic_id=topic_id)
-        answered.partitions.append(
-            ShareAcknowledgeResponsePartitionData(partition_index=index, error_code=error)
-        )
+        data = ShareAcknowledgeResponsePartitionData(partition_index=index, error_code=error)
+        answered.partitions.append(data)
+        if ticket is not None:
+            tickets.append((data, ticket))
     if epoch == FINAL_EPOCH:
         sessions.remove(group_id, member_id)
         share.release_session(session, now)
-    return ShareAcknowledgeResponse(acquisition_lock_timeout_ms=lock_ms, responses=list(topics.values()))
+    wait = AckWait(
+        ShareAcknowledgeResponse(acquisition_lock_timeout_ms=lock_ms, responses=list(topics.values())),
+        tickets,
+        now + WRITE_TIMEOUT_MS,
+    )
+    answer = wait.poll(now)
+    return wait if answer is None else answer
+
+
+@dataclass(slots=True)
+class AckWait:
+    """The answer, held until the acknowledgements' writes settle."""
+
+    answer: ShareAcknowledgeResponse
+    tickets: list[tuple[ShareAcknowledgeResponsePartitionData, Ticket]]
+    deadline_ms: int
+
+    def poll(self, now_ms: int) -> ShareAcknowledgeResponse | None:
+        outcomes = [write_outcome(ticket) for _, ticket in self.tickets]
+        if now_ms < self.deadline_ms and any(o is None for o in outcomes):
+            return None
+        for (data, _), outcome in zip(self.tickets, outcomes, strict=True):
+            data.error_code = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
+        return self.answer

@@ -14,8 +14,11 @@ duration (the answer's ``acquisition_lock_timeout_ms``), listed with their deliv
 ``acquired_records``; records of the batches that are not acquired (held by another member, done
 with) are not for this member. With nothing acquired and no error, the request is held until
 records can be acquired or ``max_wait_ms`` passes. A closing fetch (-1) releases what the member
-holds in the session's partitions. Every change of a share-partition is written to
-``__share_group_state`` in the call that made it, so the answer leaves once it is stored. Records
+holds in the session's partitions. Every change of a share-partition (an acquisition, an
+acknowledgement) is written to the share coordinator (``share.persister``), and the answer leaves
+once it is stored: a partition whose write failed answers the persister's error (mapped as Kafka's
+``SharePartition`` does: COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_STATE_EPOCH,
+...) in ``error_code`` without its records, or in ``acknowledge_error_code``. Records
 are never null (empty bytes where there are none, as from Kafka). Unknown topic ids get
 UNKNOWN_TOPIC_ID, partitions not led here NOT_LEADER_OR_FOLLOWER with the leader in
 ``current_leader``.
@@ -29,7 +32,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from kafka_wire.broker.apis.cluster_facts import current_leader, missing_replica_error
-from kafka_wire.broker.share.manager import AckBatch, ShareManager
+from kafka_wire.broker.share.manager import AckBatch, ShareManager, write_outcome
+from kafka_wire.broker.share.persister import WRITE_TIMEOUT_MS, Ticket
 from kafka_wire.broker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, TopicIdPartition
 from kafka_wire.broker.state import BrokerState, Context
 from kafka_wire.logformat.batch_header import parse_header
@@ -101,10 +105,13 @@ def handle(ctx: Context, request: ShareFetchRequest) -> ShareFetchResponse | Sha
     if error is not None or session is None:
         return ShareFetchResponse(error_code=error or ErrorCode.UNKNOWN_SERVER_ERROR)
     renew = ctx.api_version >= 2 and request.is_renew_ack
-    acknowledged = {
-        key: share.acknowledge(group_id, member_id, (group_id, *key), batches, renew, now)
-        for key, batches in acks.items()
-    }
+    acknowledged: dict[TopicIdPartition, ErrorCode] = {}
+    ack_tickets: dict[TopicIdPartition, Ticket] = {}
+    for key, batches in acks.items():
+        error, ticket = share.acknowledge(group_id, member_id, (group_id, *key), batches, renew, now)
+        acknowledged[key] = error
+        if ticket is not None:
+            ack_tickets[key] = ticket
     fetch: list[TopicIdPartition] = []
     if epoch == FINAL_EPOCH:
         sessions.remove(group_id, member_id)
@@ -119,6 +126,7 @@ def handle(ctx: Context, request: ShareFetchRequest) -> ShareFetchResponse | Sha
         listener=ctx.listener,
         fetch=fetch,
         acknowledged=acknowledged,
+        ack_tickets=ack_tickets,
         full=epoch == INITIAL_EPOCH,
         max_bytes=min(request.max_bytes, state.config.fetch_max_bytes),
         max_records=request.max_records,
@@ -156,7 +164,13 @@ class ShareFetchWait:
     max_records: int
     min_bytes: int
     deadline_ms: int
+    ack_tickets: dict[TopicIdPartition, Ticket] = field(default_factory=dict)
     endpoints: dict[int, ShareFetchResponseNodeEndpoint] = field(default_factory=dict)
+    #: The writes of the records acquired, by partition.
+    acquired_tickets: dict[TopicIdPartition, Ticket] = field(default_factory=dict)
+    #: The answer's partitions once records were acquired (or the wait ended): the answer leaves
+    #: when their writes settle.
+    built: list[tuple[TopicIdPartition, ShareFetchResponsePartitionData]] | None = None
 
     def _ready(self, now_ms: int) -> bool:
         """Whether a poll would acquire something or answer an error."""
@@ -178,6 +192,28 @@ class ShareFetchWait:
         return False
 
     def poll(self, now_ms: int) -> ShareFetchResponse | None:
+        if self.built is None:
+            self.built = self._fetch(now_ms)
+            if self.built is None:
+                return None
+            # the writes its answer reports: stored (or failed) before it leaves
+            self.deadline_ms = max(self.deadline_ms, now_ms + WRITE_TIMEOUT_MS)
+        tickets = [*self.ack_tickets.values(), *self.acquired_tickets.values()]
+        if now_ms < self.deadline_ms and any(write_outcome(t) is None for t in tickets):
+            return None
+        for key, ticket in self.ack_tickets.items():
+            error = write_outcome(ticket)
+            if self.acknowledged.get(key) == ErrorCode.NONE:
+                self.acknowledged[key] = ErrorCode.REQUEST_TIMED_OUT if error is None else error
+        for key, data in self.built:
+            if key in self.acquired_tickets:
+                error = write_outcome(self.acquired_tickets[key])
+                if error != ErrorCode.NONE:  # not stored: not delivered
+                    data.error_code = ErrorCode.REQUEST_TIMED_OUT if error is None else error
+                    data.records, data.acquired_records = b"", []
+        return self._respond(self.built)
+
+    def _fetch(self, now_ms: int) -> list[tuple[TopicIdPartition, ShareFetchResponsePartitionData]] | None:
         if now_ms < self.deadline_ms and not self.acknowledged and not self._ready(now_ms):
             return None
         results: list[tuple[TopicIdPartition, ShareFetchResponsePartitionData]] = []
@@ -194,7 +230,7 @@ class ShareFetchWait:
             results.append((key, data))
         if not acquired_any and not errors and not self.acknowledged and now_ms < self.deadline_ms:
             return None
-        return self._respond(results)
+        return results
 
     @property
     def lock_duration_ms(self) -> int:
@@ -249,7 +285,9 @@ class ShareFetchWait:
         acquired = partition.acquire(self.member_id, min(high_watermark, last + 1), records_left, now_ms)
         self.share.rearm(share_key)
         if acquired:
-            self.share.persist(share_key, now_ms)  # the delivery counts
+            ticket = self.share.persist(share_key, now_ms)  # the delivery counts
+            if ticket is not None:
+                self.acquired_tickets[key] = ticket
             data.records = outcome.records
             data.acquired_records = [
                 ShareFetchResponseAcquiredRecords(

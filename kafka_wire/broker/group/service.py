@@ -474,6 +474,11 @@ class GroupCoordinator:
         group = self._rt.groups.get(group_id)
         return None if group is None or group.consumer is None else group.consumer.state()
 
+    def refusal(self, group_id: str) -> ErrorCode | None:
+        """Why a request for ``group_id`` is not served here (NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS), None when it is."""
+        return self._rt.refusal(group_id)
+
     def share_group_view(self, group_id: str) -> ShareGroup | None:
         """A copy of a KIP-932 share group (None: no such group)."""
         group = self._share.groups.get(group_id)

@@ -7,8 +7,14 @@ log start with ``share.auto.offset.reset=earliest`` (the group's config; ``lates
 default). The group configs ``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
 ``share.partition.max.record.locks`` override the broker's ``group.share.*`` settings, read at
 every fetch (``configs_of(group)``: the group's config overrides). A share-partition's state is
-read from the share coordinator's store when it starts (``share.coordinator.ShareStateStore``)
-and written back with every change (:meth:`ShareManager.persist`).
+read from the share coordinator when it starts (``share.persister.StatePersister``: a
+ReadShareGroupState at the partition's leader epoch; nothing is acquired until it is answered) and
+written back with every change (:meth:`ShareManager.persist`, a WriteShareGroupState): the
+answers that depend on a change wait for its :class:`~kafka_wire.broker.share.persister.Ticket`.
+A share-partition whose partition is no longer led here, or led at another leader epoch (the
+leadership moved away and back), is dropped (:meth:`ShareManager.poll`, and at every use): the
+next leader starts again from the state the coordinator kept. So is one whose write failed for
+good (fenced by a newer leader, or by a new state epoch).
 
 Timers live in the engine's :class:`~kafka_wire.broker.timers.TimerQueue` under the owner
 ``"share"``, one per share-partition at its earliest lock deadline; :meth:`ShareManager.run_due`
@@ -31,8 +37,8 @@ from kafka_wire.broker.group.share_partition import (
     SharePartition,
 )
 from kafka_wire.broker.share.coordinator import ShareStateStore
+from kafka_wire.broker.share.persister import ReadOutcome, Snapshot, StatePersister, Ticket
 from kafka_wire.broker.share.sessions import DEFAULT_MAX_SHARE_SESSIONS, ShareSession, ShareSessionCache
-from kafka_wire.broker.share.state_records import ShareStateKey
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.messages import ErrorCode
 from kafka_wire.quick_dataclass import dataclass
@@ -94,6 +100,31 @@ def ack_ranges(batches: list[AckBatch], renew: bool) -> list[tuple[int, int, Ack
     return out
 
 
+#: What a client is told when a change's write failed (Kafka's ``SharePartition`` maps the
+#: persister's errors so).
+_CLIENT_ERRORS: Final[Mapping[int, ErrorCode]] = {
+    ErrorCode.NOT_COORDINATOR: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.FENCED_LEADER_EPOCH: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.FENCED_STATE_EPOCH: ErrorCode.FENCED_STATE_EPOCH,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REQUEST_TIMED_OUT,
+}
+
+
+def write_outcome(ticket: Ticket | None) -> ErrorCode | None:
+    """The error a client gets for a change whose write has ``ticket``: NONE once stored, None
+    while it is not settled."""
+    if ticket is None:
+        return ErrorCode.NONE
+    outcome = ticket.outcome()
+    if outcome is None:
+        return None
+    return _CLIENT_ERRORS.get(outcome, ErrorCode.UNKNOWN_SERVER_ERROR) if outcome else ErrorCode.NONE
+
+
 class ShareManager:
     """Share sessions and share-partitions of a broker; see the module docstring."""
 
@@ -104,6 +135,8 @@ class ShareManager:
         configs_of: Callable[[str], Mapping[str, str]] = lambda group_id: {},
         store: ShareStateStore | None = None,
         hooks: Hooks = OFF,
+        persister: StatePersister | None = None,
+        leader_epoch_of: Callable[[uuid.UUID, int], int | None] | None = None,
     ) -> None:
         self.config = config
         self.hooks = hooks
@@ -111,11 +144,19 @@ class ShareManager:
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self._timers = timers
         self._configs_of = configs_of
+        #: The share coordinator's state on this node (what DescribeShareGroupOffsets reads).
         self.store = store
-        #: The leader epoch each share-partition was last served at (written with its state).
+        #: Where the share-partitions' state goes (None: kept in memory only).
+        self.persister = persister
+        #: The leader epoch of a partition led here (None: not led here); None: always led.
+        self._leader_epoch_of = leader_epoch_of
+        #: The leader epoch and state epoch each share-partition was read at.
         self._leader_epochs: dict[SharePartitionKey, int] = {}
-        #: Share-partitions whose last write was not stored (their state partition was not served).
-        self._unsaved: set[SharePartitionKey] = set()
+        self._state_epochs: dict[SharePartitionKey, int] = {}
+        #: The high watermark when a share-partition's state was first asked for: where it starts
+        #: with ``share.auto.offset.reset=latest`` and no state kept (the first share fetch's, as
+        #: when the state is read at once).
+        self._asked_at: dict[SharePartitionKey, int] = {}
 
     def lock_duration_ms(self, group_id: str) -> int:
         """``share.record.lock.duration.ms`` of the group, else the broker's."""
@@ -133,51 +174,95 @@ class ShareManager:
     ) -> SharePartition | None:
         """The share-partition of ``key``: created from the state the share coordinator kept, else
         at the offset ``share.auto.offset.reset`` says (and that state written). None while its
-        state cannot be read yet (its ``__share_group_state`` partition is being loaded here)."""
+        state is being read."""
         configs = self._configs_of(key[0])
         found = self.partitions.get(key)
-        self._leader_epochs[key] = leader_epoch
-        if key in self._unsaved:
-            self.persist(key, now_ms)
+        if found is not None and self._leader_epochs.get(key) != leader_epoch:
+            self.drop(key)  # led at another epoch since: what it kept may be stale
+            found = None
         if found is None:
-            store, state_key = self.store, ShareStateKey(*key)
-            if store is not None and not store.ready(state_key, now_ms):
-                return None
-            kept = None if store is None else store.read(state_key)
+            kept: ReadOutcome | None = None
+            if self.persister is not None:
+                kept = self.persister.read(key, leader_epoch, now_ms)
+                if kept is None:
+                    self._asked_at.setdefault(key, high_watermark)
+                    return None
+                if kept.error_code:  # fenced (a newer leader read it) or refused: asked again later
+                    return None
             window = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
             if kept is not None and kept.start_offset >= 0:
                 found = SharePartition(
                     max(kept.start_offset, log_start_offset), max_in_flight=window, hooks=self.hooks
                 )
-                found.restore(kept.batches)
+                found.restore(list(kept.batches))
             else:
                 # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
                 reset = configs.get("share.auto.offset.reset")
+                latest = min(self._asked_at.get(key, high_watermark), high_watermark)
                 found = SharePartition(
-                    log_start_offset if reset == EARLIEST else high_watermark, hooks=self.hooks
+                    max(log_start_offset if reset == EARLIEST else latest, log_start_offset), hooks=self.hooks
                 )
             self.partitions[key] = found
-            self.persist(key, now_ms)
+            self._asked_at.pop(key, None)
+            self._leader_epochs[key] = leader_epoch
+            self._state_epochs[key] = 0 if kept is None else kept.state_epoch
+            if kept is None or kept.start_offset != found.start_offset or kept.start_offset < 0:
+                self.persist(key, now_ms)
         found.lock_duration_ms = _int(configs, "share.record.lock.duration.ms", self.config.lock_duration_ms)
         found.delivery_limit = _int(configs, "share.delivery.count.limit", self.config.delivery_limit)
         found.max_in_flight = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
         return found
 
-    def persist(self, key: SharePartitionKey, now_ms: int) -> None:
-        """Write ``key``'s state to the share coordinator (when its state partition is here)."""
-        found, store = self.partitions.get(key), self.store
-        if found is not None and store is not None:
-            error = store.write(
-                ShareStateKey(*key),
-                found.start_offset,
-                [(f, last, int(s), c) for f, last, s, c in found.state_batches()],
+    def persist(self, key: SharePartitionKey, now_ms: int) -> Ticket | None:
+        """Hand ``key``'s state to the share coordinator; the ticket of the write (None: no
+        persister, or no such share-partition)."""
+        found, persister = self.partitions.get(key), self.persister
+        if found is None or persister is None:
+            return None
+        return persister.write(
+            key,
+            Snapshot(
+                self._state_epochs.get(key, 0),
                 self._leader_epochs.get(key, -1),
-                now_ms,
-            )
-            if error:  # not stored (its state partition not served yet): again at the next fetch
-                self._unsaved.add(key)
-            else:
-                self._unsaved.discard(key)
+                found.start_offset,
+                tuple((f, last, int(s), c) for f, last, s, c in found.state_batches()),
+            ),
+            now_ms,
+        )
+
+    def drop(self, key: SharePartitionKey) -> None:
+        """Forget ``key``'s share-partition (the leadership moved, or its state was fenced)."""
+        self.partitions.pop(key, None)
+        self._asked_at.pop(key, None)
+        self._leader_epochs.pop(key, None)
+        self._state_epochs.pop(key, None)
+        self._timers.cancel((SHARE_TIMERS, *key))
+        if self.persister is not None:
+            self.persister.forget(key)
+
+    def led(self, key: SharePartitionKey) -> bool:
+        """Whether ``key``'s partition is led here at the epoch its share-partition was read at."""
+        if self._leader_epoch_of is None:
+            return True
+        return self._leader_epoch_of(key[1], key[2]) == self._leader_epochs.get(key)
+
+    def poll(self, now_ms: int) -> bool:
+        """Settle the persister's replies and send its retries; drop the share-partitions whose
+        state failed or whose leadership moved. Whether anything moved."""
+        persister = self.persister
+        if persister is None:
+            return False
+        moved = persister.poll(now_ms)
+        for key in persister.take_failed():
+            if key in self.partitions:
+                self.drop(key)
+        if self._leader_epoch_of is not None:
+            for key in [k for k in self.partitions if not self.led(k)]:
+                self.drop(key)
+        return moved
+
+    def next_persist_deadline_ms(self) -> int | None:
+        return None if self.persister is None else self.persister.next_deadline_ms()
 
     def rearm(self, key: SharePartitionKey) -> None:
         """Put the timer of ``key`` at its earliest lock deadline (none: no timer)."""
@@ -216,19 +301,21 @@ class ShareManager:
         batches: list[AckBatch],
         renew: bool,
         now_ms: int,
-    ) -> ErrorCode:
-        """One partition's acknowledgements, all or nothing."""
+    ) -> tuple[ErrorCode, Ticket | None]:
+        """One partition's acknowledgements, all or nothing; the ticket of their write."""
         ranges = ack_ranges(batches, renew)
         if ranges is None:
-            return ErrorCode.INVALID_REQUEST
+            return ErrorCode.INVALID_REQUEST, None
         found = self.partitions.get(key)
+        if found is not None and not self.led(key):
+            self.drop(key)
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
         if found is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
         error = found.acknowledge_batches(member_id, ranges, now_ms)
-        if not error:
-            self.persist(key, now_ms)
+        ticket = None if error else self.persist(key, now_ms)
         self.rearm(key)
-        return error
+        return error, ticket
 
     def release_session(self, session: ShareSession, now_ms: int) -> None:
         """The session ended: what its member holds on its partitions becomes available again."""

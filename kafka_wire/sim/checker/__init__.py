@@ -131,6 +131,9 @@ class Checker:
                 now, node_id, image.offset, _Lazy(image.partition, self._topics), partial(is_fenced, image)
             )
         if snaps:
+            if self.shares is not None:
+                for snap in snaps:
+                    self.shares.led(snap.node_id, snap.tp, snap.leader_epoch if snap.is_leader else -1, now)
             out += steps.check_replicas(now, snaps)
         if raft_moved or restarted:
             out += steps.check_raft(now, [raft_snap(n, r) for n, r in live_rafts], restarted)

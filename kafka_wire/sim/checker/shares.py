@@ -10,9 +10,10 @@ Checked as the ops come:
   member sending an acknowledgement of the record or opening or closing a session (each may
   release it), the member's connection being lost (the leader may have closed it first: the
   acquisition then counts for nothing). Only acquisitions from the same node with no restart of
-  it between are compared: a new leader, or a restarted one, reads the share-partition's state
-  from ``__share_group_state``, where acquired records are kept as available (Kafka's too: a
-  lock does not outlive its leader).
+  it between, and no change of its leadership of the partition (lost, or led at another epoch:
+  the node drops the share-partition, as Kafka's does), are compared: a new leader, or a
+  restarted one, reads the share-partition's state from ``__share_group_state``, where acquired
+  records are kept as available (Kafka's too: a lock does not outlive its leader).
 * ``share-redelivered-accepted`` / ``share-redelivered-rejected``: no record is acquired again by
   a ShareFetch sent after an accept (reject) of it was confirmed (the leader answered NONE: the
   state was written to ``__share_group_state`` before the answer).
@@ -20,14 +21,12 @@ Checked as the ops come:
   (an acquisition comes after another when its ShareFetch was sent after the other's answer came:
   a held or slow answer can arrive after a later acquisition's).
 
-Relaxation (the engine's, not Kafka's): in a cluster, a share-partition's state is persisted only
-when its leader also leads its ``__share_group_state`` partition (there are no inter-broker
-Read/WriteShareGroupState calls yet), so a new leader, or a restarted one, may start it again
-from ``share.auto.offset.reset``. With more than one node, a redelivery after a confirmed accept
-or reject and a lower delivery count are counted as expected (``share-state-lost``) when another
-node serves the record than the one that confirmed (delivered) it, or that node restarted since;
-on one node (``--nodes 1``: everything persisted), or with ``--workload share-strict``, they stay
-violations.
+Relaxation (``--workload share`` only; none on one node or with ``--workload share-strict``):
+with more than one node, a redelivery after a confirmed accept or reject and a lower delivery
+count are counted as expected (``share-state-lost``) when another node serves the record than the
+one that confirmed (delivered) it, or that node restarted since. It dates from before the
+partition leaders kept their share-partitions' state at the share coordinator of another node
+(the *ShareGroupState RPCs, ``broker/share/persister.py``); ``share-strict`` runs without it.
 * ``share-delivery-limit``: no record is acquired more than ``share.delivery.count.limit`` times.
 
 At the end (``share-unsettled``): every acks=all write was accepted or rejected (an ``ack`` op ok
@@ -94,6 +93,10 @@ class ShareChecker:
         self._offsets: dict[int, tuple[list[int], list[int]]] = {}
         #: Per node: the times it restarted.
         self._restarts: dict[int, list[int]] = {}
+        #: Per (node, topic, partition): its leader epoch there (-1: not its leader), and the
+        #: times that changed.
+        self._leadership: dict[tuple[int, str, int], int] = {}
+        self._leader_moves: dict[tuple[int, str, int], list[int]] = {}
 
     # -- the world ---------------------------------------------------------------------------------
 
@@ -105,6 +108,18 @@ class ShareChecker:
 
     def restarted(self, node_id: int, now_ms: int) -> None:
         self._restarts.setdefault(node_id, []).append(now_ms)
+
+    def led(self, node_id: int, tp: tuple[str, int], leader_epoch: int, now_ms: int) -> None:
+        """``node_id``'s replica of ``tp`` is led at ``leader_epoch`` (-1: it is not the leader)."""
+        key = (node_id, tp[0], tp[1])
+        before = self._leadership.get(key)
+        if before != leader_epoch:
+            self._leadership[key] = leader_epoch
+            if before is not None:
+                self._leader_moves.setdefault(key, []).append(now_ms)
+
+    def _moved_between(self, node_id: int, topic: str, partition: int, start_ms: int, end_ms: int) -> bool:
+        return any(start_ms <= t <= end_ms for t in self._leader_moves.get((node_id, topic, partition), ()))
 
     def _offset_at(self, node_id: int, time_ms: int) -> int:
         times, offsets = self._offsets.get(node_id, ([], []))
@@ -168,6 +183,7 @@ class ShareChecker:
                     and now <= hold.released_ms
                     and node_now < hold.lock_end_node_ms
                     and not self._restarted_between(node, hold.sent_ms, now)
+                    and not self._moved_between(node, op.topic, op.partition, hold.sent_ms, now)
                 ):
                     out.append(
                         Violation(

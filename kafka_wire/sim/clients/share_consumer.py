@@ -77,6 +77,10 @@ _SESSION_ERRORS: Final = frozenset(
     }
 )
 
+#: A partition's error after which its acknowledgements may still have been applied, or records
+#: acquired (the write to the share coordinator timed out: it may land later).
+_UNKNOWN_OUTCOME: Final = frozenset({ErrorCode.REQUEST_TIMED_OUT})
+
 
 @dataclass(slots=True)
 class _Session:
@@ -451,7 +455,13 @@ class ShareConsumer(ClientBase):
             if code is None:
                 self._settle_acks([op], OpType.INFO, now_ms, "not answered")
             else:
-                outcome = OpType.OK if code == ErrorCode.NONE else OpType.FAIL
+                outcome = (
+                    OpType.OK
+                    if code == ErrorCode.NONE
+                    else OpType.INFO
+                    if code in _UNKNOWN_OUTCOME
+                    else OpType.FAIL
+                )
                 self._settle_acks([op], outcome, now_ms, "" if code == ErrorCode.NONE else error_name(code))
 
     def _on_share_fetch(
@@ -494,6 +504,10 @@ class ShareConsumer(ClientBase):
                 outcomes[key] = part.acknowledge_error_code
                 if part.error_code != ErrorCode.NONE:
                     refresh = True
+                    if part.error_code in _UNKNOWN_OUTCOME:  # the acquisition's write timed out
+                        node = self._node_of(address)
+                        for op in lost_fetch(self.name, member, node, {key}, sent_ms, now_ms):
+                            self.record(op)
                     continue
                 self._acquired(
                     key,

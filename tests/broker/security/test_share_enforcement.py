@@ -1,6 +1,7 @@
-"""The ACL checks of KIP-932 share groups (``apis/guarded_share.py``, ``security/coordinator_checks.py``):
-ShareGroupHeartbeat and ShareGroupDescribe need the group, ShareFetch and ShareAcknowledge READ on
-the group and on each topic, as Kafka's ``KafkaApis`` checks them."""
+"""The ACL checks of KIP-932 share groups (``apis/guarded_share.py``, ``security/coordinator_checks.py``,
+``apis/describe_share_group_offsets.py``, ``share/admin.py``): ShareGroupHeartbeat and
+ShareGroupDescribe need the group, ShareFetch and ShareAcknowledge READ on the group and on each
+topic, the share group offsets APIs the group and each topic, as Kafka's ``KafkaApis`` checks them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,17 @@ import uuid
 from kafka_wire.broker.security.acls import AclOperation as Op
 from kafka_wire.broker.security.acls import ResourceType as Rt
 from kafka_wire.messages import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+    AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+    DeleteShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsRequestTopic,
+    DescribeShareGroupOffsetsResponse,
     ErrorCode,
     MetadataRequest,
     MetadataResponse,
@@ -29,6 +41,7 @@ from kafka_wire.messages import (
 from tests.broker.engine import Client
 from tests.broker.security.engine_users import acl, create_acls, login, secured_engine
 from tests.broker.test_engine import create
+from tests.broker.test_engine_groups import find_coordinator
 
 GAF = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -129,3 +142,96 @@ def test_share_group_apis_need_the_group_and_its_topics() -> None:
     assert all(
         p.records == b"" for t in answer.responses if t.topic_id == ids["secret"] for p in t.partitions
     )
+
+
+def test_share_group_offsets_apis_need_the_group_and_its_topics() -> None:
+    """DescribeShareGroupOffsets: DESCRIBE on the group and on each topic; AlterShareGroupOffsets
+    READ on the group, DeleteShareGroupOffsets DELETE on it; both READ on each topic."""
+    engine = secured_engine()
+    admin = login(engine, 1, "admin")
+    create(admin, "orders", 1)
+    create(admin, "secret", 1)
+    alice = login(engine, 2, "alice")
+    find_coordinator(admin, "sg")
+
+    def describe() -> DescribeShareGroupOffsetsResponse:
+        reply = alice.request(
+            DescribeShareGroupOffsetsRequest(
+                groups=[
+                    DescribeShareGroupOffsetsRequestGroup(
+                        group_id="sg",
+                        topics=[
+                            DescribeShareGroupOffsetsRequestTopic(topic_name="orders", partitions=[0]),
+                            DescribeShareGroupOffsetsRequestTopic(topic_name="secret", partitions=[0]),
+                        ],
+                    )
+                ]
+            ),
+            1,
+        ).body
+        assert isinstance(reply, DescribeShareGroupOffsetsResponse)
+        return reply
+
+    def alter() -> AlterShareGroupOffsetsResponse:
+        reply = alice.request(
+            AlterShareGroupOffsetsRequest(
+                group_id="sg",
+                topics=[
+                    AlterShareGroupOffsetsRequestTopic(
+                        topic_name=name,
+                        partitions=[
+                            AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)
+                        ],
+                    )
+                    for name in ("orders", "secret")
+                ],
+            ),
+            0,
+        ).body
+        assert isinstance(reply, AlterShareGroupOffsetsResponse)
+        return reply
+
+    def delete() -> DeleteShareGroupOffsetsResponse:
+        reply = alice.request(
+            DeleteShareGroupOffsetsRequest(
+                group_id="sg",
+                topics=[DeleteShareGroupOffsetsRequestTopic(topic_name=n) for n in ("orders", "secret")],
+            ),
+            0,
+        ).body
+        assert isinstance(reply, DeleteShareGroupOffsetsResponse)
+        return reply
+
+    assert describe().groups[0].error_code == GAF
+    assert (alter().error_code, delete().error_code) == (GAF, GAF)
+    create_acls(
+        admin,
+        acl(Rt.GROUP, "sg", "User:alice", Op.DESCRIBE),
+        acl(Rt.TOPIC, "orders", "User:alice", Op.DESCRIBE),
+    )
+    described = describe().groups[0]
+    assert described.error_code == ErrorCode.NONE
+    assert [(t.topic_name, [p.error_code for p in t.partitions]) for t in described.topics] == [
+        ("orders", [ErrorCode.NONE]),
+        ("secret", [TAF]),
+    ]
+    assert (alter().error_code, delete().error_code) == (GAF, GAF)  # DESCRIBE is not enough
+    create_acls(
+        admin,
+        acl(Rt.GROUP, "sg", "User:alice", Op.READ),
+        acl(Rt.GROUP, "sg", "User:alice", Op.DELETE),
+        acl(Rt.TOPIC, "orders", "User:alice", Op.READ),
+    )
+    engine.advance(0)
+    altered = alter()
+    assert altered.error_code == ErrorCode.NONE
+    assert [(t.topic_name, [p.error_code for p in t.partitions]) for t in altered.responses] == [
+        ("orders", [ErrorCode.NONE]),
+        ("secret", [TAF]),
+    ]
+    deleted = delete()
+    assert deleted.error_code == ErrorCode.NONE
+    assert [(t.topic_name, t.error_code) for t in deleted.responses] == [
+        ("orders", ErrorCode.NONE),
+        ("secret", TAF),
+    ]
