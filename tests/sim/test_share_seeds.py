@@ -25,7 +25,7 @@ SEEDS = (1, 4)
 #: Seeds of the strict workload that once failed (see the module docstring).
 STRICT_SEEDS = (7, 12)
 #: Seeds of the share workload that once failed.
-REGRESSION_SEEDS = (349,)
+REGRESSION_SEEDS = (34, 349)
 
 
 def _options(seed: int, nodes: int = 3, name: str = "share") -> SimOptions:

@@ -303,3 +303,8 @@ class ClientBase:
         c.waiting, c.queued = [], []
         for handler in handlers:
             handler(None, now_ms)
+        self.connection_lost(c.address, now_ms)
+
+    def connection_lost(self, address: Address, now_ms: int) -> None:
+        """The connection to ``address`` closed, after its requests' handlers heard of it (a
+        client with state bound to a connection, a share session, overrides this)."""

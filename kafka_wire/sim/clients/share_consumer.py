@@ -436,6 +436,13 @@ class ShareConsumer(ClientBase):
 
         self.request(address, request, answered, timeout_ms=REQUEST_TIMEOUT_MS + SHARE_FETCH_MAX_WAIT_MS)
 
+    def connection_lost(self, address: Address, now_ms: int) -> None:
+        """A share session ends with its connection, idle ones too: the broker releases what the
+        member held there, so the loss is recorded (a request in flight recorded it already)."""
+        session = self.sessions.get(address)
+        if session is not None and not session.in_flight and (session.epoch > 0 or session.partitions):
+            self._lost(address, session, now_ms)
+
     def _lost(self, address: Address, session: _Session, now_ms: int) -> None:
         self._session_op(OpType.INFO, "lost", address, now_ms)
         session.epoch = 0
