@@ -158,9 +158,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     return make_pki(tmp_path_factory.mktemp("acl-pki"))
 
 
-@pytest.fixture(
-    params=["kafka_wire", "apache_kafka", pytest.param("kafka_wire_cluster", marks=pytest.mark.cluster)]
-)
+@pytest.fixture(params=["kafka_wire", "apache_kafka", "kafka_wire_cluster"])
 def broker(
     request: pytest.FixtureRequest, tmp_path: Path, pki: Pki
 ) -> Iterator[BrokerProcess | SecuredCluster]:
