@@ -388,11 +388,12 @@ def _setter(
     return set_error
 
 
-_Result = (
-    messages.ReadShareGroupStateSummaryResponsePartitionResult
-    | messages.InitializeShareGroupStateResponsePartitionResult
-    | messages.DeleteShareGroupStateResponsePartitionResult
-)
+if TYPE_CHECKING:  # their message modules load on the first share admin request, not at start
+    _Result = (
+        messages.ReadShareGroupStateSummaryResponsePartitionResult
+        | messages.InitializeShareGroupStateResponsePartitionResult
+        | messages.DeleteShareGroupStateResponsePartitionResult
+    )
 
 
 def _partition_result(body: Message | None, key: ShareStateKey) -> _Result | None:
