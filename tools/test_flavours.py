@@ -17,7 +17,7 @@ script says so.
 
 The deterministic, CPU-bound tests that neither start processes nor look at a clock
 (:data:`BACKGROUND`: the simulator's seeds, the compiled codec against the pure one, the kio
-differential, round trips, the mutator, the Raft chaos runs, the layering check) run in a fourth
+differential, round trips, the mutator, the engine's unit tests, the layering check) run in a fourth
 process at the lowest CPU priority (``nice`` 19), started once the compiled flavour is built and
 running on beside the others until it is done, alone phase included: it takes the CPU the other
 runs leave idle while they wait on brokers and clients, and next to none of what they use.
@@ -95,9 +95,26 @@ BACKGROUND = {
         "tests/codec/test_roundtrip.py",
         "tests/records/test_roundtrip.py",
         "tests/testing/test_mutator.py",
-        "tests/broker/raft/test_chaos.py",
-        "tests/broker/group/test_states.py",
         "tests/fuzz/test_harnesses.py",
+        # The engine's unit tests, in-process on virtual time (the node/ driver tests and the
+        # top-level modules, some on real sockets or threads, stay in the pure run).
+        *(
+            f"tests/broker/{part}"
+            for part in (
+                "admin",
+                "controller",
+                "coordination",
+                "group",
+                "log",
+                "partition",
+                "quotas",
+                "raft",
+                "replication",
+                "security",
+                "share",
+                "txn",
+            )
+        ),
     ],
 }
 NICE = ["nice", "-n", "19"]
