@@ -16,11 +16,13 @@ confluent-kafka (librdkafka), in this script's process, drives all three paths i
   waited for), direct and through the plain proxy, interleaved in blocks of 50; p50 and p99 of each
   and their differences (what the proxy adds).
 
-It prints one Markdown table and the ratios (proxy / direct). Method and figures:
-``docs/benchmarks/proxy.md``.
+It prints one Markdown table and the ratios (proxy / direct). ``--baseline DIR`` adds the two
+proxies of another checkout (``kafka_wire`` imported from ``DIR``, e.g. a worktree of the main
+branch) to the same rounds and latency blocks, so that a change is measured against what it
+changes in one run, under the same load. Method and figures: ``docs/benchmarks/proxy.md``.
 
     .venv/bin/python bench/bench_proxy.py [--records 100000] [--value-bytes 100] [--rounds 3] [--pings 2000]
-        [--upstream tansu|kafka-wire|apache-kafka]
+        [--upstream tansu|kafka-wire|apache-kafka] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -45,6 +47,23 @@ from confluent_kafka import Producer  # noqa: E402
 from tests.e2e.apache_kafka import apache_kafka  # noqa: E402
 from tests.e2e.brokers import BrokerProcess, kafka_wire, tansu  # noqa: E402
 from tests.proxy.harness import ProxyProcess, proxy  # noqa: E402
+
+
+class CheckoutProxy(ProxyProcess):
+    """A proxy that imports ``kafka_wire`` from a given checkout (this one, or ``--baseline``)."""
+
+    checkout: str = ""
+
+    def env(self) -> dict[str, str]:
+        return {**super().env(), "PYTHONPATH": self.checkout}
+
+
+def from_checkout(process: ProxyProcess, checkout: str | Path) -> ProxyProcess:
+    process.__class__ = CheckoutProxy
+    assert isinstance(process, CheckoutProxy)
+    process.checkout = str(checkout)
+    return process
+
 
 UPSTREAMS: dict[str, Callable[[Path], BrokerProcess]] = {
     "tansu": tansu,
@@ -86,6 +105,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pings", type=int, default=2000)
     parser.add_argument("--upstream", choices=sorted(UPSTREAMS), default="tansu")
+    parser.add_argument("--baseline", help="another checkout whose proxies run in the same rounds")
     args = parser.parse_args()
     value = value_of(args.value_bytes)
 
@@ -95,33 +115,47 @@ def main() -> None:
         upstream.start()
         keys = work / "keys.txt"
         keys.write_text("bench=" + os.urandom(32).hex() + "\n")
-        plain: ProxyProcess = proxy(work / "plain", upstream.bootstrap)
-        sealed: ProxyProcess = proxy(work / "encrypt", upstream.bootstrap, [f"encrypt:key-file={keys}"])
+        plain = from_checkout(proxy(work / "plain", upstream.bootstrap), ROOT)
+        sealed = from_checkout(
+            proxy(work / "encrypt", upstream.bootstrap, [f"encrypt:key-file={keys}"]), ROOT
+        )
         paths = {"direct": upstream, "proxy": plain, "proxy+encrypt": sealed}
+        if args.baseline:
+            paths["baseline proxy"] = from_checkout(
+                proxy(work / "b-plain", upstream.bootstrap), args.baseline
+            )
+            paths["baseline proxy+encrypt"] = from_checkout(
+                proxy(work / "b-encrypt", upstream.bootstrap, [f"encrypt:key-file={keys}"]), args.baseline
+            )
         try:
-            plain.start()
-            sealed.start()
+            for process in paths.values():
+                if process is not upstream:
+                    process.start()
             for name, process in paths.items():  # warm-up: connections made, codec modules imported
-                create_topic(process.bootstrap, f"warm-{name.replace('+', '-')}")
-                produce(process.bootstrap, f"warm-{name.replace('+', '-')}", 1000, value)
-                consume(process.bootstrap, f"warm-{name.replace('+', '-')}", 1000, args.value_bytes)
+                warm = f"warm-{name.replace('+', '-').replace(' ', '-')}"
+                create_topic(process.bootstrap, warm)
+                produce(process.bootstrap, warm, 1000, value)
+                consume(process.bootstrap, warm, 1000, args.value_bytes)
             produce_s: dict[str, list[float]] = {name: [] for name in paths}
             consume_s: dict[str, list[float]] = {name: [] for name in paths}
             for round_ in range(args.rounds):
-                for name, process in paths.items():
-                    topic = f"bench-{name.replace('+', '-')}-{round_}"
+                order = list(paths.items())
+                for name, process in order[::-1] if round_ % 2 else order:  # no path always first
+                    topic = f"bench-{name.replace('+', '-').replace(' ', '-')}-{round_}"
                     create_topic(process.bootstrap, topic)
                     elapsed = produce(process.bootstrap, topic, args.records, value, PRODUCER)
                     produce_s[name].append(elapsed)
                     consume_s[name].append(consume(process.bootstrap, topic, args.records, args.value_bytes))
-            pings: dict[str, list[float]] = {"direct": [], "proxy": []}
+            pings: dict[str, list[float]] = {name: [] for name in paths if "encrypt" not in name}
             for name in pings:
-                create_topic(paths[name].bootstrap, f"ping-{name}")
-            for _ in range(max(1, args.pings // 50)):
-                for name in pings:
-                    pings[name] += latencies(paths[name].bootstrap, f"ping-{name}", 50, value)
+                create_topic(paths[name].bootstrap, f"ping-{name.replace(' ', '-')}")
+            for block in range(max(1, args.pings // 50)):
+                for name in list(pings)[::-1] if block % 2 else pings:  # no path always first
+                    pings[name] += latencies(
+                        paths[name].bootstrap, f"ping-{name.replace(' ', '-')}", 50, value
+                    )
         finally:
-            for process in (sealed, plain, upstream):
+            for process in reversed(paths.values()):
                 process.close()
 
     print(
@@ -144,14 +178,16 @@ def main() -> None:
     print("|---|---:|---:|")
     for name, values in pings.items():
         print(f"| {name} | {percentile(values, 50):.3f} | {percentile(values, 99):.3f} |")
-    direct, through = rates["direct"], rates["proxy"]
-    encrypted = rates["proxy+encrypt"]
-    print(
-        f"\nproxy / direct: produce {through[0] / direct[0]:.2f}x, consume {through[1] / direct[1]:.2f}x; "
-        f"added latency p50 {percentile(pings['proxy'], 50) - percentile(pings['direct'], 50):+.3f} ms, "
-        f"p99 {percentile(pings['proxy'], 99) - percentile(pings['direct'], 99):+.3f} ms; "
-        f"encryption / plain proxy: produce {encrypted[0] / through[0]:.2f}x, consume {encrypted[1] / through[1]:.2f}x"
-    )
+    for prefix in ("", "baseline ") if args.baseline else ("",):
+        direct, through = rates["direct"], rates[f"{prefix}proxy"]
+        encrypted = rates[f"{prefix}proxy+encrypt"]
+        p50 = percentile(pings[f"{prefix}proxy"], 50) - percentile(pings["direct"], 50)
+        p99 = percentile(pings[f"{prefix}proxy"], 99) - percentile(pings["direct"], 99)
+        print(
+            f"\n{prefix}proxy / direct: produce {through[0] / direct[0]:.2f}x, consume {through[1] / direct[1]:.2f}x; "
+            f"added latency p50 {p50:+.3f} ms, p99 {p99:+.3f} ms; "
+            f"encryption / plain proxy: produce {encrypted[0] / through[0]:.2f}x, consume {encrypted[1] / through[1]:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -3,10 +3,15 @@
 :class:`ProxyServer` runs a :class:`~kafka_wire.proxy.proxy.Proxy`: one listening socket per
 route of its address book (the bootstrap upstreams, then every broker address a response names,
 as it appears), and per accepted client a :class:`~kafka_wire.proxy.pair.ProxyPair` with a
-socket to its upstream. The loop's clock gives ``now_ms``. Reading a client stops while its pair
-holds as much of its input as it may and while the upstream socket's write buffer is full (and
-the other way round), so memory per connection is bounded. TLS: ``client_ssl`` (a server-side
+socket to its upstream. The loop's clock gives ``now_ms``. TLS: ``client_ssl`` (a server-side
 :class:`ssl.SSLContext`) on the proxy's ports, ``upstream_ssl`` towards the brokers.
+
+Both sockets of a client are asyncio protocols, not streams: the bytes a socket read go to the
+pair in the transport's own callback, and what the pair has for either socket is written there
+and then (no task switch, no stream buffer copying each read twice; the transports set
+TCP_NODELAY). Reading a client pauses while its pair holds as much of its input as it may and
+while the upstream socket's write buffer is over its high-water mark (and the other way round),
+so memory per connection is bounded.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from kafka_wire.proxy.effects import Await, LogLine
 from kafka_wire.proxy.pair import ProxyPair
 from kafka_wire.proxy.proxy import Proxy
 
-_READ_CHUNK: Final = 256 * 1024
+#: How long a closing socket may take to write what is left before it is aborted.
+_CLOSE_TIMEOUT_S: Final = 5.0
 _log = logging.getLogger("kafka_wire.proxy")
 
 
@@ -115,13 +121,14 @@ class ProxyServer:
         for route in self.proxy.book.take_new():
             sock = self.binder.sockets.pop(route.port, None) or self.binder.bind(route.port)
 
-            def accept(r: asyncio.StreamReader, w: asyncio.StreamWriter, port: int = route.port) -> None:
-                link = _Link(self, port, r, w)
+            def accept(port: int = route.port) -> _Side:
+                link = _Link(self, port)
                 self._links.add(link)
-                link.task = asyncio.ensure_future(link.run())
+                return link.client
 
-            self._servers[route.port] = await asyncio.start_server(
-                accept, sock=sock, ssl=self._client_ssl, limit=_READ_CHUNK
+            assert self._loop is not None
+            self._servers[route.port] = await self._loop.create_server(
+                accept, sock=sock, ssl=self._client_ssl
             )
             _log.info("proxy port %d -> %s:%d", route.port, route.upstream_host, route.upstream_port)
 
@@ -133,9 +140,9 @@ class ProxyServer:
         for server in self._servers.values():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 5)
-        tasks = [link.task for link in self._links if link.task is not None]
-        if tasks:
-            await asyncio.wait(tasks, timeout=5)
+        ends = [link.ended for link in self._links]
+        if ends:
+            await asyncio.wait(ends, timeout=_CLOSE_TIMEOUT_S)
         for sock in self.binder.sockets.values():
             sock.close()
 
@@ -143,109 +150,165 @@ class ProxyServer:
         self._links.discard(link)
 
 
+class _Side(asyncio.Protocol):
+    """One socket of a link (the client's or the upstream's), as an asyncio protocol."""
+
+    def __init__(self, link: _Link, upstream: bool) -> None:
+        self.link = link
+        self.upstream = upstream
+        self.transport: asyncio.Transport | None = None
+        self.lost = False
+        self.eof = False
+        #: The transport's write buffer is over its high-water mark.
+        self.write_paused = False
+        self.reading = True
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.link.made(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.link.received(self, data)
+
+    def eof_received(self) -> bool:
+        self.link.received(self, None)
+        # Keep a plain socket open for what is left to write (the pair says when to close);
+        # a TLS transport closes on EOF whatever this says.
+        return self.transport is not None and self.transport.get_extra_info("sslcontext") is None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.link.lost(self)
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        self.link.update_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self.link.update_reading()
+
+    def set_reading(self, on: bool) -> None:
+        transport = self.transport
+        if on == self.reading or transport is None or transport.is_closing():
+            return
+        self.reading = on
+        if on:
+            transport.resume_reading()
+        else:
+            transport.pause_reading()
+
+    def write(self, data: bytes) -> None:
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(data)
+
+
 class _Link:
     """One client socket, its upstream socket and their pair."""
 
-    def __init__(
-        self, server: ProxyServer, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    def __init__(self, server: ProxyServer, port: int) -> None:
         self.server = server
         self.port = port
-        self.reader = reader
-        self.writer = writer
-        self.up_reader: asyncio.StreamReader | None = None
-        self.up_writer: asyncio.StreamWriter | None = None
+        self.client = _Side(self, upstream=False)
+        self.up: _Side | None = None
         self.pair: ProxyPair | None = None
-        self.task: asyncio.Future[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
-        self.readable = asyncio.Event()
-        self.done = asyncio.Event()
+        self.deadline_ms: int | None = None
+        self.done = False
+        #: Set once both sockets are closed and the proxy has forgotten the link.
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.pending: set[asyncio.Future[None]] = set()
 
-    async def run(self) -> None:
+    # -- the sockets' callbacks -------------------------------------------------------------------
+
+    def made(self, side: _Side) -> None:
+        if side.upstream:
+            if self.done:  # the client went while the upstream socket was connecting
+                assert side.transport is not None
+                side.transport.close()
+            self.flush()
+            return
         server = self.server
-        peer = self.writer.get_extra_info("peername")
+        assert side.transport is not None
+        peer = side.transport.get_extra_info("peername")
         client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         try:
             pair = self.pair = server.proxy.open(self.port, client, server.now_ms())
-            host, port = pair.upstream
-            try:
-                self.up_reader, self.up_writer = await asyncio.open_connection(
-                    host, port, ssl=server.upstream_ssl, limit=_READ_CHUNK
-                )
-            except OSError as exc:
-                _log.warning(
-                    "proxy connection %d: upstream %s:%d unreachable: %s",
-                    pair.info.connection_id,
-                    host,
-                    port,
-                    exc,
-                )
-                return
-            self.flush()
-            readers = [
-                asyncio.ensure_future(self._read_client()),
-                asyncio.ensure_future(self._read_upstream()),
-            ]
-            await self.done.wait()
-            for task in readers:
-                task.cancel()
-            await asyncio.gather(*readers, return_exceptions=True)
-        finally:
-            await self._close_sockets()
-            if self.pair is not None:
-                server.proxy.closed(self.pair)
-            server.forget(self)
+        except Exception:
+            _log.exception("proxy port %d: no pair for %s", self.port, client)
+            self.shut_sockets()
+            return
+        side.set_reading(False)  # the client's bytes wait for the upstream socket
+        task = asyncio.ensure_future(self._connect(*pair.upstream))
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def _connect(self, host: str, port: int) -> None:
+        pair = self.pair
+        assert pair is not None
+        loop = asyncio.get_running_loop()
+        up = _Side(self, upstream=True)
+        self.up = up
+        try:
+            await loop.create_connection(lambda: up, host, port, ssl=self.server.upstream_ssl)
+        except OSError as exc:
+            _log.warning(
+                "proxy connection %d: upstream %s:%d unreachable: %s",
+                pair.info.connection_id,
+                host,
+                port,
+                exc,
+            )
+            self.up = None
+            self.shut_sockets()
+
+    def received(self, side: _Side, data: bytes | None) -> None:
+        pair = self.pair
+        if pair is None or self.done or side.eof:
+            return
+        if data is None:
+            side.eof = True
+        now = self.server.now_ms()
+        if side.upstream:
+            if data is None:
+                pair.upstream_eof(now_ms=now)
+            else:
+                pair.receive_upstream(data, now_ms=now)
+        elif data is None:
+            pair.client_eof(now_ms=now)
+        else:
+            pair.receive_client(data, now_ms=now)
+        self.flush()
+
+    def lost(self, side: _Side) -> None:
+        if not self.done:
+            self.received(side, None)  # a reset without EOF: the pair closes as for an EOF
+        if not self.done:
+            self.shut("a socket was lost")
+        self._maybe_end()
+
+    # -- the pair's outputs -----------------------------------------------------------------------
 
     def shut(self, reason: str) -> None:
         if self.pair is not None:
             self.pair.close(reason)
-        self.done.set()
-
-    async def _read_client(self) -> None:
-        pair = self.pair
-        assert pair is not None and self.up_writer is not None
-        while not self.done.is_set():
-            if not pair.wants_client_data:
-                self.readable.clear()
-                await self.readable.wait()
-                continue
-            data = await self.reader.read(_READ_CHUNK)
-            now = self.server.now_ms()
-            if data:
-                pair.receive_client(data, now_ms=now)
-            else:
-                pair.client_eof(now_ms=now)
-            self.flush()
-            if not data:
-                return
-            await self.up_writer.drain()
-
-    async def _read_upstream(self) -> None:
-        pair, reader = self.pair, self.up_reader
-        assert pair is not None and reader is not None
-        while not self.done.is_set():
-            data = await reader.read(_READ_CHUNK)
-            now = self.server.now_ms()
-            if data:
-                pair.receive_upstream(data, now_ms=now)
-            else:
-                pair.upstream_eof(now_ms=now)
-            self.flush()
-            if not data:
-                return
-            await self.writer.drain()
+        self.shut_sockets()
 
     def flush(self) -> None:
         """Write what the pair produced, act on its effects, re-arm its timer."""
         pair = self.pair
-        assert pair is not None
-        out = pair.upstream_data_to_send()
-        if out and self.up_writer is not None:
-            self.up_writer.write(out)
+        if pair is None or self.done:
+            return
+        up = self.up
+        if up is not None and up.transport is not None:
+            out = pair.upstream_data_to_send()
+            if out:
+                up.write(out)
         out = pair.client_data_to_send()
         if out:
-            self.writer.write(out)
+            self.client.write(out)
         for effect in pair.take_effects():
             if isinstance(effect, LogLine):
                 _log.log(effect.level, "%s", effect.message)
@@ -256,11 +319,60 @@ class _Link:
             self.pending.add(task)
             task.add_done_callback(self.pending.discard)
         if pair.must_close:
-            self.done.set()
+            self.shut_sockets()
             return
-        if pair.wants_client_data:
-            self.readable.set()
-        self._arm(pair.next_deadline_ms())
+        self.update_reading()
+        deadline = pair.next_deadline_ms()
+        if deadline != self.deadline_ms:
+            self._arm(deadline)
+
+    def update_reading(self) -> None:
+        """Read a socket only while the pair and the other socket's write buffer can take more."""
+        pair, up = self.pair, self.up
+        if pair is None or self.done:
+            return
+        connected = up is not None and up.transport is not None
+        self.client.set_reading(
+            connected and pair.wants_client_data and not (up is not None and up.write_paused)
+        )
+        if up is not None:
+            up.set_reading(not self.client.write_paused)
+
+    def shut_sockets(self) -> None:
+        """Close both sockets once what they have to write is written (aborted after a while)."""
+        if self.done:
+            return
+        self.done = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        for task in list(self.pending):
+            task.cancel()
+        for side in (self.client, self.up):
+            if side is not None and side.transport is not None and not side.lost:
+                side.transport.close()
+        if not self._maybe_end():
+            asyncio.get_running_loop().call_later(_CLOSE_TIMEOUT_S, self._abort)
+
+    def _abort(self) -> None:
+        for side in (self.client, self.up):
+            if side is not None and side.transport is not None and not side.lost:
+                side.transport.abort()
+
+    def _maybe_end(self) -> bool:
+        """Forget the link once it is shut and both sockets are gone."""
+        if not self.done or self.ended.done():
+            return self.ended.done()
+        for side in (self.client, self.up):
+            if side is not None and side.transport is not None and not side.lost:
+                return False
+        if self.pair is not None:
+            self.server.proxy.closed(self.pair)
+        self.server.forget(self)
+        self.ended.set_result(None)
+        return True
+
+    # -- async filters and the timer --------------------------------------------------------------
 
     def _await(self, effect: Await) -> None:
         async def run() -> None:
@@ -282,24 +394,14 @@ class _Link:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+        self.deadline_ms = deadline_ms
         if deadline_ms is not None:
             loop = asyncio.get_running_loop()
             self.timer = loop.call_at((deadline_ms + 1) / 1000, self._on_timer)
 
     def _on_timer(self) -> None:
         self.timer = None
-        if self.pair is not None and not self.done.is_set():
+        self.deadline_ms = None
+        if self.pair is not None and not self.done:
             self.pair.handle_timer(self.server.now_ms())
             self.flush()
-
-    async def _close_sockets(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        for task in list(self.pending):
-            task.cancel()
-        for writer in (self.writer, self.up_writer):
-            if writer is None:
-                continue
-            with contextlib.suppress(Exception):
-                writer.close()
-                await asyncio.wait_for(writer.wait_closed(), 5)

@@ -79,7 +79,8 @@ class RequestQueue:
         self.held: deque[Held] = deque()
         #: USER requests written and awaiting their response (what max_in_flight limits).
         self.user_in_flight = 0
-        self._out = bytearray()
+        #: Frames to write, joined once when taken (a single frame leaves uncopied).
+        self._out: list[bytes] = []
         self._next_correlation_id = config.first_correlation_id
 
     # -- questions -----------------------------------------------------------------------------
@@ -109,8 +110,9 @@ class RequestQueue:
 
     def take(self) -> bytes:
         """The bytes written since the last call."""
-        out = bytes(self._out)
-        self._out.clear()
+        chunks = self._out
+        out = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
         return out
 
     def write(
@@ -144,7 +146,7 @@ class RequestQueue:
 
     def write_token(self, token: bytes, now_ms: int) -> None:
         """A raw SASL token (after SaslHandshake v0): a size prefix, no header."""
-        self._out += _SIZE.pack(len(token)) + token
+        self._out.append(_SIZE.pack(len(token)) + token)
         timeout = self._config.request_timeout_ms
         deadline = None if timeout is None else now_ms + timeout
         self.in_flight.append(InFlight(RequestKind.SASL_RAW, -1, -1, -1, None, None, deadline))
@@ -180,8 +182,8 @@ class RequestQueue:
         held = self.held
         while held and self.user_in_flight < self._config.max_in_flight:
             h = held.popleft()
-            frame = bytearray(h.frame)
-            _SIZE.pack_into(frame, 8, self._next_correlation_id)  # every header has it at byte 8
+            with memoryview(h.frame) as view:  # one copy, the correlation id (byte 8) replaced
+                frame = b"".join((view[:8], _SIZE.pack(self._next_correlation_id), view[12:]))
             self._track(
                 RequestKind.USER,
                 frame,
@@ -210,7 +212,7 @@ class RequestQueue:
         raw: bool = False,
     ) -> None:
         correlation_id = self._next_correlation_id
-        self._out += frame
+        self._out.append(frame if type(frame) is bytes else bytes(frame))
         self._next_correlation_id = 0 if correlation_id == MAX_CORRELATION_ID else correlation_id + 1
         deadline = None if timeout_ms is None else now_ms + timeout_ms
         if not expects:

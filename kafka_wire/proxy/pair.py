@@ -137,6 +137,13 @@ class _Exchange:
     reply: _Reply | None = None
 
 
+def _take(chunks: list[bytes]) -> bytes:
+    """The chunks as one ``bytes``, emptied: a single chunk (a relayed frame) is not copied."""
+    out = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    chunks.clear()
+    return out
+
+
 class ProxyPair(Guarded):
     """One client connection and its upstream connection (see the module docstring)."""
 
@@ -213,14 +220,10 @@ class ProxyPair(Guarded):
         )
 
     def client_data_to_send(self) -> bytes:
-        out = b"".join(self._client_out)
-        self._client_out.clear()
-        return out
+        return _take(self._client_out)
 
     def upstream_data_to_send(self) -> bytes:
-        out = b"".join(self._upstream_out)
-        self._upstream_out.clear()
-        return out
+        return _take(self._upstream_out)
 
     def take_effects(self) -> list[Effect]:
         effects, self._effects = self._effects, []
@@ -325,16 +328,20 @@ class ProxyPair(Guarded):
     # -- the loop ------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        """Move everything that can move: upstream events, client requests, the chains."""
+        """Move everything that can move: upstream events, client requests, the chains. A step
+        feeds only the steps after it, but for the client's requests that stopped at a limit (the
+        queue, the in-flight count) that the chains may have lifted: only then a second pass."""
         progress = True
         while progress and self._machine.state in _LIVE:
             progress = self._upstream_events()
-            progress = self._client_events() or progress
+            blocked = self._client_events()
             progress = self._pump_requests() or progress
-            progress = self._pump_responses() or progress
-            self._upstream_out.append(self._upstream.data_to_send())
+            progress = (self._pump_responses() or progress) and blocked
+            if out := self._upstream.data_to_send():
+                self._upstream_out.append(out)
             if self._server is not None:
-                self._client_out.append(self._server.data_to_send())
+                if out := self._server.data_to_send():
+                    self._client_out.append(out)
                 if self._server.must_close and self._machine.state in _LIVE:
                     self._closed(PairInput.CLOSE, "the client sent a request the proxy refuses")
 
@@ -385,12 +392,12 @@ class ProxyPair(Guarded):
             self._early.clear()
 
     def _client_events(self) -> bool:
+        """Take the client's requests; True when they stopped at a limit, not for want of bytes."""
         server = self._server
         if server is None:
             if self._client_eof:
                 self._closed(PairInput.CLIENT_CLOSED, "the client closed")
             return False
-        progress = False
         limit = self.proxy.config.max_queued_requests
         if self._client_eof and not self._server_eof:
             self._server_eof = True
@@ -398,8 +405,7 @@ class ProxyPair(Guarded):
         while self._machine.state in _LIVE and len(self._requests) < limit:
             event = server.next_event()
             if event is NEED_DATA or event is PAUSED:
-                return progress
-            progress = True
+                return event is PAUSED
             if isinstance(event, RawRequest):
                 self._enqueue(
                     _Exchange(event.correlation_id, event.header, event.frame, None, event.expects_response)
@@ -415,7 +421,7 @@ class ProxyPair(Guarded):
                 self._closed(PairInput.CLIENT_CLOSED, "the client closed")
             elif isinstance(event, AuthenticationFailed):  # no SASL gate on the client side
                 raise KafkaWireError(f"unexpected client event {type(event).__name__}")
-        return progress
+        return self._machine.state in _LIVE
 
     def _enqueue(self, exchange: _Exchange) -> None:
         if exchange.expects_response:
@@ -433,7 +439,8 @@ class ProxyPair(Guarded):
         assert server is not None
         while replies and (send := replies[0].send) is not None:
             replies.popleft()
-            self._client_out.append(send(server))
+            if out := send(server):
+                self._client_out.append(out)
 
     def _api_versions(self, version: int) -> ApiVersionsResponse:
         answer = api_versions_response(self._offered)
@@ -533,11 +540,11 @@ class ProxyPair(Guarded):
         if frame is None:
             assert x.call is not None
             frame = encode_request(x.header, x.call.body, x.header.request_api_version)
-        self._upstream_out.append(
-            self._upstream.send_raw(
-                frame, expects_response=x.expects_response, context=x, now_ms=self._now_ms
-            )
+        out = self._upstream.send_raw(
+            frame, expects_response=x.expects_response, context=x, now_ms=self._now_ms
         )
+        if out:
+            self._upstream_out.append(out)
 
     def _pump_responses(self) -> bool:
         filters = self.proxy.filters

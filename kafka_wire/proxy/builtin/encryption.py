@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final, Protocol
 
@@ -33,7 +33,6 @@ from kafka_wire.messages import ApiKey, FetchResponse, ProduceRequest
 from kafka_wire.proxy.filters import FORWARD, Call, Filter, Outcome
 from kafka_wire.records import build_batch, read_batches
 from kafka_wire.records.batch import RecordBatch
-from kafka_wire.records.record import NewRecord
 
 #: The record header that marks an encrypted value.
 HEADER: Final = "kafka-wire-encryption"
@@ -97,6 +96,7 @@ class KeyFile:
 
 
 def _header(key_id: str, wrapped: bytes, nonce: bytes) -> bytes:
+    """The header's value; ``nonce`` may be its first bytes only (the rest appended later)."""
     kid = key_id.encode()
     return bytes((_VERSION, len(kid))) + kid + _U16.pack(len(wrapped)) + wrapped + nonce
 
@@ -114,7 +114,7 @@ def _parse_header(value: bytes) -> tuple[str, bytes, bytes]:
     return key_id, wrapped, nonce
 
 
-def _rebuild(batch: RecordBatch[Any], records: list[NewRecord], offset_deltas: list[int]) -> bytes:
+def _rebuild(batch: RecordBatch[Any], records: Sequence[object], offset_deltas: list[int]) -> bytes:
     """``batch`` with ``records`` in place of its own, every other header field kept."""
     log_append = batch.max_timestamp if batch.timestamp_type == 1 else None
     return build_batch(
@@ -199,18 +199,23 @@ class RecordEncryption(Filter):
                 continue
             data_key = self.random_bytes(_KEY_BYTES)
             key_id, wrapped = self.keys.wrap(data_key)
-            aead = AESGCM(data_key)
+            seal = AESGCM(data_key).encrypt
             prefix = self.random_bytes(8)
-            new: list[NewRecord] = []
+            # Every record's header is the batch's part (key id, wrapped key, nonce prefix) and
+            # its own index: built once here, then one concatenation per record.
+            head = _header(key_id, wrapped, prefix)
+            pack_index, base = _INDEX.pack, batch.base_offset
+            new: list[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int]] = []
             deltas: list[int] = []
             for index, record in enumerate(batch):
-                value, headers = record.value, list(record.headers)
+                value, headers = record.value, record.headers
                 if value is not None:
-                    nonce = prefix + _INDEX.pack(index)
-                    value = aead.encrypt(nonce, bytes(value), None)
-                    headers.append((HEADER, _header(key_id, wrapped, nonce)))
-                new.append(NewRecord(record.key, value, headers, record.timestamp))
-                deltas.append(record.offset - batch.base_offset)
+                    packed = pack_index(index)
+                    value = seal(prefix + packed, value, None)
+                    mark = (HEADER, head + packed)
+                    headers = [*headers, mark] if headers else [mark]
+                new.append((record.key, value, headers, record.timestamp))
+                deltas.append(record.offset - base)
             out.append(_rebuild(batch, new, deltas))
         return b"".join(out)
 
@@ -264,24 +269,41 @@ class RecordEncryption(Filter):
         return cipher
 
     def _decrypt_batch(self, batch: RecordBatch[Any]) -> bytes | None:
-        new: list[NewRecord] = []
+        new: list[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int]] = []
         deltas: list[int] = []
         changed = False
+        base = batch.base_offset
+        # The records of a batch share their header but for the nonce's last bytes: the part
+        # before the nonce is parsed (and its key unwrapped) once, then recognised by equality.
+        last_head: bytes | None = None
+        open_: Callable[[bytes, bytes, None], bytes] | None = None
         for record in batch:
-            value, headers = record.value, list(record.headers)
-            marks = [v for k, v in headers if k == HEADER]
-            if marks and value is not None and marks[0] is not None:
+            value, headers = record.value, record.headers
+            mark = None
+            if headers:
+                for k, v in headers:
+                    if k == HEADER:
+                        mark = v
+                        break
+            if mark is not None and value is not None:
                 try:
-                    key_id, wrapped, nonce = _parse_header(bytes(marks[0]))
-                    value = self._cipher(key_id, wrapped).decrypt(nonce, bytes(value), None)
-                    headers = [(k, v) for k, v in headers if k != HEADER]
+                    mark = bytes(mark)
+                    head, nonce = mark[:-12], mark[-12:]
+                    if head != last_head or open_ is None:
+                        key_id, wrapped, nonce = _parse_header(mark)
+                        open_ = self._cipher(key_id, wrapped).decrypt
+                        last_head = head
+                    value = open_(nonce, value, None)
+                    # Usually the mark is the only header (no list to build then).
+                    headers = () if len(headers) == 1 else [(k, v) for k, v in headers if k != HEADER]
                     changed = True
                 except (KeyError, ValueError, UnicodeDecodeError) as exc:
+                    last_head = None
                     _log.warning("record at offset %d left encrypted: %s", record.offset, exc)
                 except Exception as exc:  # cryptography's InvalidTag
                     _log.warning(
                         "record at offset %d does not authenticate: %s", record.offset, type(exc).__name__
                     )
-            new.append(NewRecord(record.key, value, headers, record.timestamp))
-            deltas.append(record.offset - batch.base_offset)
+            new.append((record.key, value, headers, record.timestamp))
+            deltas.append(record.offset - base)
         return _rebuild(batch, new, deltas) if changed else None
