@@ -96,6 +96,8 @@ class ProxyServer:
         self.upstream_ssl = upstream_ssl
         self._servers: dict[int, asyncio.Server] = {}
         self._links: set[_Link] = set()
+        #: The server's own tasks (listening on new ports): no link's, so no link's end cancels one.
+        self._tasks: set[asyncio.Future[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def now_ms(self) -> int:
@@ -132,7 +134,17 @@ class ProxyServer:
             )
             _log.info("proxy port %d -> %s:%d", route.port, route.upstream_host, route.upstream_port)
 
+    def listen_soon(self) -> None:
+        """Listen on the ports the address book made (a response named new brokers) in a task of
+        the server's: were it the link's whose response it was, that client's closing at once
+        would cancel it midway, its ports bound (clients connect) and never served."""
+        task = asyncio.ensure_future(self.listen_new())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
         for server in self._servers.values():
             server.close()
         for link in list(self._links):
@@ -315,9 +327,7 @@ class _Link:
             elif isinstance(effect, Await):
                 self._await(effect)
         if self.server.proxy.book.has_new():
-            task = asyncio.ensure_future(self.server.listen_new())
-            self.pending.add(task)
-            task.add_done_callback(self.pending.discard)
+            self.server.listen_soon()
         if pair.must_close:
             self.shut_sockets()
             return
