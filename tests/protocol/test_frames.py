@@ -6,6 +6,8 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_wire.errors import InvalidValueError, LimitExceededError, TruncatedError
 from kafka_wire.protocol.frames import END, FrameReader
@@ -76,3 +78,49 @@ def test_a_stream_cut_inside_a_frame_is_truncated() -> None:
     assert reader.next_frame_before(False) is None
     with pytest.raises(TruncatedError):
         reader.next_frame_before(True)
+
+
+_BODIES = st.lists(
+    st.one_of(
+        st.binary(max_size=40),
+        st.integers(0, 9_000).map(lambda n: bytes([n % 251]) * n),  # over the small-chunk gathering
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bodies=_BODIES, data=st.data())
+def test_any_split_of_any_frames_gives_the_same_frames(bodies: list[bytes], data: st.DataObject) -> None:
+    """Cuts anywhere (inside a size prefix, several frames in one chunk, a chunk ending exactly at
+    a frame's end), chunks of every buffer type, frames taken after each chunk or only at times:
+    the same frames in the same order, and nothing left over."""
+    frames = [frame(b) for b in bodies]
+    stream = b"".join(frames)
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=24), label="cuts"))
+    pieces = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+    n = len(pieces)
+    kinds = data.draw(st.lists(st.sampled_from(("bytes", "bytearray", "memoryview")), min_size=n, max_size=n))
+    drain = data.draw(st.lists(st.booleans(), min_size=n, max_size=n), label="drain")
+    reader = FrameReader()
+    out: list[bytes] = []
+    fed = 0
+    for piece, kind, take in zip(pieces, kinds, drain, strict=True):
+        chunk: bytes | bytearray | memoryview = piece
+        if kind == "bytearray":
+            chunk = bytearray(piece)
+        elif kind == "memoryview":
+            chunk = memoryview(bytearray(piece))
+        reader.feed(chunk)
+        fed += len(piece)
+        if isinstance(chunk, bytearray | memoryview):  # the caller may reuse its buffer
+            with memoryview(chunk) as view:
+                view.cast("B")[:] = bytes(len(piece))
+        while take and (f := reader.next_frame()) is not None:
+            out.append(f)
+        assert reader.buffered == fed - sum(map(len, out))
+    while (f := reader.next_frame()) is not None:
+        out.append(f)
+    assert out == frames
+    assert reader.buffered == 0
+    assert reader.next_frame_before(True) is END
