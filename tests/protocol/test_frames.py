@@ -89,7 +89,7 @@ _BODIES = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(bodies=_BODIES, data=st.data())
 def test_any_split_of_any_frames_gives_the_same_frames(bodies: list[bytes], data: st.DataObject) -> None:
     """Cuts anywhere (inside a size prefix, several frames in one chunk, a chunk ending exactly at
