@@ -28,13 +28,12 @@ import enum
 import logging
 import traceback
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
-from kafka_wire.codec.structs import Message
 from kafka_wire.errors import KafkaWireError
-from kafka_wire.messages import ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader
+from kafka_wire.messages import ApiVersionsRequest, ApiVersionsResponse, ResponseHeader
 from kafka_wire.protocol.client import ClientConfig, ClientConnection
 from kafka_wire.protocol.events import (
     NEED_DATA,
@@ -54,6 +53,7 @@ from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.server import ServerConfig, ServerConnection, api_versions_response
 from kafka_wire.proxy.addresses import Route
 from kafka_wire.proxy.effects import Await, Effect, LogLine
+from kafka_wire.proxy.exchange import Exchange, Reply, take_chunks
 from kafka_wire.proxy.filters import FORWARD, Answer, Call, Close, ConnectionInfo, Delay, Filter, Verdict
 
 if TYPE_CHECKING:
@@ -103,47 +103,6 @@ PAIR_TRANSITIONS: Final[Mapping[tuple[PairState, PairInput], PairState]] = _pair
 _LIVE: Final = (PairState.CONNECTING, PairState.OPEN)
 
 
-@dataclass(slots=True, eq=False)
-class _Reply:
-    """A request's place in the client's answer order; ``send`` is set once its answer is ready."""
-
-    send: Callable[[ServerConnection], bytes] | None = None
-
-
-@dataclass(slots=True, eq=False)
-class _Exchange:
-    """One request and its response on their way through the chain."""
-
-    correlation_id: int
-    header: RequestHeader
-    #: The client's frame (None when a filter decoded it: re-encoded on the way out).
-    frame: bytes | None
-    call: Call | None
-    expects_response: bool
-    #: The upstream's response frame, once it came.
-    response_frame: bytes | None = None
-    #: The next filter to run (requests count up, responses down).
-    step: int = 0
-    #: When a Delay ends (None: not delayed).
-    wake_ms: int | None = None
-    #: Waiting for an async filter's verdict (its token).
-    token: int | None = None
-    #: The decoded response when no filter reads the call (addresses only).
-    response: Message | None = None
-    decoded: bool = False
-    #: A filter or the address book changed the response: it must be re-encoded.
-    changed: bool = False
-    #: Its place in the answer order (None: no response expected).
-    reply: _Reply | None = None
-
-
-def _take(chunks: list[bytes]) -> bytes:
-    """The chunks as one ``bytes``, emptied: a single chunk (a relayed frame) is not copied."""
-    out = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    chunks.clear()
-    return out
-
-
 class ProxyPair(Guarded):
     """One client connection and its upstream connection (see the module docstring)."""
 
@@ -184,11 +143,11 @@ class ProxyPair(Guarded):
         #: Bytes for each socket, as chunks joined once when taken (a relayed frame is not copied).
         self._client_out: list[bytes] = []
         self._upstream_out: list[bytes] = [self._upstream.data_to_send()]
-        self._requests: deque[_Exchange] = deque()
-        self._responses: deque[_Exchange] = deque()
+        self._requests: deque[Exchange] = deque()
+        self._responses: deque[Exchange] = deque()
         #: The client's requests that expect an answer, in arrival order.
-        self._replies: deque[_Reply] = deque()
-        self._parked: dict[int, _Exchange] = {}
+        self._replies: deque[Reply] = deque()
+        self._parked: dict[int, Exchange] = {}
         self._next_token = 0
         self._effects: list[Effect] = []
         self._upstream_versions: ApiVersionsResponse | None = None
@@ -220,10 +179,10 @@ class ProxyPair(Guarded):
         )
 
     def client_data_to_send(self) -> bytes:
-        return _take(self._client_out)
+        return take_chunks(self._client_out)
 
     def upstream_data_to_send(self) -> bytes:
-        return _take(self._upstream_out)
+        return take_chunks(self._upstream_out)
 
     def take_effects(self) -> list[Effect]:
         effects, self._effects = self._effects, []
@@ -354,7 +313,7 @@ class ProxyPair(Guarded):
             progress = True
             if isinstance(event, RawResponse):
                 exchange = event.context
-                assert isinstance(exchange, _Exchange)
+                assert isinstance(exchange, Exchange)
                 exchange.response_frame = event.frame
                 exchange.step = len(self.proxy.filters) - 1
                 self._responses.append(exchange)
@@ -408,12 +367,12 @@ class ProxyPair(Guarded):
                 return event is PAUSED
             if isinstance(event, RawRequest):
                 self._enqueue(
-                    _Exchange(event.correlation_id, event.header, event.frame, None, event.expects_response)
+                    Exchange(event.correlation_id, event.header, event.frame, None, event.expects_response)
                 )
             elif isinstance(event, Request):
                 call = Call(self.info, event.header, event.body)
                 self._enqueue(
-                    _Exchange(event.correlation_id, event.header, None, call, event.expects_response)
+                    Exchange(event.correlation_id, event.header, None, call, event.expects_response)
                 )
             elif isinstance(event, UnsupportedRequest):
                 self._reject(event)
@@ -423,14 +382,14 @@ class ProxyPair(Guarded):
                 raise KafkaWireError(f"unexpected client event {type(event).__name__}")
         return self._machine.state in _LIVE
 
-    def _enqueue(self, exchange: _Exchange) -> None:
+    def _enqueue(self, exchange: Exchange) -> None:
         if exchange.expects_response:
-            exchange.reply = _Reply()
+            exchange.reply = Reply()
             self._replies.append(exchange.reply)
         self._requests.append(exchange)
 
     def _reject(self, event: UnsupportedRequest) -> None:
-        self._replies.append(_Reply(lambda server: server.reject(event)))
+        self._replies.append(Reply(lambda server: server.reject(event)))
         self._flush_replies()
 
     def _flush_replies(self) -> None:
@@ -456,7 +415,7 @@ class ProxyPair(Guarded):
 
     # -- the chain -----------------------------------------------------------------------------
 
-    def _ask(self, exchange: _Exchange, f: Filter, call: Call, response: bool) -> Verdict | None:
+    def _ask(self, exchange: Exchange, f: Filter, call: Call, response: bool) -> Verdict | None:
         """Run one filter; None when it went async (the exchange is parked on a token)."""
         outcome = f.on_response(call) if response else f.on_request(call)
         if outcome is FORWARD or isinstance(outcome, Answer | Delay | Close):
@@ -478,7 +437,7 @@ class ProxyPair(Guarded):
         exchange.step += -1 if is_response else 1
         self._apply(exchange, outcome, is_response)
 
-    def _apply(self, exchange: _Exchange, verdict: Verdict, response: bool) -> None:
+    def _apply(self, exchange: Exchange, verdict: Verdict, response: bool) -> None:
         """A verdict on a parked or running exchange (the step already moved past its filter)."""
         if isinstance(verdict, Delay):
             exchange.wake_ms = self._now_ms + max(verdict.ms, 0)
@@ -535,7 +494,7 @@ class ProxyPair(Guarded):
             progress = True
         return progress
 
-    def _send_upstream(self, x: _Exchange) -> None:
+    def _send_upstream(self, x: Exchange) -> None:
         frame = x.frame
         if frame is None:
             assert x.call is not None
@@ -580,7 +539,7 @@ class ProxyPair(Guarded):
             progress = True
         return progress
 
-    def _decode_response(self, x: _Exchange) -> None:
+    def _decode_response(self, x: Exchange) -> None:
         """Decode the upstream's answer when addresses or a filter need it (once, before the
         response filters run)."""
         x.decoded = True
@@ -595,7 +554,7 @@ class ProxyPair(Guarded):
         x.changed = self.proxy.book.rewrite(body, key, version)
         x.changed = x.changed or any(f.wants_response(key) for f in self.proxy.filters)
 
-    def _answer_client(self, x: _Exchange) -> None:
+    def _answer_client(self, x: Exchange) -> None:
         if x.reply is None:
             return
         body = x.call.response if x.call is not None else x.response
