@@ -56,10 +56,18 @@ from kafka_wire.broker.group.share_model import (
     ShareMember,
     SharePartitions,
     StateTopics,
+    add_initializing,
     merge_topics,
     remove_topics,
+    to_initialize,
 )
-from kafka_wire.broker.group.share_records import changes, group_keys, replay
+from kafka_wire.broker.group.share_records import (
+    STATE_PARTITIONS_KEY,
+    changes,
+    group_keys,
+    replay,
+    state_partitions_record,
+)
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
@@ -79,6 +87,7 @@ LEAVE_EPOCH: Final = -1
 #: for longer are asked for again at the next heartbeat.
 INITIALIZE_RETRY_INTERVAL_MS: Final = 30_000
 
+_KEY_15: Final = STATE_PARTITIONS_KEY.to_bytes(2, "big")
 #: Share-partitions by topic id.
 Partitions = dict[uuid.UUID, frozenset[int]]
 #: One initialization to run: the group, its epoch (the state epoch asked), the share-partitions.
@@ -165,6 +174,12 @@ class ShareGroups:
         """Persist what changed since ``before`` (applied already); the answer waits for it."""
         group = self.groups.get(group_id)
         records = [] if group is None else changes(before, group)
+        if (
+            group is not None
+            and initialize is not None
+            and not any(k[1] == STATE_PARTITIONS_KEY for k, _ in records)
+        ):
+            records.append(state_partitions_record(group))  # asked again: written again, as Kafka does
         if not records:
             if waiter is not None and answer is not None:
                 self._rt.respond(waiter, answer)
@@ -351,29 +366,12 @@ class ShareGroups:
         return answer
 
     def _mark_initializing(self, group: ShareGroup, topics: dict[str, tuple[uuid.UUID, int]]) -> None:
-        """Mark the subscribed share-partitions with no state initialized or being initialized
-        (Kafka's ``subscribedTopicsChangeMap``): all of a topic's partitions but those."""
+        """Mark the subscribed share-partitions with no state initialized or being initialized."""
         now = self._rt.clock
-        wanted: StateTopics = {}
-        for name, (topic_id, count) in sorted(topics.items()):
-            known = group.initialized.get(topic_id, ("", frozenset[int]()))[1]
-            pending = group.initializing.get(topic_id)
-            since = group.initializing_since_ms.get(topic_id, 0)
-            if pending is not None and now - since < INITIALIZE_RETRY_INTERVAL_MS:
-                known = known | pending[1]
-            missing = frozenset(range(count)) - known
-            if missing:
-                wanted[topic_id] = (name, missing)
-        if not wanted:
-            return
-        self._add_initializing(group, wanted)
-        self._asked = (group.group_epoch, {t: ps for t, (_, ps) in wanted.items()})
-
-    def _add_initializing(self, group: ShareGroup, wanted: StateTopics) -> None:
-        now = self._rt.clock
-        group.initializing = merge_topics(group.initializing, wanted)
-        group.initializing_since_ms = {**group.initializing_since_ms, **dict.fromkeys(wanted, now)}
-        group.deleting = {t: n for t, n in group.deleting.items() if t not in wanted}
+        wanted = to_initialize(group, topics, now, INITIALIZE_RETRY_INTERVAL_MS)
+        if wanted:
+            add_initializing(group, wanted, now)
+            self._asked = (group.group_epoch, {t: ps for t, (_, ps) in wanted.items()})
 
     def _subscribed_topics(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
         wanted = {name for m in group.members.values() for name in m.subscribed}
@@ -443,7 +441,7 @@ class ShareGroups:
         found = self.groups.get(group_id)
         before = None if found is None else copy.deepcopy(found)
         group = self.groups.setdefault(group_id, ShareGroup(group_id))
-        self._add_initializing(group, wanted)
+        add_initializing(group, wanted, self._rt.clock)
         self._write(group_id, before, None, None)
 
     def begin_offsets_delete(self, group_id: str, topics: dict[uuid.UUID, tuple[str, int]]) -> Partitions:

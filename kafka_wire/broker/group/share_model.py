@@ -99,3 +99,28 @@ def remove_topics(into: StateTopics, gone: dict[uuid.UUID, frozenset[int]]) -> S
         else:
             del out[topic_id]
     return out
+
+
+def to_initialize(
+    group: ShareGroup, topics: dict[str, tuple[uuid.UUID, int]], now_ms: int, retry_ms: int
+) -> StateTopics:
+    """The subscribed ``topics``' (name -> id, partition count) share-partitions whose state is
+    neither initialized nor being initialized for less than ``retry_ms`` (Kafka's
+    ``subscribedTopicsChangeMap``)."""
+    wanted: StateTopics = {}
+    for name, (topic_id, count) in sorted(topics.items()):
+        known = group.initialized.get(topic_id, ("", frozenset[int]()))[1]
+        pending = group.initializing.get(topic_id)
+        if pending is not None and now_ms - group.initializing_since_ms.get(topic_id, 0) < retry_ms:
+            known = known | pending[1]
+        missing = frozenset(range(count)) - known
+        if missing:
+            wanted[topic_id] = (name, missing)
+    return wanted
+
+
+def add_initializing(group: ShareGroup, wanted: StateTopics, now_ms: int) -> None:
+    """``wanted`` marked initializing (and no longer deleting), asked for at ``now_ms``."""
+    group.initializing = merge_topics(group.initializing, wanted)
+    group.initializing_since_ms = {**group.initializing_since_ms, **dict.fromkeys(wanted, now_ms)}
+    group.deleting = {t: n for t, n in group.deleting.items() if t not in wanted}

@@ -28,11 +28,11 @@ Behaviour, as Kafka 4.4 answers:
   coordinator deleted it, the state of the share-partitions its metadata lists (initialized,
   initializing, and every partition of a topic being deleted) is deleted too, and the answer
   leaves then (a deletion that failed is the group's error);
-* a heartbeat's initialization: each share-partition marked initializing whose state no partition
-  leader keeps yet (ReadShareGroupStateSummary: no leader epoch, no start offset) is initialized at
-  the group epoch with start offset -1 (the leader starts it by ``share.auto.offset.reset``); one a
-  leader keeps already is left as it is. Those done are marked initialized, those that failed no
-  longer initializing (the next heartbeat asks again);
+* a heartbeat's initialization: each share-partition marked initializing is initialized
+  (InitializeShareGroupState) at the group epoch with start offset -1 (its leader starts it by
+  ``share.auto.offset.reset``; a state a leader started already is kept: ``coordinator.py``).
+  Those done are marked initialized, those that failed no longer initializing (the next
+  heartbeat asks again);
 * ACLs (with an authorizer), as Kafka's ``KafkaApis`` checks them: Alter needs READ on the group,
   Delete DELETE on it (GROUP_AUTHORIZATION_FAILED for the whole request); both READ on each topic
   (TOPIC_AUTHORIZATION_FAILED: Alter's partitions, Delete's topic).
@@ -312,7 +312,7 @@ class ShareAdmin:
             for topic_id, partitions in sorted(parts.items()):
                 for index in sorted(partitions):
                     call = Call(
-                        ShareStateKey(group_id, topic_id, index), Phase.PROBE, state_epoch=group_epoch
+                        ShareStateKey(group_id, topic_id, index), Phase.INITIALIZE, state_epoch=group_epoch
                     )
                     op.calls.append((call, _ignore))
             op.done = lambda at_ms, op=op, group_id=group_id: self._settle_state(
@@ -449,11 +449,6 @@ class ShareAdmin:
                     call.error = ErrorCode.NONE
                     return
                 call.phase = Phase.LATEST
-            elif call.phase is Phase.PROBE:
-                if found.leader_epoch >= 0 or found.start_offset >= 0:  # a leader keeps it already
-                    call.error = ErrorCode.NONE
-                    return
-                call.phase, call.state_epoch = Phase.INITIALIZE, max(call.state_epoch, found.state_epoch)
             else:
                 call.phase, call.state_epoch = Phase.INITIALIZE, max(found.state_epoch, 0) + 1
             call.due_ms = now_ms

@@ -34,9 +34,6 @@ LEADER_RETRIABLE: Final = frozenset(
 class Phase(enum.Enum):
     #: AlterShareGroupOffsets: the state epoch kept, then INITIALIZE one above it.
     SUMMARY = "summary"
-    #: A heartbeat's initialization: a state a partition leader keeps already is left as it is;
-    #: else INITIALIZE (start offset -1: the leader starts by ``share.auto.offset.reset``).
-    PROBE = "probe"
     INITIALIZE = "initialize"
     DELETE = "delete"
     #: DescribeShareGroupOffsets: the state's summary, then LATEST when its lag can be known.
@@ -65,7 +62,7 @@ class Call:
 def request_for(call: Call, topic_name: str) -> Message:
     """The request of ``call``'s phase."""
     key = call.key
-    if call.phase in (Phase.SUMMARY, Phase.PROBE, Phase.DESCRIBE):
+    if call.phase in (Phase.SUMMARY, Phase.DESCRIBE):
         return messages.ReadShareGroupStateSummaryRequest(
             group_id=key.group_id,
             topics=[
