@@ -256,14 +256,17 @@ class SharePartition:
         self._advance()
         return ErrorCode.NONE
 
-    def release_member(self, member_id: str, now_ms: int) -> None:
+    def release_member(self, member_id: str, now_ms: int) -> bool:
         """Everything ``member_id`` holds becomes available again (it left, or its share session
-        closed), archived at the delivery limit."""
-        self.expire(now_ms)
+        closed), archived at the delivery limit; whether anything changed."""
+        changed = bool(self.expire(now_ms))
         for record in self.records.values():
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 self._settle(record, I.RELEASE)
+                changed = True
+        start = self.start_offset
         self._advance()
+        return changed or self.start_offset != start
 
     def _settle(self, record: InFlight, move: RecordInput) -> None:
         if move in (I.RELEASE, I.LOCK_EXPIRED) and record.delivery_count >= self._limit():

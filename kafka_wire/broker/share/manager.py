@@ -326,8 +326,8 @@ class ShareManager:
             key = (session.group_id, topic_id, partition)
             found = self.partitions.get(key)
             if found is not None:
-                found.release_member(session.member_id, now_ms)
-                self.persist(key, now_ms)
+                if found.release_member(session.member_id, now_ms):  # nothing held: nothing written
+                    self.persist(key, now_ms)
                 self.rearm(key)
 
     def connection_closed(self, conn_id: int, now_ms: int) -> None:
