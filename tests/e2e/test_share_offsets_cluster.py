@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import subprocess
 import threading
 import time
@@ -168,13 +167,12 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             _wait_for_brokers(bootstrap)
             yield bootstrap
         finally:
-            parent.send_signal(signal.SIGINT)
+            kill_nodes_of(workdir)  # the nodes (in their own session): the parent then exits
             try:
                 parent.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 parent.kill()
                 parent.wait()
-            kill_nodes_of(workdir)  # the nodes run in their own session
 
 
 def _produce(bootstrap: str, topic: str, first: int) -> None:
