@@ -229,7 +229,9 @@ def _plain(annotation: object, namespace: dict[str, Any]) -> bool:
     return name not in _MARKER_NAMES and not _is_marker(namespace.get(name))
 
 
-def _fields_made(cls: type, own: dict[str, Any], annotations: dict[str, Any], kw_only: bool, slots: bool) -> type | None:
+def _fields_made(
+    cls: type, own: dict[str, Any], annotations: dict[str, Any], kw_only: bool, slots: bool
+) -> type | None:
     """What ``dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots,
     kw_only=kw_only)`` makes of ``cls``, made in fewer steps (None: a case left to it): the
     fields (from the annotations, defaults from the class), ``__dataclass_fields__``,
@@ -309,7 +311,9 @@ def _quick(cls: type, frozen: bool, slots: bool, kw_only: bool, eq: bool, order:
     if not own.get("__doc__"):
         cls.__doc__ = "-"  # written below, once ``__init__`` is there to be described
     lean = _fields_made(cls, own, annotations, kw_only, slots) if _LEAN else None
-    made: type = lean or dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots, kw_only=kw_only)
+    made: type = lean or dataclasses.dataclass(
+        cls, init=False, repr=False, eq=False, slots=slots, kw_only=kw_only
+    )
     params = made.__dataclass_params__  # type: ignore[attr-defined]  # set by dataclasses
     params.init = params.repr = True
     params.eq, params.order, params.frozen = eq, order, frozen
