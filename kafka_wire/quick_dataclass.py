@@ -201,6 +201,8 @@ def _compiled_now(spec: Spec) -> Factory:
 _LEAN: Final = sys.version_info[:2] == (3, 11)
 #: What an annotation names, as ``dataclasses`` reads a string annotation (its module's pattern).
 _ANNOTATION_NAME: Final = getattr(dataclasses, "_MODULE_IDENTIFIER_RE", None)
+#: What ``getattr`` finds on any class whose metaclass is ``type``.
+_BUILTIN_NAMES: Final = frozenset(vars(type)) | frozenset(vars(object))
 #: The names whose annotations the standard decorator may read as a pseudo-field or a marker.
 _MARKER_NAMES: Final = frozenset({"ClassVar", "InitVar", "KW_ONLY"})
 
@@ -245,13 +247,14 @@ def _fields_made(
         return None
     if any(isinstance(value, dataclasses.Field) and name not in annotations for name, value in own.items()):
         return None
-    metaclass = type(cls)
+    # Where ``getattr(cls, name)`` may find something (unless the metaclass is not ``type``).
+    found_in = (cls.__dict__, *(vars(c) for c in cls.__mro__[1:-1])) if type(cls) is type else None
     missing = dataclasses.MISSING
     found: dict[str, tuple[dataclasses.Field[Any], bool]] = {}
     for name in annotations:
         # ``getattr`` as the standard decorator reads a default, without raising (and formatting)
         # an AttributeError for each field without one.
-        if metaclass is type and not any(name in vars(c) for c in (*cls.__mro__, type, object)):
+        if found_in is not None and name not in _BUILTIN_NAMES and not any(name in d for d in found_in):
             default: Any = missing
         else:
             default = getattr(cls, name, missing)
