@@ -53,13 +53,29 @@ static inline int buf_reserve(Buf *b, Py_ssize_t need) {
 static inline void put_i64(Buf *b, int64_t v) { memcpy(b->p + b->len, &v, 8); b->len += 8; }
 static inline void put_i32(Buf *b, int32_t v) { memcpy(b->p + b->len, &v, 4); b->len += 4; }
 
-/* A validity bitmap (LSB first) with its null count. */
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Room for n more bytes; the common case inline, growth out of line. */
+static inline int buf_room(Buf *b, Py_ssize_t n) {
+    return LIKELY(b->cap - b->len >= n) ? 0 : buf_grow(b, n);
+}
+
+/* A validity bitmap (LSB first) with its null count, written only once a null is seen: while
+ * nulls == 0 the column has no bitmap (Arrow's "all valid"), so the common case costs one test. */
 typedef struct {
     Buf bits;
     Py_ssize_t nulls;
 } Bitmap;
 
-static inline int bitmap_set(Bitmap *m, Py_ssize_t i, int valid) {
+static int bitmap_slow(Bitmap *m, Py_ssize_t i, int valid) {
+    if (m->nulls == 0) { /* the first null: rows [0, i) were all valid */
+        Py_ssize_t full = i >> 3;
+        if (buf_reserve(&m->bits, full + 1) < 0) return -1;
+        memset(m->bits.p, 0xFF, (size_t)full);
+        m->bits.len = full;
+        if (i & 7) m->bits.p[m->bits.len++] = (char)((1u << (i & 7)) - 1u);
+    }
     if ((i & 7) == 0) {
         if (buf_reserve(&m->bits, 1) < 0) return -1;
         m->bits.p[m->bits.len++] = 0;
@@ -67,6 +83,11 @@ static inline int bitmap_set(Bitmap *m, Py_ssize_t i, int valid) {
     if (valid) m->bits.p[i >> 3] |= (char)(1 << (i & 7));
     else m->nulls++;
     return 0;
+}
+
+static inline int bitmap_set(Bitmap *m, Py_ssize_t i, int valid) {
+    if (LIKELY(m->nulls == 0 && valid)) return 0;
+    return bitmap_slow(m, i, valid);
 }
 
 /* A nullable binary (or string) column: validity, int32 offsets, data. */
@@ -84,21 +105,26 @@ static int binary_init(Binary *c) {
     return 0;
 }
 
-static int binary_append(Binary *c, Py_ssize_t row, const char *src, Py_ssize_t n) {
-    /* n < 0: null */
+static int too_long(void) {
+    PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2 GiB");
+    return -1;
+}
+
+/* Append one value (n < 0: null); room for the offset and the data made by the caller. */
+static inline int binary_put(Binary *c, Py_ssize_t row, const char *src, Py_ssize_t n) {
     if (bitmap_set(&c->valid, row, n >= 0) < 0) return -1;
     if (n > 0) {
-        if (c->data.len + n > INT32_MAX) {
-            PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2 GiB");
-            return -1;
-        }
-        if (buf_reserve(&c->data, n) < 0) return -1;
-        memcpy(c->data.p + c->data.len, src, n);
+        if (UNLIKELY(c->data.len + n > INT32_MAX)) return too_long();
+        memcpy(c->data.p + c->data.len, src, (size_t)n);
         c->data.len += n;
     }
-    if (buf_reserve(&c->offsets, 4) < 0) return -1;
     put_i32(&c->offsets, (int32_t)c->data.len);
     return 0;
+}
+
+static int binary_append(Binary *c, Py_ssize_t row, const char *src, Py_ssize_t n) {
+    if (buf_room(&c->offsets, 4) < 0 || (n > 0 && buf_room(&c->data, n) < 0)) return -1;
+    return binary_put(c, row, src, n);
 }
 
 static void binary_clear(Binary *c) {
@@ -245,7 +271,28 @@ static inline int append_row(Columns *self, int64_t offset, int64_t timestamp, i
     return 0;
 }
 
-/* Columns.v2(data, pos, end, count, base_offset, base_timestamp, log_append_time, ts_type, lo, hi) -> end position */
+/* Whether n bytes are all ASCII (a header key almost always is: valid UTF-8 without more ado). */
+static inline int all_ascii(const unsigned char *s, Py_ssize_t n) {
+    uint64_t acc = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        acc |= w;
+    }
+    for (; i < n; i++) acc |= s[i];
+    return (acc & 0x8080808080808080ull) == 0;
+}
+
+#define FAIL(reason, at) do { corrupt((reason), (at)); goto done; } while (0)
+#define VARINT_FAIL(rc, at) FAIL((rc) == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", (at))
+
+/* Columns.v2(data, pos, end, count, base_offset, base_timestamp, log_append_time, ts_type, lo, hi) -> end position
+ *
+ * One pass over the records: each field is checked (every length against what is left of its
+ * record, every varint against its end) and the wanted ones are written straight into the column
+ * buffers, whose room is made once per batch (count rows; the batch's bytes for each data
+ * buffer), so the copies themselves check nothing. */
 static PyObject *columns_v2(Columns *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos, end, count;
@@ -258,7 +305,9 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     const unsigned char *d = (const unsigned char *)view.buf;
-    int has_lat = lat_obj != Py_None;
+    const int has_lat = lat_obj != Py_None;
+    const int want_key = self->want_key, want_value = self->want_value, want_headers = self->want_headers;
+    const uint64_t scale = (uint64_t)self->ts_scale;
     if (has_lat) {
         lat = PyLong_AsLongLong(lat_obj);
         if (lat == -1 && PyErr_Occurred()) goto done;
@@ -272,143 +321,147 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
     if (count > (end - pos) / 7) {
         char msg[160];
         snprintf(msg, sizeof msg, "%zd records cannot fit in %zd bytes (a record takes at least 7)", count, end - pos);
-        corrupt(msg, pos);
-        goto done;
+        FAIL(msg, pos);
     }
+    /* room for every row of the batch in the fixed-width columns (count <= bytes / 7 bounds it) */
+    if (buf_room(&self->offset, 8 * count) < 0 || buf_room(&self->timestamp, 8 * count) < 0 ||
+        buf_room(&self->ts_type, 4 * count) < 0 || (want_key && buf_room(&self->key.offsets, 4 * count) < 0) ||
+        (want_value && buf_room(&self->value.offsets, 4 * count) < 0) ||
+        (want_headers && buf_room(&self->header_ends, 4 * count) < 0))
+        goto done;
+    /* and for the data: the keys (values, header keys, header values) of the batch take at most
+     * its bytes; room not used is never touched (and given back by finish) */
+    const Py_ssize_t bytes = end - pos;
+    if ((want_key && buf_room(&self->key.data, bytes) < 0) || (want_value && buf_room(&self->value.data, bytes) < 0) ||
+        (want_headers && (buf_room(&self->header_key.data, bytes) < 0 || buf_room(&self->header_value.data, bytes) < 0)))
+        goto done;
     self->last_key = NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         uint32_t u;
         uint64_t u64;
         int rc;
-        if (pos >= end) {
+        if (UNLIKELY(pos >= end)) {
             char msg[96];
             snprintf(msg, sizeof msg, "batch ends after %zd of %zd declared records", i, count);
-            corrupt(msg, pos);
-            goto done;
+            FAIL(msg, pos);
         }
         /* length */
-        if ((rc = read_u32(d, end, &pos, &u)) != 0) {
-            corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
-            goto done;
-        }
-        int32_t length = ZZ32(u);
-        Py_ssize_t rec_end = pos + length;
-        if (rec_end > end) {
+        if (UNLIKELY((rc = read_u32(d, end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        const int32_t length = ZZ32(u);
+        const Py_ssize_t rec_end = pos + length;
+        if (UNLIKELY(rec_end > end)) {
             char msg[112];
             snprintf(msg, sizeof msg, "record length %d overruns the batch (%zd bytes left)", (int)length, end - pos);
-            corrupt(msg, pos);
-            goto done;
+            FAIL(msg, pos);
         }
-        if (length < 0) {
-            corrupt("negative record length", pos);
-            goto done;
-        }
+        if (UNLIKELY(length < 0)) FAIL("negative record length", pos);
         /* attributes, timestampDelta (varlong), offsetDelta (varint) */
         pos += 1;
-        if (pos > rec_end) { corrupt(ENDS_INSIDE, pos); goto done; }
-        if ((rc = read_u64(d, rec_end, &pos, &u64)) != 0) {
-            corrupt(rc == -1 ? ENDS_INSIDE : "varlong longer than 10 bytes", pos);
-            goto done;
+        if (UNLIKELY(pos > rec_end)) FAIL(ENDS_INSIDE, pos);
+        if (UNLIKELY((rc = read_u64(d, rec_end, &pos, &u64)) != 0))
+            FAIL(rc == -1 ? ENDS_INSIDE : "varlong longer than 10 bytes", pos);
+        const int64_t tsd = (int64_t)((u64 >> 1) ^ (0ull - (u64 & 1ull)));
+        if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        const int64_t offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)ZZ32(u));
+        /* key */
+        if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        const int32_t klen = ZZ32(u);
+        if (UNLIKELY(klen < -1)) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "negative key length %d", (int)klen);
+            FAIL(msg, pos);
         }
-        int64_t tsd = (int64_t)((u64 >> 1) ^ (0ull - (u64 & 1ull)));
-        if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
-            corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
-            goto done;
+        if (UNLIKELY(klen > rec_end - pos)) {
+            char msg[80];
+            snprintf(msg, sizeof msg, "key of %d bytes overruns its record", (int)klen);
+            FAIL(msg, pos);
         }
-        int64_t offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)ZZ32(u));
-        /* key, value */
-        Py_ssize_t kpos = 0, klen = -1, vpos = 0, vlen = -1;
-        for (int part = 0; part < 2; part++) {
-            if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
-                corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
-                goto done;
-            }
-            int32_t n = ZZ32(u);
-            if (n < -1) {
-                char msg[64];
-                snprintf(msg, sizeof msg, "negative %s length %d", part ? "value" : "key", (int)n);
-                corrupt(msg, pos);
-                goto done;
-            }
-            if (n >= 0 && pos + n > rec_end) {
-                char msg[80];
-                snprintf(msg, sizeof msg, "%s of %d bytes overruns its record", part ? "value" : "key", (int)n);
-                corrupt(msg, pos);
-                goto done;
-            }
-            if (part) { vpos = pos; vlen = n; } else { kpos = pos; klen = n; }
-            if (n > 0) pos += n;
+        const Py_ssize_t kpos = pos;
+        if (klen > 0) pos += klen;
+        /* value */
+        if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        const int32_t vlen = ZZ32(u);
+        if (UNLIKELY(vlen < -1)) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "negative value length %d", (int)vlen);
+            FAIL(msg, pos);
         }
+        if (UNLIKELY(vlen > rec_end - pos)) {
+            char msg[80];
+            snprintf(msg, sizeof msg, "value of %d bytes overruns its record", (int)vlen);
+            FAIL(msg, pos);
+        }
+        const Py_ssize_t vpos = pos;
+        if (vlen > 0) pos += vlen;
         /* headers */
-        if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
-            corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
-            goto done;
-        }
-        int32_t hc = ZZ32(u);
-        if (hc < 0) {
+        if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        const int32_t hc = ZZ32(u);
+        if (UNLIKELY(hc < 0)) {
             char msg[64];
             snprintf(msg, sizeof msg, "negative header count %d", (int)hc);
-            corrupt(msg, pos);
-            goto done;
+            FAIL(msg, pos);
         }
-        if (hc > rec_end - pos) {
+        if (UNLIKELY(hc > rec_end - pos)) {
             char msg[96];
             snprintf(msg, sizeof msg, "header count %d exceeds the record's remaining bytes", (int)hc);
-            corrupt(msg, pos);
-            goto done;
+            FAIL(msg, pos);
         }
-        int keep = offset >= lo && offset < hi;
-        Py_ssize_t row = self->rows;
-        for (int32_t h = 0; h < hc; h++) {
-            if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
-                corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
+        const int keep = offset >= lo && offset < hi;
+        const int put_headers = keep && want_headers && hc > 0;
+        if (put_headers) {
+            /* hc headers, whose bytes are at most what is left of the record */
+            if (buf_room(&self->header_key.offsets, 4 * (Py_ssize_t)hc) < 0 ||
+                buf_room(&self->header_value.offsets, 4 * (Py_ssize_t)hc) < 0)
                 goto done;
-            }
-            int32_t n = ZZ32(u);
-            if (n < 0) { corrupt("null or negative header key length", pos); goto done; }
-            if (pos + n > rec_end) { corrupt("header key overruns its record", pos); goto done; }
-            const char *key = (const char *)d + pos;
-            if (!(self->last_key != NULL && self->last_key_len == n && memcmp(self->last_key, key, n) == 0)) {
-                if (!valid_utf8((const unsigned char *)key, n)) {
-                    corrupt("header key is not valid UTF-8", pos);
-                    goto done;
-                }
-                self->last_key = key;
+        }
+        for (int32_t h = 0; h < hc; h++) {
+            if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+            const int32_t n = ZZ32(u);
+            if (UNLIKELY(n < 0)) FAIL("null or negative header key length", pos);
+            if (UNLIKELY(n > rec_end - pos)) FAIL("header key overruns its record", pos);
+            const unsigned char *key = d + pos;
+            if (UNLIKELY(!all_ascii(key, n)) &&
+                !(self->last_key != NULL && self->last_key_len == n && memcmp(self->last_key, key, n) == 0)) {
+                if (!valid_utf8(key, n)) FAIL("header key is not valid UTF-8", pos);
+                self->last_key = (const char *)key;
                 self->last_key_len = n;
             }
             pos += n;
-            if ((rc = read_u32(d, rec_end, &pos, &u)) != 0) {
-                corrupt(rc == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", pos);
-                goto done;
-            }
-            int32_t m = ZZ32(u);
-            if (m < -1) { corrupt("negative header value length", pos); goto done; }
-            if (m >= 0 && pos + m > rec_end) { corrupt("header value overruns its record", pos); goto done; }
-            if (keep && self->want_headers) {
-                if (binary_append(&self->header_key, self->header_count, key, n) < 0 ||
-                    binary_append(&self->header_value, self->header_count, (const char *)d + pos, m) < 0)
+            if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+            const int32_t m = ZZ32(u);
+            if (UNLIKELY(m < -1)) FAIL("negative header value length", pos);
+            if (UNLIKELY(m > rec_end - pos)) FAIL("header value overruns its record", pos);
+            if (put_headers) {
+                if (UNLIKELY(self->header_count >= INT32_MAX)) {
+                    PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2**31 headers");
+                    goto done;
+                }
+                if (binary_put(&self->header_key, self->header_count, (const char *)key, n) < 0 ||
+                    binary_put(&self->header_value, self->header_count, (const char *)d + pos, m) < 0)
                     goto done;
                 self->header_count++;
             }
             if (m > 0) pos += m;
         }
-        if (pos != rec_end) {
+        if (UNLIKELY(pos != rec_end)) {
             char msg[96];
             snprintf(msg, sizeof msg, "record fields end at byte %zd, its length says %zd", pos, rec_end);
-            corrupt(msg, pos);
-            goto done;
+            FAIL(msg, pos);
         }
         if (!keep) continue;
-        int64_t ts = has_lat ? lat : (int64_t)((uint64_t)base_ts + (uint64_t)tsd);
-        if (append_row(self, offset, ts, ts_type) < 0) goto done;
-        if (self->want_key && binary_append(&self->key, row, (const char *)d + kpos, klen) < 0) goto done;
-        if (self->want_value && binary_append(&self->value, row, (const char *)d + vpos, vlen) < 0) goto done;
-        if (self->want_headers) {
-            if (bitmap_set(&self->has_headers, row, hc > 0) < 0 || buf_reserve(&self->header_ends, 4) < 0) goto done;
-            if (self->header_count > INT32_MAX) {
-                PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2**31 headers");
-                goto done;
-            }
+        const Py_ssize_t row = self->rows;
+        const int64_t ts = has_lat ? lat : (int64_t)((uint64_t)base_ts + (uint64_t)tsd);
+        put_i64(&self->offset, offset);
+        put_i64(&self->timestamp, (int64_t)((uint64_t)ts * scale));
+        put_i32(&self->ts_type, ts_type);
+        if (want_key) {
+            if (binary_put(&self->key, row, (const char *)d + kpos, klen) < 0) goto done;
+        }
+        if (want_value) {
+            if (binary_put(&self->value, row, (const char *)d + vpos, vlen) < 0) goto done;
+        }
+        if (want_headers) {
+            if (bitmap_set(&self->has_headers, row, hc > 0) < 0) goto done;
             put_i32(&self->header_ends, (int32_t)self->header_count);
         }
         self->rows = row + 1;
