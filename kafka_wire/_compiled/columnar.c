@@ -16,34 +16,79 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* ---- growing buffers (bytearrays from the start, so finish() hands them over as they are) ---- */
+/* Arrow's C data interface (its ABI, as the specification fixes it) */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+#endif
+
+/* ---- growing buffers (malloc'd: export() hands them to Arrow, whose release frees them) ---- */
 
 typedef struct {
-    PyObject *obj; /* a bytearray whose size is the capacity */
-    char *p;
+    char *p; /* NULL while the capacity is 0 */
     Py_ssize_t len;
     Py_ssize_t cap;
 } Buf;
 
 static int buf_init(Buf *b, Py_ssize_t cap) {
-    b->obj = PyByteArray_FromStringAndSize(NULL, cap);
-    if (b->obj == NULL) return -1;
-    b->p = PyByteArray_AS_STRING(b->obj);
+    b->p = cap > 0 ? malloc((size_t)cap) : NULL;
+    if (cap > 0 && b->p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     b->len = 0;
     b->cap = cap;
     return 0;
 }
 
 static int buf_grow(Buf *b, Py_ssize_t need) {
+    if (need > PY_SSIZE_T_MAX / 2 - b->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
     Py_ssize_t cap = b->cap * 2;
     if (cap < b->len + need) cap = b->len + need;
     if (cap < 64) cap = 64;
-    if (PyByteArray_Resize(b->obj, cap) < 0) return -1;
-    b->p = PyByteArray_AS_STRING(b->obj);
+    char *p = realloc(b->p, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
     b->cap = cap;
     return 0;
+}
+
+static void buf_free(Buf *b) {
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* The memory, given away (the buffer is empty after): trimmed to its contents. */
+static char *buf_take(Buf *b) {
+    char *p = b->p;
+    if (p != NULL && b->len < b->cap / 2) {
+        char *q = realloc(p, b->len > 0 ? (size_t)b->len : 1);
+        if (q != NULL) p = q;
+    }
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return p;
 }
 
 static inline int buf_reserve(Buf *b, Py_ssize_t need) {
@@ -85,7 +130,7 @@ static int bitmap_slow(Bitmap *m, Py_ssize_t i, int valid) {
     return 0;
 }
 
-static inline int bitmap_set(Bitmap *m, Py_ssize_t i, int valid) {
+static inline __attribute__((always_inline)) int bitmap_set(Bitmap *m, Py_ssize_t i, int valid) {
     if (LIKELY(m->nulls == 0 && valid)) return 0;
     return bitmap_slow(m, i, valid);
 }
@@ -110,12 +155,18 @@ static int too_long(void) {
     return -1;
 }
 
-/* Append one value (n < 0: null); room for the offset and the data made by the caller. */
-static inline int binary_put(Binary *c, Py_ssize_t row, const char *src, Py_ssize_t n) {
+/* Append one value (n < 0: null); room for the offset and the data made by the caller. A value of
+ * at most 16 bytes is copied as 16 (one move, no call) when the source has 16 bytes before
+ * src_end and the data buffer SLACK bytes of room past the value (v2 makes it). */
+#define SLACK 16
+static inline __attribute__((always_inline)) int binary_put(Binary *c, Py_ssize_t row, const char *src, Py_ssize_t n,
+                                                            const char *src_end) {
     if (bitmap_set(&c->valid, row, n >= 0) < 0) return -1;
     if (n > 0) {
         if (UNLIKELY(c->data.len + n > INT32_MAX)) return too_long();
-        memcpy(c->data.p + c->data.len, src, (size_t)n);
+        char *dst = c->data.p + c->data.len;
+        if (n <= SLACK && src_end - src >= SLACK) memcpy(dst, src, SLACK);
+        else memcpy(dst, src, (size_t)n);
         c->data.len += n;
     }
     put_i32(&c->offsets, (int32_t)c->data.len);
@@ -124,13 +175,13 @@ static inline int binary_put(Binary *c, Py_ssize_t row, const char *src, Py_ssiz
 
 static int binary_append(Binary *c, Py_ssize_t row, const char *src, Py_ssize_t n) {
     if (buf_room(&c->offsets, 4) < 0 || (n > 0 && buf_room(&c->data, n) < 0)) return -1;
-    return binary_put(c, row, src, n);
+    return binary_put(c, row, src, n, src); /* no copy past the value */
 }
 
 static void binary_clear(Binary *c) {
-    Py_CLEAR(c->valid.bits.obj);
-    Py_CLEAR(c->offsets.obj);
-    Py_CLEAR(c->data.obj);
+    buf_free(&c->valid.bits);
+    buf_free(&c->offsets);
+    buf_free(&c->data);
 }
 
 /* ---- the Columns type ---- */
@@ -148,22 +199,24 @@ typedef struct {
     Binary header_key, header_value;
     const char *last_key; /* the last header key validated as UTF-8 (in the current v2 data) */
     Py_ssize_t last_key_len;
+    struct ArrowArray exported; /* export()'s root, until pyarrow moves it out (release NULL after) */
 } Columns;
 
 static void columns_clear(Columns *self) {
-    Py_CLEAR(self->offset.obj);
-    Py_CLEAR(self->timestamp.obj);
-    Py_CLEAR(self->ts_type.obj);
+    buf_free(&self->offset);
+    buf_free(&self->timestamp);
+    buf_free(&self->ts_type);
     binary_clear(&self->key);
     binary_clear(&self->value);
-    Py_CLEAR(self->has_headers.bits.obj);
-    Py_CLEAR(self->header_ends.obj);
+    buf_free(&self->has_headers.bits);
+    buf_free(&self->header_ends);
     binary_clear(&self->header_key);
     binary_clear(&self->header_value);
 }
 
 static void columns_dealloc(Columns *self) {
     columns_clear(self);
+    if (self->exported.release != NULL) self->exported.release(&self->exported); /* never imported */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -173,6 +226,7 @@ static int columns_init(Columns *self, PyObject *args, PyObject *kwds) {
     long long scale;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "pppL", names, &k, &v, &h, &scale)) return -1;
     columns_clear(self);
+    if (self->exported.release != NULL) self->exported.release(&self->exported);
     self->want_key = k;
     self->want_value = v;
     self->want_headers = h;
@@ -230,10 +284,10 @@ static int valid_utf8(const unsigned char *s, Py_ssize_t n) {
 }
 
 /* Unsigned varint of at most 5 bytes keeping the low 32 bits (Java's int reader); -1 when the
- * input ends first, -2 when it is longer than 5 bytes. */
-static inline int read_u32(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, uint32_t *out) {
+ * input ends first (*pos unchanged), -2 when it is longer than 5 bytes (*pos after them). */
+static __attribute__((noinline)) int read_u32_slow(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos,
+                                                   uint32_t *out) {
     Py_ssize_t p = *pos;
-    if (p < end && d[p] < 0x80) { *out = d[p]; *pos = p + 1; return 0; }
     uint32_t v = 0;
     for (int shift = 0; shift <= 28; shift += 7) {
         if (p >= end) return -1;
@@ -245,9 +299,9 @@ static inline int read_u32(const unsigned char *d, Py_ssize_t end, Py_ssize_t *p
     return -2;
 }
 
-static inline int read_u64(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, uint64_t *out) {
+static __attribute__((noinline)) int read_u64_slow(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos,
+                                                   uint64_t *out) {
     Py_ssize_t p = *pos;
-    if (p < end && d[p] < 0x80) { *out = d[p]; *pos = p + 1; return 0; }
     uint64_t v = 0;
     for (int shift = 0; shift <= 63; shift += 7) {
         if (p >= end) return -1;
@@ -257,6 +311,31 @@ static inline int read_u64(const unsigned char *d, Py_ssize_t end, Py_ssize_t *p
     }
     *pos = p;
     return -2;
+}
+
+/* The one- and two-byte varints (lengths, deltas of small batches) inline, the rest out of line. */
+static inline __attribute__((always_inline)) int read_u32(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos,
+                                                          uint32_t *out) {
+    Py_ssize_t p = *pos;
+    if (LIKELY(p + 1 < end)) {
+        uint32_t b0 = d[p], b1 = d[p + 1];
+        if (b0 < 0x80) { *out = b0; *pos = p + 1; return 0; }
+        if (b1 < 0x80) { *out = (b0 & 0x7F) | (b1 << 7); *pos = p + 2; return 0; }
+    }
+    return read_u32_slow(d, end, pos, out);
+}
+
+/* Up to three bytes inline (a timestamp delta of up to a few seconds). */
+static inline __attribute__((always_inline)) int read_u64(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos,
+                                                          uint64_t *out) {
+    Py_ssize_t p = *pos;
+    if (LIKELY(p + 2 < end)) {
+        uint64_t b0 = d[p], b1 = d[p + 1], b2 = d[p + 2];
+        if (b0 < 0x80) { *out = b0; *pos = p + 1; return 0; }
+        if (b1 < 0x80) { *out = (b0 & 0x7F) | (b1 << 7); *pos = p + 2; return 0; }
+        if (b2 < 0x80) { *out = (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14); *pos = p + 3; return 0; }
+    }
+    return read_u64_slow(d, end, pos, out);
 }
 
 #define ENDS_INSIDE "record data ends inside a field"
@@ -331,7 +410,8 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
         goto done;
     /* and for the data: the keys (values, header keys, header values) of the batch take at most
      * its bytes; room not used is never touched (and given back by finish) */
-    const Py_ssize_t bytes = end - pos;
+    const Py_ssize_t bytes = end - pos + SLACK;
+    const char *src_end = (const char *)d + view.len;
     if ((want_key && buf_room(&self->key.data, bytes) < 0) || (want_value && buf_room(&self->value.data, bytes) < 0) ||
         (want_headers && (buf_room(&self->header_key.data, bytes) < 0 || buf_room(&self->header_value.data, bytes) < 0)))
         goto done;
@@ -436,8 +516,8 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
                     PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2**31 headers");
                     goto done;
                 }
-                if (binary_put(&self->header_key, self->header_count, (const char *)key, n) < 0 ||
-                    binary_put(&self->header_value, self->header_count, (const char *)d + pos, m) < 0)
+                if (binary_put(&self->header_key, self->header_count, (const char *)key, n, src_end) < 0 ||
+                    binary_put(&self->header_value, self->header_count, (const char *)d + pos, m, src_end) < 0)
                     goto done;
                 self->header_count++;
             }
@@ -455,10 +535,10 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
         put_i64(&self->timestamp, (int64_t)((uint64_t)ts * scale));
         put_i32(&self->ts_type, ts_type);
         if (want_key) {
-            if (binary_put(&self->key, row, (const char *)d + kpos, klen) < 0) goto done;
+            if (binary_put(&self->key, row, (const char *)d + kpos, klen, src_end) < 0) goto done;
         }
         if (want_value) {
-            if (binary_put(&self->value, row, (const char *)d + vpos, vlen) < 0) goto done;
+            if (binary_put(&self->value, row, (const char *)d + vpos, vlen, src_end) < 0) goto done;
         }
         if (want_headers) {
             if (bitmap_set(&self->has_headers, row, hc > 0) < 0) goto done;
@@ -526,49 +606,192 @@ static PyObject *columns_record(Columns *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *take(Buf *b) {
-    /* the bytearray trimmed to its contents; the buffer is emptied */
-    if (PyByteArray_Resize(b->obj, b->len) < 0) return NULL;
-    PyObject *o = b->obj;
-    b->obj = NULL;
-    return o;
+/* ---- export: the columns as one Arrow record batch, through Arrow's C data interface ---------- */
+
+
+#define MAX_COLUMNS 8
+#define MAX_OWNED 32
+
+/* Everything one export holds: the child arrays and their buffer lists (the root array is the
+ * Columns object's, which pyarrow moves out of it), and the buffers, freed by the root's release. */
+typedef struct {
+    struct ArrowArray columns[MAX_COLUMNS], pairs, fields[2];
+    struct ArrowArray *column_list[MAX_COLUMNS], *pairs_list[1], *field_list[2];
+    const void *root_buffers[1], *column_buffers[MAX_COLUMNS][3], *pairs_buffers[1], *field_buffers[2][3];
+    void *owned[MAX_OWNED];
+    int n_owned;
+} Export;
+
+static void export_free(Export *e) {
+    for (int i = 0; i < e->n_owned; i++) free(e->owned[i]);
+    free(e);
 }
 
-static PyObject *take_binary(Binary *c) {
-    PyObject *v = take(&c->valid.bits), *o = take(&c->offsets), *d = take(&c->data);
-    if (v == NULL || o == NULL || d == NULL) { Py_XDECREF(v); Py_XDECREF(o); Py_XDECREF(d); return NULL; }
-    return Py_BuildValue("(NnNN)", v, c->valid.nulls, o, d);
+/* A child's memory is its root's: releasing it only marks it released. */
+static void release_child(struct ArrowArray *a) { a->release = NULL; }
+
+static void release_root(struct ArrowArray *a) {
+    if (a->release == NULL) return;
+    Export *e = a->private_data;
+    for (int64_t i = 0; i < a->n_children; i++)
+        if (a->children[i]->release != NULL) a->children[i]->release(a->children[i]);
+    if (e->pairs.release != NULL) e->pairs.release(&e->pairs);
+    for (int i = 0; i < 2; i++)
+        if (e->fields[i].release != NULL) e->fields[i].release(&e->fields[i]);
+    export_free(e);
+    a->release = NULL;
 }
 
-/* Columns.finish() -> (rows, offset, timestamp, ts_type, key, value, headers); key, value are
- * (validity, nulls, offsets, data) or None when not wanted; headers is (validity, nulls,
- * list offsets, header key column, header value column) or None. The object is spent after. */
-static PyObject *columns_finish(Columns *self, PyObject *unused) {
-    if (!self->ready) return PyErr_Format(PyExc_RuntimeError, "Columns is not initialised or already finished");
-    self->ready = 0;
-    PyObject *off = take(&self->offset), *ts = take(&self->timestamp), *tt = take(&self->ts_type);
-    PyObject *key = self->want_key ? take_binary(&self->key) : Py_NewRef(Py_None);
-    PyObject *value = self->want_value ? take_binary(&self->value) : Py_NewRef(Py_None);
-    PyObject *headers;
-    if (self->want_headers) {
-        PyObject *hv = take(&self->has_headers.bits), *he = take(&self->header_ends);
-        PyObject *hk = take_binary(&self->header_key), *hval = take_binary(&self->header_value);
-        if (hv == NULL || he == NULL || hk == NULL || hval == NULL) {
-            Py_XDECREF(hv); Py_XDECREF(he); Py_XDECREF(hk); Py_XDECREF(hval);
-            headers = NULL;
-        } else {
-            headers = Py_BuildValue("(NnNNN)", hv, self->has_headers.nulls, he, hk, hval);
-        }
-    } else {
-        headers = Py_NewRef(Py_None);
-    }
-    if (off == NULL || ts == NULL || tt == NULL || key == NULL || value == NULL || headers == NULL) {
-        Py_XDECREF(off); Py_XDECREF(ts); Py_XDECREF(tt); Py_XDECREF(key); Py_XDECREF(value); Py_XDECREF(headers);
+/* A buffer's memory, now the export's (Arrow wants a pointer even for no bytes). */
+static const void *own(Export *e, char *p) {
+    if (p == NULL && (p = malloc(1)) == NULL) {
+        PyErr_NoMemory();
         return NULL;
     }
-    PyObject *out = Py_BuildValue("(nNNNNNN)", self->rows, off, ts, tt, key, value, headers);
+    if (e->n_owned == MAX_OWNED) { /* cannot happen: at most 20 buffers */
+        free(p);
+        PyErr_SetString(PyExc_RuntimeError, "too many buffers");
+        return NULL;
+    }
+    e->owned[e->n_owned++] = p;
+    return p;
+}
+
+static void array_init(struct ArrowArray *a, int64_t length, int64_t nulls, const void **buffers, int64_t n_buffers) {
+    memset(a, 0, sizeof *a);
+    a->length = length;
+    a->null_count = nulls;
+    a->buffers = buffers;
+    a->n_buffers = n_buffers;
+    a->release = release_child;
+}
+
+static int export_fixed(Export *e, struct ArrowArray *a, const void **bufs, Buf *b, int64_t rows) {
+    bufs[0] = NULL;
+    if ((bufs[1] = own(e, buf_take(b))) == NULL) return -1;
+    array_init(a, rows, 0, bufs, 2);
+    return 0;
+}
+
+static int export_binary(Export *e, struct ArrowArray *a, const void **bufs, Binary *c, int64_t rows) {
+    bufs[0] = NULL;
+    if (c->valid.nulls > 0 && (bufs[0] = own(e, buf_take(&c->valid.bits))) == NULL) return -1;
+    if ((bufs[1] = own(e, buf_take(&c->offsets))) == NULL || (bufs[2] = own(e, buf_take(&c->data))) == NULL) return -1;
+    array_init(a, rows, c->valid.nulls, bufs, 3);
+    return 0;
+}
+
+/* Columns.export(layout, topic, partition) -> address of an ArrowArray (a struct array: the
+ * record batch) for pyarrow.RecordBatch._import_from_c with the batch's schema. layout has one
+ * letter per column, in the schema's order: k(ey) v(alue) t(opic) p(artition) o(ffset)
+ * s (timestamp) y (timestampType) h(eaders); topic is its UTF-8. The object is spent after. */
+static PyObject *columns_export(Columns *self, PyObject *args) {
+    const char *layout, *topic;
+    Py_ssize_t n_columns, topic_len;
+    int partition;
+    if (!self->ready) return PyErr_Format(PyExc_RuntimeError, "Columns is not initialised or already finished");
+    if (!PyArg_ParseTuple(args, "s#y#i", &layout, &n_columns, &topic, &topic_len, &partition)) return NULL;
+    if (n_columns > MAX_COLUMNS) return PyErr_Format(PyExc_ValueError, "at most %d columns", MAX_COLUMNS);
+    const int64_t rows = self->rows;
+    Export *e = calloc(1, sizeof(Export));
+    if (e == NULL) return PyErr_NoMemory();
+    self->ready = 0;
+    for (Py_ssize_t i = 0; i < n_columns; i++) {
+        struct ArrowArray *a = &e->columns[i];
+        const void **bufs = e->column_buffers[i];
+        e->column_list[i] = a;
+        int rc = 0;
+        switch (layout[i]) {
+        case 'k':
+        case 'v': {
+            int wanted = layout[i] == 'k' ? self->want_key : self->want_value;
+            if (!wanted) {
+                PyErr_SetString(PyExc_ValueError, "a column export() was not asked to collect");
+                rc = -1;
+            } else {
+                rc = export_binary(e, a, bufs, layout[i] == 'k' ? &self->key : &self->value, rows);
+            }
+            break;
+        }
+        case 't': {
+            if (topic_len > 0 && rows > INT32_MAX / topic_len) {
+                PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2 GiB");
+                rc = -1;
+                break;
+            }
+            Buf offs, data;
+            if (buf_init(&offs, 4 * (rows + 1)) < 0) { rc = -1; break; }
+            if (buf_init(&data, topic_len * rows) < 0) { buf_free(&offs); rc = -1; break; }
+            for (int64_t r = 0; r <= rows; r++) put_i32(&offs, (int32_t)(r * topic_len));
+            for (int64_t r = 0; r < rows; r++) {
+                memcpy(data.p + data.len, topic, (size_t)topic_len);
+                data.len += topic_len;
+            }
+            bufs[0] = NULL;
+            if ((bufs[1] = own(e, buf_take(&offs))) == NULL) { buf_free(&data); rc = -1; break; }
+            if ((bufs[2] = own(e, buf_take(&data))) == NULL) { rc = -1; break; }
+            array_init(a, rows, 0, bufs, 3);
+            break;
+        }
+        case 'p': {
+            Buf b;
+            if (buf_init(&b, 4 * rows) < 0) { rc = -1; break; }
+            for (int64_t r = 0; r < rows; r++) put_i32(&b, partition);
+            rc = export_fixed(e, a, bufs, &b, rows);
+            break;
+        }
+        case 'o': rc = export_fixed(e, a, bufs, &self->offset, rows); break;
+        case 's': rc = export_fixed(e, a, bufs, &self->timestamp, rows); break;
+        case 'y': rc = export_fixed(e, a, bufs, &self->ts_type, rows); break;
+        case 'h': {
+            if (!self->want_headers) {
+                PyErr_SetString(PyExc_ValueError, "a column export() was not asked to collect");
+                rc = -1;
+                break;
+            }
+            int64_t count = self->header_count;
+            if (export_binary(e, &e->fields[0], e->field_buffers[0], &self->header_key, count) < 0 ||
+                export_binary(e, &e->fields[1], e->field_buffers[1], &self->header_value, count) < 0) {
+                rc = -1;
+                break;
+            }
+            e->field_list[0] = &e->fields[0];
+            e->field_list[1] = &e->fields[1];
+            e->pairs_buffers[0] = NULL;
+            array_init(&e->pairs, count, 0, e->pairs_buffers, 1);
+            e->pairs.n_children = 2;
+            e->pairs.children = e->field_list;
+            e->pairs_list[0] = &e->pairs;
+            bufs[0] = NULL;
+            if (self->has_headers.nulls > 0 && (bufs[0] = own(e, buf_take(&self->has_headers.bits))) == NULL) {
+                rc = -1;
+                break;
+            }
+            if ((bufs[1] = own(e, buf_take(&self->header_ends))) == NULL) { rc = -1; break; }
+            array_init(a, rows, self->has_headers.nulls, bufs, 2);
+            a->n_children = 1;
+            a->children = e->pairs_list;
+            break;
+        }
+        default:
+            PyErr_Format(PyExc_ValueError, "unknown column letter %c", layout[i]);
+            rc = -1;
+        }
+        if (rc < 0) {
+            export_free(e);
+            columns_clear(self);
+            return NULL;
+        }
+    }
+    struct ArrowArray *root = &self->exported;
+    e->root_buffers[0] = NULL;
+    array_init(root, rows, 0, e->root_buffers, 1);
+    root->n_children = n_columns;
+    root->children = e->column_list;
+    root->private_data = e;
+    root->release = release_root;
     columns_clear(self);
-    return out;
+    return PyLong_FromVoidPtr(root);
 }
 
 static PyObject *columns_len_get(Columns *self, void *closure) { return PyLong_FromSsize_t(self->rows); }
@@ -578,7 +801,7 @@ static Py_ssize_t columns_len(Columns *self) { return self->rows; }
 static PyMethodDef columns_methods[] = {
     {"v2", (PyCFunction)columns_v2, METH_VARARGS, "Append the wanted columns of one v2 batch's records."},
     {"record", (PyCFunction)columns_record, METH_VARARGS, "Append one record given as values."},
-    {"finish", (PyCFunction)columns_finish, METH_NOARGS, "The buffers, as bytearrays."},
+    {"export", (PyCFunction)columns_export, METH_VARARGS, "The columns as an Arrow C data interface struct array."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -62,6 +62,8 @@ KAFKA_COLUMNS: Final = (
 NO_HEADERS: Final = KAFKA_COLUMNS[:-1]
 
 _INT64_MAX: Final = (1 << 63) - 1
+#: The C ``Columns.export`` letter of each column.
+_LETTERS: Final = dict(zip(KAFKA_COLUMNS, "kvtposyh", strict=True))
 
 
 def _pyarrow() -> Any:
@@ -129,6 +131,7 @@ class ArrowDecoder:
         self.end_offset = _INT64_MAX if end_offset is None else end_offset
         self.include_control = include_control
         self.config = config
+        self._layout = "".join(_LETTERS[name] for name in self.columns)
         self._columns = self._new()
 
     def _new(self) -> Columns:
@@ -212,8 +215,13 @@ class ArrowDecoder:
     def take(self) -> pa.RecordBatch:
         """The rows collected since the last call, as one ``pyarrow.RecordBatch``."""
         pa = self._pa
-        rows, offsets, timestamps, ts_types, key, value, headers = self._columns.finish()
+        columns = self._columns
         self._columns = self._new()
+        export = getattr(columns, "export", None)
+        if export is not None:  # C: one struct array through Arrow's C data interface, one call
+            address = export(self._layout, self.topic.encode(), self.partition)
+            return pa.RecordBatch._import_from_c(address, self.schema)
+        rows, offsets, timestamps, ts_types, key, value, headers = columns.finish()
         buf = pa.py_buffer
         arrays: dict[str, Any] = {}
 
