@@ -366,12 +366,49 @@ static inline int all_ascii(const unsigned char *s, Py_ssize_t n) {
 #define FAIL(reason, at) do { corrupt((reason), (at)); goto done; } while (0)
 #define VARINT_FAIL(rc, at) FAIL((rc) == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", (at))
 
+/* Where v2 writes a binary column: kept in locals during the walk (a store through a char pointer
+ * would otherwise make the compiler reload every length from the object), stored back after. */
+typedef struct {
+    char *data;
+    Py_ssize_t len;
+    char *offs; /* the next offset's place */
+} Cursor;
+
+static inline void cursor_load(Cursor *c, const Binary *b) {
+    c->data = b->data.p;
+    c->len = b->data.len;
+    c->offs = b->offsets.p + b->offsets.len;
+}
+
+static inline void cursor_store(const Cursor *c, Binary *b) {
+    b->data.len = c->len;
+    b->offsets.len = c->offs - b->offsets.p;
+}
+
+/* Append one value (n < 0: null); the room is there. A value of at most SLACK bytes is copied as
+ * SLACK bytes (one move, no call) when the source has that many before src_end. */
+static inline __attribute__((always_inline)) int cursor_put(Cursor *c, Bitmap *valid, Py_ssize_t row, const char *src,
+                                                            Py_ssize_t n, const char *src_end) {
+    if (bitmap_set(valid, row, n >= 0) < 0) return -1;
+    if (n > 0) {
+        if (UNLIKELY(c->len + n > INT32_MAX)) return too_long();
+        char *dst = c->data + c->len;
+        if (n <= SLACK && src_end - src >= SLACK) memcpy(dst, src, SLACK);
+        else memcpy(dst, src, (size_t)n);
+        c->len += n;
+    }
+    int32_t end = (int32_t)c->len;
+    memcpy(c->offs, &end, 4);
+    c->offs += 4;
+    return 0;
+}
+
 /* Columns.v2(data, pos, end, count, base_offset, base_timestamp, log_append_time, ts_type, lo, hi) -> end position
  *
  * One pass over the records: each field is checked (every length against what is left of its
  * record, every varint against its end) and the wanted ones are written straight into the column
  * buffers, whose room is made once per batch (count rows; the batch's bytes for each data
- * buffer), so the copies themselves check nothing. */
+ * buffer) but for the header offsets (once per record), so the copies themselves check nothing. */
 static PyObject *columns_v2(Columns *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos, end, count;
@@ -387,6 +424,10 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
     const int has_lat = lat_obj != Py_None;
     const int want_key = self->want_key, want_value = self->want_value, want_headers = self->want_headers;
     const uint64_t scale = (uint64_t)self->ts_scale;
+    int loaded = 0; /* the cursors hold the state (stored back at done) */
+    Cursor key, value, hkey, hvalue;
+    char *offsets = NULL, *stamps = NULL, *types = NULL, *ends = NULL;
+    Py_ssize_t rows = self->rows, header_count = self->header_count;
     if (has_lat) {
         lat = PyLong_AsLongLong(lat_obj);
         if (lat == -1 && PyErr_Occurred()) goto done;
@@ -402,19 +443,27 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
         snprintf(msg, sizeof msg, "%zd records cannot fit in %zd bytes (a record takes at least 7)", count, end - pos);
         FAIL(msg, pos);
     }
-    /* room for every row of the batch in the fixed-width columns (count <= bytes / 7 bounds it) */
-    if (buf_room(&self->offset, 8 * count) < 0 || buf_room(&self->timestamp, 8 * count) < 0 ||
-        buf_room(&self->ts_type, 4 * count) < 0 || (want_key && buf_room(&self->key.offsets, 4 * count) < 0) ||
-        (want_value && buf_room(&self->value.offsets, 4 * count) < 0) ||
-        (want_headers && buf_room(&self->header_ends, 4 * count) < 0))
-        goto done;
-    /* and for the data: the keys (values, header keys, header values) of the batch take at most
-     * its bytes; room not used is never touched (and given back by finish) */
+    /* room for every row of the batch in the fixed-width columns (count <= bytes / 7 bounds it),
+     * and for the data: the keys (values, header keys, header values) of the batch take at most
+     * its bytes; room not used is never touched (and given back by export) */
     const Py_ssize_t bytes = end - pos + SLACK;
-    const char *src_end = (const char *)d + view.len;
-    if ((want_key && buf_room(&self->key.data, bytes) < 0) || (want_value && buf_room(&self->value.data, bytes) < 0) ||
-        (want_headers && (buf_room(&self->header_key.data, bytes) < 0 || buf_room(&self->header_value.data, bytes) < 0)))
+    if (buf_room(&self->offset, 8 * count) < 0 || buf_room(&self->timestamp, 8 * count) < 0 ||
+        buf_room(&self->ts_type, 4 * count) < 0 ||
+        (want_key && (buf_room(&self->key.offsets, 4 * count) < 0 || buf_room(&self->key.data, bytes) < 0)) ||
+        (want_value && (buf_room(&self->value.offsets, 4 * count) < 0 || buf_room(&self->value.data, bytes) < 0)) ||
+        (want_headers && (buf_room(&self->header_ends, 4 * count) < 0 || buf_room(&self->header_key.data, bytes) < 0 ||
+                          buf_room(&self->header_value.data, bytes) < 0)))
         goto done;
+    const char *src_end = (const char *)d + view.len;
+    cursor_load(&key, &self->key);
+    cursor_load(&value, &self->value);
+    cursor_load(&hkey, &self->header_key);
+    cursor_load(&hvalue, &self->header_value);
+    offsets = self->offset.p + self->offset.len;
+    stamps = self->timestamp.p + self->timestamp.len;
+    types = self->ts_type.p + self->ts_type.len;
+    ends = self->header_ends.p + self->header_ends.len;
+    loaded = 1;
     self->last_key = NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         uint32_t u;
@@ -488,22 +537,35 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
         }
         const int keep = offset >= lo && offset < hi;
         const int put_headers = keep && want_headers && hc > 0;
-        if (put_headers) {
-            /* hc headers, whose bytes are at most what is left of the record */
-            if (buf_room(&self->header_key.offsets, 4 * (Py_ssize_t)hc) < 0 ||
-                buf_room(&self->header_value.offsets, 4 * (Py_ssize_t)hc) < 0)
+        if (put_headers) { /* room for hc more header offsets in both columns */
+            Py_ssize_t need = 4 * (Py_ssize_t)hc;
+            if (UNLIKELY(self->header_key.offsets.p + self->header_key.offsets.cap - hkey.offs < need ||
+                         self->header_value.offsets.p + self->header_value.offsets.cap - hvalue.offs < need)) {
+                cursor_store(&hkey, &self->header_key);
+                cursor_store(&hvalue, &self->header_value);
+                if (buf_room(&self->header_key.offsets, need) < 0 || buf_room(&self->header_value.offsets, need) < 0) {
+                    cursor_load(&hkey, &self->header_key);
+                    cursor_load(&hvalue, &self->header_value);
+                    goto done;
+                }
+                cursor_load(&hkey, &self->header_key);
+                cursor_load(&hvalue, &self->header_value);
+            }
+            if (UNLIKELY(header_count > INT32_MAX - hc)) {
+                PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2**31 headers");
                 goto done;
+            }
         }
         for (int32_t h = 0; h < hc; h++) {
             if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
             const int32_t n = ZZ32(u);
             if (UNLIKELY(n < 0)) FAIL("null or negative header key length", pos);
             if (UNLIKELY(n > rec_end - pos)) FAIL("header key overruns its record", pos);
-            const unsigned char *key = d + pos;
-            if (UNLIKELY(!all_ascii(key, n)) &&
-                !(self->last_key != NULL && self->last_key_len == n && memcmp(self->last_key, key, n) == 0)) {
-                if (!valid_utf8(key, n)) FAIL("header key is not valid UTF-8", pos);
-                self->last_key = (const char *)key;
+            const unsigned char *hk = d + pos;
+            if (UNLIKELY(!all_ascii(hk, n)) &&
+                !(self->last_key != NULL && self->last_key_len == n && memcmp(self->last_key, hk, n) == 0)) {
+                if (!valid_utf8(hk, n)) FAIL("header key is not valid UTF-8", pos);
+                self->last_key = (const char *)hk;
                 self->last_key_len = n;
             }
             pos += n;
@@ -512,14 +574,10 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
             if (UNLIKELY(m < -1)) FAIL("negative header value length", pos);
             if (UNLIKELY(m > rec_end - pos)) FAIL("header value overruns its record", pos);
             if (put_headers) {
-                if (UNLIKELY(self->header_count >= INT32_MAX)) {
-                    PyErr_SetString(PyExc_OverflowError, "a column of one Arrow batch holds at most 2**31 headers");
+                if (cursor_put(&hkey, &self->header_key.valid, header_count, (const char *)hk, n, src_end) < 0 ||
+                    cursor_put(&hvalue, &self->header_value.valid, header_count, (const char *)d + pos, m, src_end) < 0)
                     goto done;
-                }
-                if (binary_put(&self->header_key, self->header_count, (const char *)key, n, src_end) < 0 ||
-                    binary_put(&self->header_value, self->header_count, (const char *)d + pos, m, src_end) < 0)
-                    goto done;
-                self->header_count++;
+                header_count++;
             }
             if (m > 0) pos += m;
         }
@@ -529,25 +587,38 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
             FAIL(msg, pos);
         }
         if (!keep) continue;
-        const Py_ssize_t row = self->rows;
-        const int64_t ts = has_lat ? lat : (int64_t)((uint64_t)base_ts + (uint64_t)tsd);
-        put_i64(&self->offset, offset);
-        put_i64(&self->timestamp, (int64_t)((uint64_t)ts * scale));
-        put_i32(&self->ts_type, ts_type);
-        if (want_key) {
-            if (binary_put(&self->key, row, (const char *)d + kpos, klen, src_end) < 0) goto done;
-        }
-        if (want_value) {
-            if (binary_put(&self->value, row, (const char *)d + vpos, vlen, src_end) < 0) goto done;
-        }
+        const int64_t ts = (int64_t)((uint64_t)(has_lat ? lat : (int64_t)((uint64_t)base_ts + (uint64_t)tsd)) * scale);
+        memcpy(offsets, &offset, 8);
+        offsets += 8;
+        memcpy(stamps, &ts, 8);
+        stamps += 8;
+        memcpy(types, &ts_type, 4);
+        types += 4;
+        if (want_key && cursor_put(&key, &self->key.valid, rows, (const char *)d + kpos, klen, src_end) < 0) goto done;
+        if (want_value && cursor_put(&value, &self->value.valid, rows, (const char *)d + vpos, vlen, src_end) < 0)
+            goto done;
         if (want_headers) {
-            if (bitmap_set(&self->has_headers, row, hc > 0) < 0) goto done;
-            put_i32(&self->header_ends, (int32_t)self->header_count);
+            if (bitmap_set(&self->has_headers, rows, hc > 0) < 0) goto done;
+            int32_t e = (int32_t)header_count;
+            memcpy(ends, &e, 4);
+            ends += 4;
         }
-        self->rows = row + 1;
+        rows++;
     }
     result = PyLong_FromSsize_t(pos);
 done:
+    if (loaded) { /* what was appended stays (a failed batch leaves its earlier records, as before) */
+        cursor_store(&key, &self->key);
+        cursor_store(&value, &self->value);
+        cursor_store(&hkey, &self->header_key);
+        cursor_store(&hvalue, &self->header_value);
+        self->offset.len = offsets - self->offset.p;
+        self->timestamp.len = stamps - self->timestamp.p;
+        self->ts_type.len = types - self->ts_type.p;
+        self->header_ends.len = ends - self->header_ends.p;
+        self->rows = rows;
+        self->header_count = header_count;
+    }
     self->last_key = NULL;
     PyBuffer_Release(&view);
     return result;
