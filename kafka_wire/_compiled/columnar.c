@@ -283,59 +283,47 @@ static int valid_utf8(const unsigned char *s, Py_ssize_t n) {
     return 1;
 }
 
-/* Unsigned varint of at most 5 bytes keeping the low 32 bits (Java's int reader); -1 when the
- * input ends first (*pos unchanged), -2 when it is longer than 5 bytes (*pos after them). */
-static __attribute__((noinline)) int read_u32_slow(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos,
-                                                   uint32_t *out) {
-    Py_ssize_t p = *pos;
-    uint32_t v = 0;
-    for (int shift = 0; shift <= 28; shift += 7) {
-        if (p >= end) return -1;
-        unsigned char b = d[p++];
-        v |= (uint32_t)(b & 0x7F) << shift;
-        if (b < 0x80) { *out = v; *pos = p; return 0; }
-    }
-    *pos = p;
-    return -2;
-}
+/* An unsigned varint read at a position: where it ends and its value, or pos -1 when the input
+ * ends first, -2 when it is longer than its most bytes (5 for an int, 10 for a long; an int keeps
+ * its low 32 bits, as Java's reader). Returned by value, so the walk's position stays in a register. */
+typedef struct {
+    Py_ssize_t pos;
+    uint64_t v;
+} Varint;
 
-static __attribute__((noinline)) int read_u64_slow(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos,
-                                                   uint64_t *out) {
-    Py_ssize_t p = *pos;
+static __attribute__((noinline)) Varint varint_slow(const unsigned char *d, Py_ssize_t end, Py_ssize_t p,
+                                                    int most) {
     uint64_t v = 0;
-    for (int shift = 0; shift <= 63; shift += 7) {
-        if (p >= end) return -1;
+    for (int i = 0; i < most; i++) {
+        if (p >= end) return (Varint){-1, 0};
         unsigned char b = d[p++];
-        v |= (uint64_t)(b & 0x7F) << shift;
-        if (b < 0x80) { *out = v; *pos = p; return 0; }
+        v |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) return (Varint){p, v};
     }
-    *pos = p;
-    return -2;
+    return (Varint){-2, 0};
 }
 
 /* The one- and two-byte varints (lengths, deltas of small batches) inline, the rest out of line. */
-static inline __attribute__((always_inline)) int read_u32(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos,
-                                                          uint32_t *out) {
-    Py_ssize_t p = *pos;
+static inline __attribute__((always_inline)) Varint read_u32(const unsigned char *d, Py_ssize_t end, Py_ssize_t p) {
     if (LIKELY(p + 1 < end)) {
         uint32_t b0 = d[p], b1 = d[p + 1];
-        if (b0 < 0x80) { *out = b0; *pos = p + 1; return 0; }
-        if (b1 < 0x80) { *out = (b0 & 0x7F) | (b1 << 7); *pos = p + 2; return 0; }
+        if (b0 < 0x80) return (Varint){p + 1, b0};
+        if (b1 < 0x80) return (Varint){p + 2, (b0 & 0x7F) | (b1 << 7)};
     }
-    return read_u32_slow(d, end, pos, out);
+    Varint r = varint_slow(d, end, p, 5);
+    r.v = (uint32_t)r.v;
+    return r;
 }
 
 /* Up to three bytes inline (a timestamp delta of up to a few seconds). */
-static inline __attribute__((always_inline)) int read_u64(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos,
-                                                          uint64_t *out) {
-    Py_ssize_t p = *pos;
+static inline __attribute__((always_inline)) Varint read_u64(const unsigned char *d, Py_ssize_t end, Py_ssize_t p) {
     if (LIKELY(p + 2 < end)) {
         uint64_t b0 = d[p], b1 = d[p + 1], b2 = d[p + 2];
-        if (b0 < 0x80) { *out = b0; *pos = p + 1; return 0; }
-        if (b1 < 0x80) { *out = (b0 & 0x7F) | (b1 << 7); *pos = p + 2; return 0; }
-        if (b2 < 0x80) { *out = (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14); *pos = p + 3; return 0; }
+        if (b0 < 0x80) return (Varint){p + 1, b0};
+        if (b1 < 0x80) return (Varint){p + 2, (b0 & 0x7F) | (b1 << 7)};
+        if (b2 < 0x80) return (Varint){p + 3, (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14)};
     }
-    return read_u64_slow(d, end, pos, out);
+    return varint_slow(d, end, p, 10);
 }
 
 #define ENDS_INSIDE "record data ends inside a field"
@@ -364,7 +352,29 @@ static inline int all_ascii(const unsigned char *s, Py_ssize_t n) {
 }
 
 #define FAIL(reason, at) do { corrupt((reason), (at)); goto done; } while (0)
-#define VARINT_FAIL(rc, at) FAIL((rc) == -1 ? ENDS_INSIDE : "varint longer than 5 bytes", (at))
+/* u = the varint at pos (an int, or a long with LONG), pos moved past it; the errors at the byte
+ * the per-record decoder names (the varint's start when the input ends, past its most bytes when
+ * it is too long) */
+#define READ(u, limit)                                                                                                 \
+    do {                                                                                                               \
+        Varint r_ = read_u32(d, (limit), pos);                                                                         \
+        if (UNLIKELY(r_.pos < 0)) {                                                                                    \
+            if (r_.pos == -1) FAIL(ENDS_INSIDE, pos);                                                                  \
+            FAIL("varint longer than 5 bytes", pos + 5);                                                               \
+        }                                                                                                              \
+        pos = r_.pos;                                                                                                  \
+        (u) = (uint32_t)r_.v;                                                                                          \
+    } while (0)
+#define READ_LONG(u, limit)                                                                                            \
+    do {                                                                                                               \
+        Varint r_ = read_u64(d, (limit), pos);                                                                         \
+        if (UNLIKELY(r_.pos < 0)) {                                                                                    \
+            if (r_.pos == -1) FAIL(ENDS_INSIDE, pos);                                                                  \
+            FAIL("varlong longer than 10 bytes", pos + 10);                                                            \
+        }                                                                                                              \
+        pos = r_.pos;                                                                                                  \
+        (u) = r_.v;                                                                                                    \
+    } while (0)
 
 /* Where v2 writes a binary column: kept in locals during the walk (a store through a char pointer
  * would otherwise make the compiler reload every length from the object), stored back after. */
@@ -411,14 +421,19 @@ static inline __attribute__((always_inline)) int cursor_put(Cursor *c, Bitmap *v
  * buffer) but for the header offsets (once per record), so the copies themselves check nothing. */
 static PyObject *columns_v2(Columns *self, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t pos, end, count;
-    long long base_offset, base_ts, lat, lo, hi;
-    int ts_type;
+    Py_ssize_t pos_arg, end_arg, count_arg;
+    long long base_offset_arg, base_ts_arg, lo_arg, hi_arg, lat;
+    int ts_type_arg;
     PyObject *lat_obj;
     if (!self->ready) return PyErr_Format(PyExc_RuntimeError, "Columns is not initialised");
-    if (!PyArg_ParseTuple(args, "y*nnnLLOiLL", &view, &pos, &end, &count, &base_offset, &base_ts, &lat_obj, &ts_type,
-                          &lo, &hi))
+    if (!PyArg_ParseTuple(args, "y*nnnLLOiLL", &view, &pos_arg, &end_arg, &count_arg, &base_offset_arg, &base_ts_arg,
+                          &lat_obj, &ts_type_arg, &lo_arg, &hi_arg))
         return NULL;
+    /* copies whose address is never taken: they stay in registers across the calls of the walk */
+    Py_ssize_t pos = pos_arg;
+    const Py_ssize_t end = end_arg, count = count_arg;
+    const int64_t base_offset = base_offset_arg, base_ts = base_ts_arg, lo = lo_arg, hi = hi_arg;
+    const int32_t ts_type = ts_type_arg;
     PyObject *result = NULL;
     const unsigned char *d = (const unsigned char *)view.buf;
     const int has_lat = lat_obj != Py_None;
@@ -468,14 +483,13 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < count; i++) {
         uint32_t u;
         uint64_t u64;
-        int rc;
         if (UNLIKELY(pos >= end)) {
             char msg[96];
             snprintf(msg, sizeof msg, "batch ends after %zd of %zd declared records", i, count);
             FAIL(msg, pos);
         }
         /* length */
-        if (UNLIKELY((rc = read_u32(d, end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        READ(u, end);
         const int32_t length = ZZ32(u);
         const Py_ssize_t rec_end = pos + length;
         if (UNLIKELY(rec_end > end)) {
@@ -487,13 +501,12 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
         /* attributes, timestampDelta (varlong), offsetDelta (varint) */
         pos += 1;
         if (UNLIKELY(pos > rec_end)) FAIL(ENDS_INSIDE, pos);
-        if (UNLIKELY((rc = read_u64(d, rec_end, &pos, &u64)) != 0))
-            FAIL(rc == -1 ? ENDS_INSIDE : "varlong longer than 10 bytes", pos);
+        READ_LONG(u64, rec_end);
         const int64_t tsd = (int64_t)((u64 >> 1) ^ (0ull - (u64 & 1ull)));
-        if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        READ(u, rec_end);
         const int64_t offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)ZZ32(u));
         /* key */
-        if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        READ(u, rec_end);
         const int32_t klen = ZZ32(u);
         if (UNLIKELY(klen < -1)) {
             char msg[64];
@@ -508,7 +521,7 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
         const Py_ssize_t kpos = pos;
         if (klen > 0) pos += klen;
         /* value */
-        if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        READ(u, rec_end);
         const int32_t vlen = ZZ32(u);
         if (UNLIKELY(vlen < -1)) {
             char msg[64];
@@ -523,7 +536,7 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
         const Py_ssize_t vpos = pos;
         if (vlen > 0) pos += vlen;
         /* headers */
-        if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+        READ(u, rec_end);
         const int32_t hc = ZZ32(u);
         if (UNLIKELY(hc < 0)) {
             char msg[64];
@@ -557,7 +570,7 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
             }
         }
         for (int32_t h = 0; h < hc; h++) {
-            if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+            READ(u, rec_end);
             const int32_t n = ZZ32(u);
             if (UNLIKELY(n < 0)) FAIL("null or negative header key length", pos);
             if (UNLIKELY(n > rec_end - pos)) FAIL("header key overruns its record", pos);
@@ -569,7 +582,7 @@ static PyObject *columns_v2(Columns *self, PyObject *args) {
                 self->last_key_len = n;
             }
             pos += n;
-            if (UNLIKELY((rc = read_u32(d, rec_end, &pos, &u)) != 0)) VARINT_FAIL(rc, pos);
+            READ(u, rec_end);
             const int32_t m = ZZ32(u);
             if (UNLIKELY(m < -1)) FAIL("negative header value length", pos);
             if (UNLIKELY(m > rec_end - pos)) FAIL("header value overruns its record", pos);
