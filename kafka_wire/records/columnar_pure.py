@@ -1,4 +1,4 @@
-"""The pure-Python twin of the columnar extension (``kafka_wire/_compiled/columnar.c``).
+"""The pure-Python twin of the columnar extension (``kafka_wire/_compiled/columnar/``).
 
 Same interface, same checks and the same Arrow output as the C ``Columns``; used when the
 extension is not built or ``KAFKA_WIRE_PURE`` is set (:mod:`kafka_wire.records.columnar` chooses).
