@@ -12,9 +12,11 @@ Per batch, Python reads the header, decides whether the batch is wanted (control
 aborted transactions, the offset range) and decompresses it; the records themselves are walked
 by ``Columns`` (the C extension ``kafka_wire._compiled.columnar`` when built, else its pure twin
 :mod:`kafka_wire.records.columnar_pure`), which appends every wanted field to growing buffers:
-no Python object per record, each key, value and header copied once. ``pyarrow.Array.from_buffers``
-wraps the buffers without copying them. Columns not asked for are not materialised. Legacy
-(magic 0/1) messages, one batch view each already, go through their records.
+no Python object per record, each key, value and header copied once. The C ``Columns`` exports
+its buffers as one struct array through Arrow's C data interface (one pyarrow call imports it);
+the pure twin's are wrapped by ``pyarrow.Array.from_buffers``; neither copies them again.
+Columns not asked for are not materialised. Legacy (magic 0/1) messages, one batch view each
+already, go through their records.
 
 pyarrow is an optional dependency (``pip install 'kafka-wire[arrow]'``); this module imports
 without it and the calls raise :class:`ImportError` naming the extra.
