@@ -64,6 +64,8 @@ KAFKA_COLUMNS: Final = (
 NO_HEADERS: Final = KAFKA_COLUMNS[:-1]
 
 _INT64_MAX: Final = (1 << 63) - 1
+_SCHEMAS: dict[tuple[str, ...], Any] = {}
+"""The schema of each column list asked for so far (a few: Spark asks for one or two)."""
 #: The C ``Columns.export`` letter of each column.
 _LETTERS: Final = dict(zip(KAFKA_COLUMNS, "kvtposyh", strict=True))
 
@@ -125,8 +127,12 @@ class ArrowDecoder:
         config: ReadConfig | None = None,
     ) -> None:
         self._pa = _pyarrow()
-        self.columns = _checked(columns)
-        self.schema = arrow_schema(self.columns)
+        key = tuple(columns)
+        known = _SCHEMAS.get(key)
+        if known is None:  # pyarrow's type factories cost ~100 us when their code is not in cache
+            known = _SCHEMAS[key] = arrow_schema(columns)
+        self.columns = list(key)
+        self.schema: pa.Schema = known
         self.topic = topic
         self.partition = partition
         self.start_offset = -1 - _INT64_MAX if start_offset is None else start_offset

@@ -218,6 +218,33 @@ def test_corrupt_batches_fail_as_the_per_record_decoder_does(flavour: str) -> No
         assert outcome(lambda c=case: columnar.decode_arrow(c, config=config)) == expected, case.hex()
 
 
+def test_crc_errors_are_the_readers(flavour: str) -> None:
+    """With CRC checks on: every single-byte change of a payload of plain, compressed, control and legacy batches raises the
+    error the per-record decoder raises (type and message), or decodes the same rows."""
+    data = (
+        build_batch([(b"key", b"v" * 40, [("h", b"x")], 9), (None, b"", [], 10)], base_offset=0)
+        + build_batch([(b"z", b"y" * 30, [], 11)] * 3, compression="gzip", base_offset=2)
+        + build_commit_marker(producer_id=1, producer_epoch=0, coordinator_epoch=0, base_offset=5)
+        + build_batch([(b"a", b"b")], magic=1, base_offset=6)
+        + build_batch([(b"c", b"d")] * 2, magic=0, compression="gzip", base_offset=7)
+    )
+
+    def outcome(fn: Any) -> Any:
+        try:
+            return fn()
+        except DecodeError as e:
+            return (type(e).__name__, str(e))
+
+    big = build_batch([(b"k%d" % i, b"v" * 200, [("h", b"x")], i) for i in range(400)], base_offset=20)
+    cases = [(data, i) for i in range(len(data))] + [(big, i) for i in range(0, len(big), 997)]
+    for payload, i in cases:  # the big batch (80 KiB): changes spread over it
+        bad = payload[:i] + bytes([payload[i] ^ 0x10]) + payload[i + 1 :]
+        expected = outcome(lambda b=bad: per_record(b))
+        got = outcome(lambda b=bad: rows(columnar.decode_arrow(b)))
+        assert got == expected, i
+    assert outcome(lambda: rows(columnar.decode_arrow(big))) == per_record(big)
+
+
 @st.composite
 def long_batches(draw: st.DrawFn) -> tuple[bytes, int, int]:
     """Batches of up to 40 records whose nulls (key, value, headers, header values) fall anywhere,
