@@ -105,7 +105,7 @@ class Columns:
         add_header_end, add_has_headers = self.header_ends.append, self.has_headers.append
         rows_before = len(offsets)
         scale = self.scale
-        high = -_I64_MIN - 1
+        low, high = _I64_MIN, -_I64_MIN - 1
         lat = log_append_time is not None
         if lat:  # every row's timestamp is the batch's
             ts = log_append_time * scale  # type: ignore[operator]  # lat: not None
@@ -267,7 +267,7 @@ class Columns:
                     add_timestamp(lat_ts)
                 else:
                     ts = (base_timestamp + ((tsd >> 1) ^ -(tsd & 1))) * scale
-                    add_timestamp(ts if _I64_MIN <= ts <= high else _wrap64(ts))
+                    add_timestamp(ts if low <= ts <= high else _wrap64(ts))
                 if want_key:
                     add_key(data[kpos:kend] if klen >= 0 else None)
                 if want_value:
