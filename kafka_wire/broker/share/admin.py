@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
@@ -71,6 +71,7 @@ from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.broker.group.share_groups import Partitions
