@@ -2926,44 +2926,22 @@ def broker_server_properties__ServerProperties(cls: Any, fields: tuple[Field[Any
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
 
 
-# kafka_wire.broker.share.admin:_Call
-def broker_share_admin___Call(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    _dflt_start_offset = fields[2].default
-    _dflt_state_epoch = fields[3].default
-    _dflt_due_ms = fields[4].default
-    _dflt_error = fields[5].default
-    _dflt_attempt = fields[6].default
-    def __init__(self: Any, key: Any, phase: Any, start_offset: Any=_dflt_start_offset, state_epoch: Any=_dflt_state_epoch, due_ms: Any=_dflt_due_ms, error: Any=_dflt_error, attempt: Any=_dflt_attempt) -> None:
-        self.key = key
-        self.phase = phase
-        self.start_offset = start_offset
-        self.state_epoch = state_epoch
-        self.due_ms = due_ms
-        self.error = error
-        self.attempt = attempt
-    def __repr__(self: Any) -> Any:
-        return self.__class__.__qualname__ + f"(key={self.key!r}, phase={self.phase!r}, start_offset={self.start_offset!r}, state_epoch={self.state_epoch!r}, due_ms={self.due_ms!r}, error={self.error!r}, attempt={self.attempt!r})"
-    def __eq__(self: Any, other: Any) -> Any:
-        if other.__class__ is self.__class__:
-            return (self.key,self.phase,self.start_offset,self.state_epoch,self.due_ms,self.error,self.attempt,) == (other.key,other.phase,other.start_offset,other.state_epoch,other.due_ms,other.error,other.attempt,)
-        return NotImplemented
-    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__}
-
-
-# kafka_wire.broker.share.admin:_Op
-def broker_share_admin___Op(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+# kafka_wire.broker.share.admin:Op
+def broker_share_admin__Op(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_calls: Any = fields[4].default_factory
-    def __init__(self: Any, conn_id: Any, request: Any, answer: Any, deadline_ms: Any, calls: Any=FACTORY) -> None:
+    _dflt_done = fields[5].default
+    def __init__(self: Any, conn_id: Any, request: Any, answer: Any, deadline_ms: Any, calls: Any=FACTORY, done: Any=_dflt_done) -> None:
         self.conn_id = conn_id
         self.request = request
         self.answer = answer
         self.deadline_ms = deadline_ms
         self.calls = _dflt_calls() if calls is FACTORY else calls
+        self.done = done
     def __repr__(self: Any) -> Any:
-        return self.__class__.__qualname__ + f"(conn_id={self.conn_id!r}, request={self.request!r}, answer={self.answer!r}, deadline_ms={self.deadline_ms!r}, calls={self.calls!r})"
+        return self.__class__.__qualname__ + f"(conn_id={self.conn_id!r}, request={self.request!r}, answer={self.answer!r}, deadline_ms={self.deadline_ms!r}, calls={self.calls!r}, done={self.done!r})"
     def __eq__(self: Any, other: Any) -> Any:
         if other.__class__ is self.__class__:
-            return (self.conn_id,self.request,self.answer,self.deadline_ms,self.calls,) == (other.conn_id,other.request,other.answer,other.deadline_ms,other.calls,)
+            return (self.conn_id,self.request,self.answer,self.deadline_ms,self.calls,self.done,) == (other.conn_id,other.request,other.answer,other.deadline_ms,other.calls,other.done,)
         return NotImplemented
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__}
 
@@ -4551,8 +4529,7 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.broker.server_properties:Note': (True, True, True, False, False, (('level', True, True, True, None, False, False, False), ('message', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.server_properties:Endpoint': (True, True, True, False, False, (('listener', True, True, True, None, False, False, False), ('host', True, True, True, None, False, False, False), ('port', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.server_properties:ServerProperties': (True, True, True, False, False, (('config', True, True, True, None, False, False, False), ('bind', True, True, True, None, False, False, False), ('advertised', True, True, True, None, False, False, False), ('data_dir', True, True, True, None, False, False, False), ('notes', True, True, True, None, False, False, False), ('tls', True, True, True, None, False, False, True)), ()),
-    'kafka_wire.broker.share.admin:_Call': (False, True, True, False, False, (('key', True, True, True, None, False, False, False), ('phase', True, True, True, None, False, False, False), ('start_offset', True, True, True, None, False, True, False), ('state_epoch', True, True, True, None, False, True, False), ('due_ms', True, True, True, None, False, True, False), ('error', True, True, True, None, False, True, False), ('attempt', True, True, True, None, False, True, False)), ()),
-    'kafka_wire.broker.share.admin:_Op': (False, True, True, False, False, (('conn_id', True, True, True, None, False, False, False), ('request', True, True, True, None, False, False, False), ('answer', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False), ('calls', True, True, True, None, False, False, True)), ()),
+    'kafka_wire.broker.share.admin:Op': (False, True, True, False, False, (('conn_id', True, True, True, None, False, False, False), ('request', True, True, True, None, False, False, False), ('answer', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False), ('calls', True, True, True, None, False, False, True), ('done', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.share.manager:ShareConfig': (True, True, True, False, False, (('lock_duration_ms', True, True, True, None, True, True, False), ('delivery_limit', True, True, True, None, True, True, False), ('max_in_flight', True, True, True, None, True, True, False), ('max_sessions', True, True, True, None, True, True, False)), ()),
     'kafka_wire.broker.share.persister:ReadOutcome': (True, True, True, False, False, (('error_code', True, True, True, None, False, False, False), ('leader_epoch', True, True, True, None, False, False, False), ('state_epoch', True, True, True, None, False, True, False), ('start_offset', True, True, True, None, False, True, False), ('batches', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.share.persister:Snapshot': (True, True, True, False, False, (('state_epoch', True, True, True, None, False, False, False), ('leader_epoch', True, True, True, None, False, False, False), ('start_offset', True, True, True, None, False, False, False), ('batches', True, True, True, None, False, False, False)), ()),
@@ -4713,8 +4690,7 @@ FACTORIES: dict[str, Factory] = {
     'kafka_wire.broker.server_properties:Note': broker_server_properties__Note,
     'kafka_wire.broker.server_properties:Endpoint': broker_server_properties__Endpoint,
     'kafka_wire.broker.server_properties:ServerProperties': broker_server_properties__ServerProperties,
-    'kafka_wire.broker.share.admin:_Call': broker_share_admin___Call,
-    'kafka_wire.broker.share.admin:_Op': broker_share_admin___Op,
+    'kafka_wire.broker.share.admin:Op': broker_share_admin__Op,
     'kafka_wire.broker.share.manager:ShareConfig': broker_share_manager__ShareConfig,
     'kafka_wire.broker.share.persister:ReadOutcome': broker_share_persister__ReadOutcome,
     'kafka_wire.broker.share.persister:Snapshot': broker_share_persister__Snapshot,
