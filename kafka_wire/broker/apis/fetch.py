@@ -378,12 +378,19 @@ class FetchWait:
         topic and the replica must still be the ones found then (topic ids are unique, so the
         topic still under its name is the one its id finds).
 
-        The same test as ``_read_from(topic, replica) == before``, field by field and without
-        building the tuple; the last stable offset, the one that takes a computation, is read only
-        when everything else is unchanged. Held fetches are tested after every engine call, so
-        this is on the path of every event."""
+        For a follower, the same test as ``_read_from(topic, replica) == before``, field by field
+        and without building the tuple; the last stable offset, the one that takes a computation,
+        is read only when everything else is unchanged. Held fetches are tested after every engine call, so
+        this is on the path of every event.
+
+        A consumer's read ends at the high watermark or the last stable offset, below which a
+        leader's log does not change while its epoch stays: its log end offset growing cannot
+        answer it, so a consumer's fetch is woken by the log end offset only when it fell (a
+        truncation), as Kafka's DelayedFetch compares a consumer's position with the high
+        watermark or last stable offset only. A follower's read goes to the log end offset."""
         assert self.seen is not None
         topics, partitions = self.state.metadata.topics, self.state.partitions
+        consumer = self.replica_id < 0
         for item, before in zip(self.wanted, self.seen, strict=True):
             topic, replica = before[0], before[1]
             if topic is None or replica is None:
@@ -396,9 +403,13 @@ class FetchWait:
                 return False
             log, leadership = replica.log, replica.leadership
             # A tuple compares its items by identity first, then by equality: so does this.
+            end = log.log_end_offset
+            if end != before[6] and (
+                not consumer or end < before[6] or replica.hooks.planted("serve-above-hw")
+            ):
+                return False
             if (
-                log.log_end_offset != before[6]
-                or replica.high_watermark != before[8]
+                replica.high_watermark != before[8]
                 or log.log_start_offset != before[7]
                 or leadership.epoch != before[4]
                 or leadership.role is not before[5]
