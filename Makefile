@@ -58,7 +58,7 @@ peers: $(PEERS_STAMP)
 # then the guard checks mypyc's C for generic calls in hot functions. Without a compiler the
 # package stays pure Python. Rebuilt when the compiled sources change.
 COMPILED_STAMP := build/.compiled
-COMPILED_SOURCES := setup.py $(wildcard kafka_wire/_compiled/*.py kafka_wire/_compiled/*.c kafka_wire/_compiled/recordwalk/*.[ch] kafka_wire/_compiled/messages/*.py kafka_wire/codec/*.py)
+COMPILED_SOURCES := setup.py $(wildcard kafka_wire/_compiled/*.py kafka_wire/_compiled/*.c kafka_wire/_compiled/recordwalk/*.[ch] kafka_wire/_compiled/columnar/*.[ch] kafka_wire/_compiled/messages/*.py kafka_wire/codec/*.py)
 $(COMPILED_STAMP): $(STAMP) $(COMPILED_SOURCES)
 	@if command -v "$${CC:-cc}" >/dev/null 2>&1; then \
 		echo "compiling the mypyc flavour (about a minute)"; \

@@ -26,12 +26,14 @@ MESSAGES = sorted(
     if p.name != "__init__.py"
 )
 COMPILED = [*RECORDS, *BASES, *MESSAGES]
-#: Columnar decoding into Arrow buffers: a small C extension (no mypyc), whose pure-Python twin is
-#: kafka_wire/records/columnar_pure.py (kafka_wire.records.columnar chooses).
+#: Columnar decoding into Arrow buffers: a small C extension (no mypyc) of a few files sharing
+#: columnar.h, whose pure-Python twin is kafka_wire/records/columnar_pure.py
+#: (kafka_wire.records.columnar chooses).
 COLUMNAR = Extension(
     "kafka_wire._compiled.columnar",
-    ["kafka_wire/_compiled/columnar.c"],
-    extra_compile_args=["-O2", "-std=c11", "-Wall"],
+    sorted(str(p.relative_to(HERE)) for p in (HERE / "kafka_wire" / "_compiled" / "columnar").glob("*.c")),
+    depends=["kafka_wire/_compiled/columnar/columnar.h"],
+    extra_compile_args=["-O2", "-std=c11", "-Wall", "-fvisibility=hidden"],
 )
 
 #: Record and the per-record walks that make records: a small C extension (no mypyc) of a few

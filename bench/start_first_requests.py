@@ -39,7 +39,7 @@ from kafka_wire.cli import main
 def note_when_accepting(port):
     while True:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            socket.create_connection((b"127.0.0.1", port), timeout=5).close()  # bytes: no idna codec
             break
         except OSError:
             time.sleep(0.001)

@@ -27,9 +27,13 @@ signature as one, as the standard decorator does.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import importlib
 import inspect
+import sys
+import types
+import typing
 from collections.abc import Callable
 from reprlib import recursive_repr
 from typing import TYPE_CHECKING, Any, Final
@@ -192,6 +196,102 @@ def _compiled_now(spec: Spec) -> Factory:
     return factory
 
 
+#: The standard decorator's own steps are taken here (:func:`_fields_made`) on the CPython it was
+#: written against; elsewhere the standard decorator takes them.
+_LEAN: Final = sys.version_info[:2] == (3, 11)
+#: What an annotation names, as ``dataclasses`` reads a string annotation (its module's pattern).
+_ANNOTATION_NAME: Final = getattr(dataclasses, "_MODULE_IDENTIFIER_RE", None)
+#: What ``getattr`` finds on any class whose metaclass is ``type``.
+_BUILTIN_NAMES: Final = frozenset(vars(type)) | frozenset(vars(object))
+#: The names whose annotations the standard decorator may read as a pseudo-field or a marker.
+_MARKER_NAMES: Final = frozenset({"ClassVar", "InitVar", "KW_ONLY"})
+
+
+def _is_marker(value: object) -> bool:
+    """``value`` is ``ClassVar`` (bare or subscripted), an ``InitVar`` or ``KW_ONLY``."""
+    return (
+        value is typing.ClassVar
+        or (type(value) is typing._GenericAlias and value.__origin__ is typing.ClassVar)  # type: ignore[attr-defined]
+        or value is dataclasses.InitVar
+        or isinstance(value, dataclasses.InitVar)
+        or value is dataclasses.KW_ONLY
+    )
+
+
+def _plain(annotation: object, namespace: dict[str, Any]) -> bool:
+    """``annotation`` is a string the standard decorator reads as a plain field's type: the name
+    it starts with (what ``dataclasses`` looks up) is none of the markers, neither in the class's
+    module nor in ``typing`` and ``dataclasses``."""
+    if not isinstance(annotation, str) or _ANNOTATION_NAME is None:
+        return False
+    match = _ANNOTATION_NAME.match(annotation)
+    if match is None:
+        return True
+    name = match.group(2)
+    return name not in _MARKER_NAMES and not _is_marker(namespace.get(name))
+
+
+def _fields_made(
+    cls: type, own: dict[str, Any], annotations: dict[str, Any], kw_only: bool, slots: bool
+) -> type | None:
+    """What ``dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots,
+    kw_only=kw_only)`` makes of ``cls``, made in fewer steps (None: a case left to it): the
+    fields (from the annotations, defaults from the class), ``__dataclass_fields__``,
+    ``__dataclass_params__`` (as that call sets them: :func:`_quick` sets its flags after),
+    ``__match_args__``, and the slotted class made anew. Only for string annotations that name
+    no ``ClassVar``, ``InitVar`` or ``KW_ONLY``, no ``Field`` without an annotation and no
+    unhashable default: the standard decorator takes (and refuses) the rest itself."""
+    module = sys.modules.get(cls.__module__)
+    namespace = module.__dict__ if module is not None else {}
+    if not all(_plain(a, namespace) for a in annotations.values()):
+        return None
+    if any(isinstance(value, dataclasses.Field) and name not in annotations for name, value in own.items()):
+        return None
+    # Where ``getattr(cls, name)`` may find something (unless the metaclass is not ``type``).
+    found_in = (cls.__dict__, *(vars(c) for c in cls.__mro__[1:-1])) if type(cls) is type else None
+    missing = dataclasses.MISSING
+    found: dict[str, tuple[dataclasses.Field[Any], bool]] = {}
+    for name in annotations:
+        # ``getattr`` as the standard decorator reads a default, without raising (and formatting)
+        # an AttributeError for each field without one.
+        if found_in is not None and name not in _BUILTIN_NAMES and not any(name in d for d in found_in):
+            default: Any = missing
+        else:
+            default = getattr(cls, name, missing)
+        given = isinstance(default, dataclasses.Field)
+        if given:
+            made = default
+        else:
+            if isinstance(default, types.MemberDescriptorType):
+                default = missing  # a slot of a base: no default
+            made = dataclasses.field(default=default)
+        if made.default.__class__.__hash__ is None:
+            return None  # a mutable default: refused by the standard decorator
+        found[name] = made, given
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for name, (made, given) in found.items():
+        made.name = name
+        made.type = annotations[name]
+        made._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # as dataclasses marks it
+        if made.kw_only is missing:
+            made.kw_only = kw_only
+        fields[name] = made
+        if given:  # the class keeps the field's default, or nothing
+            if made.default is missing:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, made.default)
+    params = dataclasses._DataclassParams(False, False, False, False, False, False)  # type: ignore[attr-defined]
+    setattr(cls, "__dataclass_params__", params)  # noqa: B010  # not a declared attribute
+    setattr(cls, "__dataclass_fields__", fields)  # noqa: B010
+    if "__match_args__" not in own:
+        setattr(cls, "__match_args__", tuple(f.name for f in fields.values() if f.init and not f.kw_only))  # noqa: B010
+    if slots:
+        cls = dataclasses._add_slots(cls, False, False)  # type: ignore[attr-defined]  # the standard step
+    abc.update_abstractmethods(cls)
+    return cls
+
+
 def _getstate(self: Any) -> list[Any]:
     return [getattr(self, f.name) for f in dataclasses.fields(self)]
 
@@ -213,7 +313,10 @@ def _quick(cls: type, frozen: bool, slots: bool, kw_only: bool, eq: bool, order:
         return dataclasses.dataclass(cls, frozen=frozen, slots=slots, kw_only=kw_only, eq=eq, order=order)
     if not own.get("__doc__"):
         cls.__doc__ = "-"  # written below, once ``__init__`` is there to be described
-    made: type = dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots, kw_only=kw_only)
+    lean = _fields_made(cls, own, annotations, kw_only, slots) if _LEAN else None
+    made: type = lean or dataclasses.dataclass(
+        cls, init=False, repr=False, eq=False, slots=slots, kw_only=kw_only
+    )
     params = made.__dataclass_params__  # type: ignore[attr-defined]  # set by dataclasses
     params.init = params.repr = True
     params.eq, params.order, params.frozen = eq, order, frozen
@@ -241,12 +344,31 @@ def _quick(cls: type, frozen: bool, slots: bool, kw_only: bool, eq: bool, order:
         if "__setstate__" not in own:
             setattr(made, "__setstate__", _setstate)  # noqa: B010
     if not own.get("__doc__"):
+        setattr(made, "__doc__", _Signature(made))  # noqa: B010  # a descriptor, not a str
+    return made
+
+
+class _Signature:
+    """The docstring of a class written without one, made on its first read: the class's name and
+    its ``__init__``'s signature, what the standard decorator writes when it makes the class
+    (``inspect.signature`` takes about as long as the rest of a quick class: a start pays it for
+    some 40 classes whose docstring nobody reads). ``cls.__doc__`` calls :meth:`__get__` (a
+    class's ``__doc__`` in its namespace may be a descriptor), which puts the text in its place."""
+
+    __slots__ = ("_cls",)
+
+    def __init__(self, cls: type) -> None:
+        self._cls = cls
+
+    def __get__(self, instance: object, owner: type | None = None) -> str:
+        cls = self._cls
         try:
-            described = str(inspect.signature(made)).replace(" -> None", "")
+            described = str(inspect.signature(cls)).replace(" -> None", "")
         except (TypeError, ValueError):
             described = ""
-        made.__doc__ = made.__name__ + described
-    return made
+        text = cls.__name__ + described
+        type.__setattr__(cls, "__doc__", text)
+        return text
 
 
 if TYPE_CHECKING:

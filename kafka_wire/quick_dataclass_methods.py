@@ -2926,6 +2926,26 @@ def broker_server_properties__ServerProperties(cls: Any, fields: tuple[Field[Any
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
 
 
+# kafka_wire.broker.share.admin:Op
+def broker_share_admin__Op(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_calls: Any = fields[4].default_factory
+    _dflt_done = fields[5].default
+    def __init__(self: Any, conn_id: Any, request: Any, answer: Any, deadline_ms: Any, calls: Any=FACTORY, done: Any=_dflt_done) -> None:
+        self.conn_id = conn_id
+        self.request = request
+        self.answer = answer
+        self.deadline_ms = deadline_ms
+        self.calls = _dflt_calls() if calls is FACTORY else calls
+        self.done = done
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(conn_id={self.conn_id!r}, request={self.request!r}, answer={self.answer!r}, deadline_ms={self.deadline_ms!r}, calls={self.calls!r}, done={self.done!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.conn_id,self.request,self.answer,self.deadline_ms,self.calls,self.done,) == (other.conn_id,other.request,other.answer,other.deadline_ms,other.calls,other.done,)
+        return NotImplemented
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__}
+
+
 # kafka_wire.broker.share.manager:ShareConfig
 def broker_share_manager__ShareConfig(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
     _dflt_lock_duration_ms = fields[0].default
@@ -2954,6 +2974,137 @@ def broker_share_manager__ShareConfig(cls: Any, fields: tuple[Field[Any], ...]) 
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
+# kafka_wire.broker.share.persister:ReadOutcome
+def broker_share_persister__ReadOutcome(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_state_epoch = fields[2].default
+    _dflt_start_offset = fields[3].default
+    _dflt_batches = fields[4].default
+    def __init__(self: Any, error_code: Any, leader_epoch: Any, state_epoch: Any=_dflt_state_epoch, start_offset: Any=_dflt_start_offset, batches: Any=_dflt_batches) -> None:
+        _object_setattr(self, 'error_code', error_code)
+        _object_setattr(self, 'leader_epoch', leader_epoch)
+        _object_setattr(self, 'state_epoch', state_epoch)
+        _object_setattr(self, 'start_offset', start_offset)
+        _object_setattr(self, 'batches', batches)
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(error_code={self.error_code!r}, leader_epoch={self.leader_epoch!r}, state_epoch={self.state_epoch!r}, start_offset={self.start_offset!r}, batches={self.batches!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.error_code,self.leader_epoch,self.state_epoch,self.start_offset,self.batches,) == (other.error_code,other.leader_epoch,other.state_epoch,other.start_offset,other.batches,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.error_code,self.leader_epoch,self.state_epoch,self.start_offset,self.batches,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('error_code','leader_epoch','state_epoch','start_offset','batches',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('error_code','leader_epoch','state_epoch','start_offset','batches',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
+# kafka_wire.broker.share.persister:Snapshot
+def broker_share_persister__Snapshot(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    def __init__(self: Any, state_epoch: Any, leader_epoch: Any, start_offset: Any, batches: Any) -> None:
+        _object_setattr(self, 'state_epoch', state_epoch)
+        _object_setattr(self, 'leader_epoch', leader_epoch)
+        _object_setattr(self, 'start_offset', start_offset)
+        _object_setattr(self, 'batches', batches)
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(state_epoch={self.state_epoch!r}, leader_epoch={self.leader_epoch!r}, start_offset={self.start_offset!r}, batches={self.batches!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.state_epoch,self.leader_epoch,self.start_offset,self.batches,) == (other.state_epoch,other.leader_epoch,other.start_offset,other.batches,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.state_epoch,self.leader_epoch,self.start_offset,self.batches,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('state_epoch','leader_epoch','start_offset','batches',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('state_epoch','leader_epoch','start_offset','batches',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
+# kafka_wire.broker.share.persister:_Entry
+def broker_share_persister___Entry(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    _dflt_reading = fields[1].default
+    _dflt_read = fields[2].default
+    _dflt_read_due_ms = fields[3].default
+    _dflt_newest = fields[4].default
+    _dflt_version = fields[5].default
+    _dflt_stored = fields[6].default
+    _dflt_in_flight = fields[7].default
+    _dflt_write_due_ms = fields[8].default
+    _dflt_oldest_unstored_ms = fields[9].default
+    _dflt_failed = fields[10].default
+    _dflt_uncertain = fields[11].default
+    def __init__(self: Any, key: Any, reading: Any=_dflt_reading, read: Any=_dflt_read, read_due_ms: Any=_dflt_read_due_ms, newest: Any=_dflt_newest, version: Any=_dflt_version, stored: Any=_dflt_stored, in_flight: Any=_dflt_in_flight, write_due_ms: Any=_dflt_write_due_ms, oldest_unstored_ms: Any=_dflt_oldest_unstored_ms, failed: Any=_dflt_failed, uncertain: Any=_dflt_uncertain) -> None:
+        self.key = key
+        self.reading = reading
+        self.read = read
+        self.read_due_ms = read_due_ms
+        self.newest = newest
+        self.version = version
+        self.stored = stored
+        self.in_flight = in_flight
+        self.write_due_ms = write_due_ms
+        self.oldest_unstored_ms = oldest_unstored_ms
+        self.failed = failed
+        self.uncertain = uncertain
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(key={self.key!r}, reading={self.reading!r}, read={self.read!r}, read_due_ms={self.read_due_ms!r}, newest={self.newest!r}, version={self.version!r}, stored={self.stored!r}, in_flight={self.in_flight!r}, write_due_ms={self.write_due_ms!r}, oldest_unstored_ms={self.oldest_unstored_ms!r}, failed={self.failed!r}, uncertain={self.uncertain!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.key,self.reading,self.read,self.read_due_ms,self.newest,self.version,self.stored,self.in_flight,self.write_due_ms,self.oldest_unstored_ms,self.failed,self.uncertain,) == (other.key,other.reading,other.read,other.read_due_ms,other.newest,other.version,other.stored,other.in_flight,other.write_due_ms,other.oldest_unstored_ms,other.failed,other.uncertain,)
+        return NotImplemented
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__}
+
+
+# kafka_wire.broker.share.persister:Ticket
+def broker_share_persister__Ticket(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    def __init__(self: Any, entry: Any, version: Any) -> None:
+        _object_setattr(self, 'entry', entry)
+        _object_setattr(self, 'version', version)
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(entry={self.entry!r}, version={self.version!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.entry,self.version,) == (other.entry,other.version,)
+        return NotImplemented
+    def __hash__(self: Any) -> int:
+        return hash((self.entry,self.version,))
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in ('entry','version',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in ('entry','version',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
+
+
+# kafka_wire.broker.share.persister:_Reply
+def broker_share_persister___Reply(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
+    def __init__(self: Any, key: Any, entry: Any, version: Any, body: Any) -> None:
+        self.key = key
+        self.entry = entry
+        self.version = version
+        self.body = body
+    def __repr__(self: Any) -> Any:
+        return self.__class__.__qualname__ + f"(key={self.key!r}, entry={self.entry!r}, version={self.version!r}, body={self.body!r})"
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.key,self.entry,self.version,self.body,) == (other.key,other.entry,other.version,other.body,)
+        return NotImplemented
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__}
 
 
 # kafka_wire.broker.share.sessions:ShareSession
@@ -4378,7 +4529,13 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.broker.server_properties:Note': (True, True, True, False, False, (('level', True, True, True, None, False, False, False), ('message', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.server_properties:Endpoint': (True, True, True, False, False, (('listener', True, True, True, None, False, False, False), ('host', True, True, True, None, False, False, False), ('port', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.server_properties:ServerProperties': (True, True, True, False, False, (('config', True, True, True, None, False, False, False), ('bind', True, True, True, None, False, False, False), ('advertised', True, True, True, None, False, False, False), ('data_dir', True, True, True, None, False, False, False), ('notes', True, True, True, None, False, False, False), ('tls', True, True, True, None, False, False, True)), ()),
+    'kafka_wire.broker.share.admin:Op': (False, True, True, False, False, (('conn_id', True, True, True, None, False, False, False), ('request', True, True, True, None, False, False, False), ('answer', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False), ('calls', True, True, True, None, False, False, True), ('done', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.share.manager:ShareConfig': (True, True, True, False, False, (('lock_duration_ms', True, True, True, None, True, True, False), ('delivery_limit', True, True, True, None, True, True, False), ('max_in_flight', True, True, True, None, True, True, False), ('max_sessions', True, True, True, None, True, True, False)), ()),
+    'kafka_wire.broker.share.persister:ReadOutcome': (True, True, True, False, False, (('error_code', True, True, True, None, False, False, False), ('leader_epoch', True, True, True, None, False, False, False), ('state_epoch', True, True, True, None, False, True, False), ('start_offset', True, True, True, None, False, True, False), ('batches', True, True, True, None, False, True, False)), ()),
+    'kafka_wire.broker.share.persister:Snapshot': (True, True, True, False, False, (('state_epoch', True, True, True, None, False, False, False), ('leader_epoch', True, True, True, None, False, False, False), ('start_offset', True, True, True, None, False, False, False), ('batches', True, True, True, None, False, False, False)), ()),
+    'kafka_wire.broker.share.persister:_Entry': (False, True, True, False, False, (('key', True, True, True, None, False, False, False), ('reading', True, True, True, None, False, True, False), ('read', True, True, True, None, False, True, False), ('read_due_ms', True, True, True, None, False, True, False), ('newest', True, True, True, None, False, True, False), ('version', True, True, True, None, False, True, False), ('stored', True, True, True, None, False, True, False), ('in_flight', True, True, True, None, False, True, False), ('write_due_ms', True, True, True, None, False, True, False), ('oldest_unstored_ms', True, True, True, None, False, True, False), ('failed', True, True, True, None, False, True, False), ('uncertain', True, True, True, None, False, True, False)), ()),
+    'kafka_wire.broker.share.persister:Ticket': (True, True, True, False, False, (('entry', True, True, True, None, False, False, False), ('version', True, True, True, None, False, False, False)), ()),
+    'kafka_wire.broker.share.persister:_Reply': (False, True, True, False, False, (('key', True, True, True, None, False, False, False), ('entry', True, True, True, None, False, False, False), ('version', True, True, True, None, False, False, False), ('body', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.share.sessions:ShareSession': (False, True, True, False, False, (('group_id', True, True, True, None, False, False, False), ('member_id', True, True, True, None, False, False, False), ('epoch', True, True, True, None, False, False, False), ('conn_id', True, True, True, None, False, False, False), ('partitions', True, True, True, None, False, False, True)), ()),
     'kafka_wire.broker.share.state_records:ShareStateKey': (True, True, True, False, False, (('group_id', True, True, True, None, False, False, False), ('topic_id', True, True, True, None, False, False, False), ('partition', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.share.state_records:ShareState': (False, True, True, False, False, (('state_epoch', True, True, True, None, False, True, False), ('leader_epoch', True, True, True, None, False, True, False), ('start_offset', True, True, True, None, False, True, False), ('snapshot_epoch', True, True, True, None, False, True, False), ('create_timestamp_ms', True, True, True, None, False, True, False), ('write_timestamp_ms', True, True, True, None, False, True, False), ('batches', True, True, True, None, False, False, True)), ()),
@@ -4533,7 +4690,13 @@ FACTORIES: dict[str, Factory] = {
     'kafka_wire.broker.server_properties:Note': broker_server_properties__Note,
     'kafka_wire.broker.server_properties:Endpoint': broker_server_properties__Endpoint,
     'kafka_wire.broker.server_properties:ServerProperties': broker_server_properties__ServerProperties,
+    'kafka_wire.broker.share.admin:Op': broker_share_admin__Op,
     'kafka_wire.broker.share.manager:ShareConfig': broker_share_manager__ShareConfig,
+    'kafka_wire.broker.share.persister:ReadOutcome': broker_share_persister__ReadOutcome,
+    'kafka_wire.broker.share.persister:Snapshot': broker_share_persister__Snapshot,
+    'kafka_wire.broker.share.persister:_Entry': broker_share_persister___Entry,
+    'kafka_wire.broker.share.persister:Ticket': broker_share_persister__Ticket,
+    'kafka_wire.broker.share.persister:_Reply': broker_share_persister___Reply,
     'kafka_wire.broker.share.sessions:ShareSession': broker_share_sessions__ShareSession,
     'kafka_wire.broker.share.state_records:ShareStateKey': broker_share_state_records__ShareStateKey,
     'kafka_wire.broker.share.state_records:ShareState': broker_share_state_records__ShareState,

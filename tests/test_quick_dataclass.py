@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -100,6 +100,9 @@ def _compare_class(quick: type, standard: type) -> None:
     ]
     for attribute in ("__slots__", "__match_args__"):
         assert getattr(quick, attribute, None) == getattr(standard, attribute, None), attribute
+    for f in dataclasses.fields(quick):  # what the class keeps of each field (a default, or nothing)
+        kept = _unplaced(repr(getattr(quick, f.name, None)))
+        assert kept == _unplaced(repr(getattr(standard, f.name, None))), f.name
     assert _unplaced(quick.__doc__) == _unplaced(standard.__doc__)
     assert _unplaced(str(inspect.signature(quick))) == _unplaced(str(inspect.signature(standard)))
     q_params, s_params = quick.__dataclass_params__, standard.__dataclass_params__  # type: ignore[attr-defined]
@@ -211,7 +214,35 @@ def _eq_only(decorate: Callable[..., Any]) -> type:
     return EqOnly
 
 
-@pytest.mark.parametrize("body", [_selfish, _written, _eq_only])
+class _Plain:
+    """Not a dataclass: what it holds is a default for a field of that name."""
+
+    inherited: int = 7
+
+
+def _inherits(decorate: Callable[..., Any]) -> type:
+    @decorate
+    class Inherits(_Plain):
+        a: int
+        inherited: int
+        kept: str = dataclasses.field(default="k", repr=False)
+        made: list[int] = dataclasses.field(default_factory=list)
+        empty: tuple[int, ...] = ()
+
+    return Inherits
+
+
+def _marked(decorate: Callable[..., Any]) -> type:
+    @decorate
+    class Marked:
+        a: int
+        count: ClassVar[int] = 0
+        b: int = 2
+
+    return Marked
+
+
+@pytest.mark.parametrize("body", [_selfish, _written, _eq_only, _inherits, _marked])
 @pytest.mark.parametrize(
     "options",
     [
@@ -231,6 +262,37 @@ def test_edge_cases_match_the_standard_decorator(
     quick, standard = _both(body, **options)
     _compare_class(quick, standard)
     assert f"{quick.__module__}:{quick.__qualname__}" in quick_dataclass.MADE  # not the standard path
+
+
+@pytest.mark.parametrize("slots", [False, True])
+def test_refusals_match_the_standard_decorator(slots: bool) -> None:
+    def mutable(decorate: Callable[..., Any]) -> type:
+        @decorate
+        class Mutable:
+            a: list[int] = []  # noqa: RUF012  # refused: a mutable default
+
+        return Mutable
+
+    def unannotated(decorate: Callable[..., Any]) -> type:
+        @decorate
+        class Unannotated:
+            a: int
+            b = dataclasses.field(default=1)
+
+        return Unannotated
+
+    for body in (mutable, unannotated):
+        quick = _outcome(functools.partial(body, dataclass(slots=slots)))
+        standard = _outcome(functools.partial(body, dataclasses.dataclass(slots=slots)))
+        assert quick[0] == standard[0] == "raised"
+        assert quick[1] == standard[1]
+
+
+def test_docstring_is_written_on_first_read() -> None:
+    quick, standard = _both(_inherits, frozen=True, slots=True)
+    assert type(vars(quick)["__doc__"]) is not str  # not made yet: nobody read it
+    assert quick.__doc__ == standard.__doc__
+    assert vars(quick)["__doc__"] == quick.__doc__  # made once, then in its place
 
 
 def test_frozen_slotted_instances_pickle_and_repr_guards_recursion() -> None:

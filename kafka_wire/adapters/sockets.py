@@ -23,7 +23,7 @@ def listen(host: str, port: int) -> list[socket.socket]:
     listeners: list[socket.socket] = []
     try:
         for family, kind, proto, _, address in socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            _host_bytes(host), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         ):
             sock = socket.socket(family, kind, proto)
             listeners.append(sock)
@@ -40,6 +40,19 @@ def listen(host: str, port: int) -> list[socket.socket]:
             sock.close()
         raise
     return listeners
+
+
+def _host_bytes(host: str) -> str | bytes:
+    """``host`` for ``getaddrinfo``: a numeric address as its ASCII bytes, which ``getaddrinfo``
+    takes as they are (a ``str`` it encodes with the ``idna`` codec first, and loading that codec
+    with ``unicodedata`` and ``stringprep`` costs a start about a millisecond); a name as given."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return host.encode("ascii")
+    return host
 
 
 def raise_file_limit() -> int | None:

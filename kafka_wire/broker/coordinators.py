@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SHARE_ADMIN_APIS
@@ -41,6 +41,9 @@ from kafka_wire.broker.txn_link import TxnLink
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.events import Request
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.group.share_groups import Partitions
 
 #: The connection id the loopback's requests are answered on (no real connection has it).
 LOOPBACK_CONN: Final = -(2**62)
@@ -98,7 +101,7 @@ class Coordinators:
             new_producer_id=lambda now: None if producer_ids is None else producer_ids.next_id(now),
         )
         state.txn_verifier = TxnVerifier(state.cluster)
-        self.share_admin = ShareAdmin(state, lambda: self.group.coordinator)
+        self.share_admin = ShareAdmin(state, self.group)
         self.loopback = LocalLink(self._serve)
         self._loopback_answers: dict[int, Message] = {}
         #: Answers for the broker's connections made while the loopback was served.
@@ -107,8 +110,9 @@ class Coordinators:
         #: What the ACL checks put back into an answer (``security/coordinator_checks.py``), by
         #: connection and correlation id.
         self._patches: dict[tuple[int, int], Callable[[Message], Message]] = {}
-        #: The share groups a DeleteGroups deletes, by connection and correlation id.
-        self._share_deletes: dict[tuple[int, int], set[str]] = {}
+        #: The share groups a DeleteGroups deletes and the share-partitions whose state their
+        #: metadata lists, by connection and correlation id.
+        self._share_deletes: dict[tuple[int, int], dict[str, Partitions]] = {}
         #: The time of the latest poll.
         self._now_ms = 0
 
@@ -136,7 +140,11 @@ class Coordinators:
         if request.api_key in GROUP_APIS:
             if isinstance(request.body, messages.DeleteGroupsRequest):
                 coordinator = self.group.coordinator
-                shares = {g for g in request.body.groups_names if coordinator.share_group_view(g) is not None}
+                shares = {
+                    g: coordinator.share_groups.state_partitions(g, initialized_only=False)
+                    for g in request.body.groups_names
+                    if g in coordinator.share_groups.groups
+                }
                 if shares:  # their share-partitions' state is deleted before the answer leaves
                     self._share_deletes[conn_id, request.correlation_id] = shares
             return self._route(self.group.handle(conn_id, request, client_host, now_ms))

@@ -45,7 +45,7 @@ from kafka_wire.logformat.partition_metadata import (
 from kafka_wire.logformat.properties import parse_properties
 from kafka_wire.quick_dataclass import dataclass
 
-_PARTITION_DIR: Final = re.compile(r"(.+)-(\d{1,9})")
+_PARTITION_DIR: Final = r"(.+)-(\d{1,9})"  # compiled (and kept) by ``re`` on first use
 _MAX_SMALL_FILE: Final = 64 * 1024
 
 #: The metadata file of an older single node (:mod:`kafka_wire.broker.legacy_import`).
@@ -130,7 +130,7 @@ def partition_dirs(storage: StorageReader) -> dict[str, list[tuple[int, uuid.UUI
     """Partition directories in the data directory: per topic name, (partition, topic id or None)."""
     found: dict[str, list[tuple[int, uuid.UUID | None]]] = {}
     for entry in storage.list_dir(""):
-        match = _PARTITION_DIR.fullmatch(entry)
+        match = re.fullmatch(_PARTITION_DIR, entry)
         if match is None or storage.size(entry) is not None:
             continue  # not a partition directory name, or a file
         names = storage.list_dir(entry)

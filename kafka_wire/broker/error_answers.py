@@ -236,3 +236,16 @@ def failure_answer(api_key: int, request: Message, code: int) -> Message:
     description as message: Kafka's controller answers these with its exception's message."""
     known = ErrorCode.lookup(code)
     return ERROR_ANSWERS[api_key](request, code, known.description if isinstance(known, ErrorCode) else None)
+
+
+def whole_answer(api_key: int, request: Message, code: int, message: str | None = None) -> Message:
+    """The answer of ``request`` failing as a whole with ``code``: its :data:`ERROR_ANSWERS` entry,
+    else the response with only its top-level ``error_code`` (and ``error_message`` where the
+    response has one) set; the caller knows that the response has a top-level error."""
+    if (build := ERROR_ANSWERS.get(api_key)) is not None:
+        return build(request, code, message)
+    response = messages.RESPONSES[api_key]()
+    response.error_code = code  # type: ignore[attr-defined]  # the caller's precondition
+    if message is not None and any(spec.name == "error_message" for spec in type(response).FIELDS):
+        response.error_message = message  # type: ignore[attr-defined]  # checked just above
+    return response

@@ -31,7 +31,7 @@ from typing import Final
 from kafka_wire import messages
 from kafka_wire.broker.apis import SUPPORTED
 from kafka_wire.broker.effects import FileRegion
-from kafka_wire.broker.error_answers import ERROR_ANSWERS
+from kafka_wire.broker.error_answers import ERROR_ANSWERS, whole_answer
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import RESPONSES, ApiKey, ErrorCode
@@ -367,10 +367,4 @@ def injected_answer(api_key: int, request: Message, code: int) -> Message:
     has nothing else (see :meth:`FaultInjector.push_errors` for the APIs it can build)."""
     if (build := _ANSWERS.get(api_key)) is not None:
         return build(request, code)
-    if (admin := ERROR_ANSWERS.get(api_key)) is not None:
-        return admin(request, code, INJECTED_MESSAGE)
-    response = RESPONSES[api_key]()
-    response.error_code = code  # type: ignore[attr-defined]  # push_errors checked the field exists
-    if any(spec.name == "error_message" for spec in type(response).FIELDS):
-        response.error_message = INJECTED_MESSAGE  # type: ignore[attr-defined]  # checked just above
-    return response
+    return whole_answer(api_key, request, code, INJECTED_MESSAGE)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kafka_wire import messages
 from kafka_wire.broker import offsets_topic
@@ -56,6 +56,9 @@ from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.broker.group.service import GroupCoordinator
+    from kafka_wire.broker.group.share_groups import Initialization, ShareGroups
+
+_T = TypeVar("_T")
 
 #: A group answer: (connection id, the request it answers, the response body).
 GroupAnswer = tuple[int, Request, Message]
@@ -205,6 +208,17 @@ class GroupLink:
         if self._coordinator is None:
             return []
         return self._apply(self._coordinator.topics_deleted(topics, now_ms), now_ms)
+
+    def share_write(self, call: Callable[[ShareGroups], _T], now_ms: int) -> tuple[_T, list[GroupAnswer]]:
+        """A call on the share groups' part (their state metadata, ``group/share_groups.py``) and
+        the answers its writes give."""
+        result, effects = self.coordinator.share_write(call, now_ms)
+        return result, self._apply(effects, now_ms)
+
+    def take_share_initializations(self) -> list[Initialization]:
+        """The share-partitions heartbeats marked initializing, once stored (none before the
+        coordinator is built)."""
+        return [] if self._coordinator is None else self._coordinator.share_groups.take_initializations()
 
     def transactions_ended(self, ended: list[tuple[int, int, bool]], now_ms: int) -> list[GroupAnswer]:
         """Markers ``__consumer_offsets`` partitions took: (partition, producer id, commit)."""

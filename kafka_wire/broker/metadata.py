@@ -23,14 +23,14 @@ from kafka_wire.quick_dataclass import dataclass
 
 OFFSETS_TOPIC: Final = "__consumer_offsets"
 #: Kafka's rule for topic names (``Topic.validate``): at most 249 of ``[a-zA-Z0-9._-]``.
-_LEGAL_TOPIC: Final = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_LEGAL_TOPIC: Final = r"[a-zA-Z0-9._-]{1,249}"  # compiled (and kept) by ``re`` on first use
 
 
 def topic_name_problem(name: str) -> str | None:
     """Why ``name`` is not a legal topic name, or None."""
     if name in ("", ".", ".."):
         return f"topic name {name!r} is illegal"
-    if not _LEGAL_TOPIC.fullmatch(name):
+    if not re.fullmatch(_LEGAL_TOPIC, name):
         return f"topic name {name!r} is illegal: use at most 249 of ASCII letters, digits, '.', '_' and '-'"
     return None
 

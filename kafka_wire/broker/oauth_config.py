@@ -47,7 +47,7 @@ DEFAULT_JWKS_RETRY_BACKOFF_MS: Final = 100
 DEFAULT_JWKS_RETRY_BACKOFF_MAX_MS: Final = 10_000
 DEFAULT_CLOCK_SKEW_S: Final = 30
 #: One item of a scope (RFC 6749 section 3.3), as Kafka's OAuthBearerScopeUtils accepts it.
-_SCOPE_ITEM: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+_SCOPE_ITEM: Final = r"[\x21\x23-\x5b\x5d-\x7e]+"  # compiled (and kept) by ``re`` on first use
 _URL_SCHEMES: Final = ("file", "http", "https")
 
 
@@ -121,7 +121,7 @@ def _unsecured(options: Mapping[str, str], key: str) -> UnsecuredSettings:
         raise SaslConfigError(key, f"unsecuredValidatorAllowableClockSkewMs must not be negative: {skew}")
     scope = tuple(item for item in option("RequiredScope", "").split(" ") if item)
     for item in scope:
-        if not _SCOPE_ITEM.fullmatch(item):
+        if not re.fullmatch(_SCOPE_ITEM, item):
             raise SaslConfigError(key, f"unsecuredValidatorRequiredScope: invalid scope value {item!r}")
     return UnsecuredSettings(
         principal_claim=option("PrincipalClaimName", "sub"),

@@ -18,8 +18,6 @@ beside those of the metadata (which win).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -80,7 +78,10 @@ def server_sasl(
         }
     if not listeners:
         return {}
-    # The mechanisms load only for a broker with a SASL listener (kafka_wire.protocol.sasl is lazy).
+    # The mechanisms load only for a broker with a SASL listener (kafka_wire.protocol.sasl is lazy),
+    # and so do ``hashlib`` and ``hmac``.
+    import hashlib
+
     from kafka_wire.protocol.sasl import MIN_SCRAM_ITERATIONS, PlainServer, ScramCredential
 
     if users:
@@ -126,6 +127,8 @@ def sasl_refusal(api_key: int) -> Message:
 
 
 def _check_plain(table: Mapping[str, str], user: str, password: str) -> bool:
+    import hmac
+
     expected = table.get(user)
     return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
 

@@ -96,11 +96,11 @@ _SERVER_KEYS: Final = frozenset(
 )
 #: Read in KRaft mode only (a single node ignores them, DEBUG).
 _CLUSTER_KEYS: Final = frozenset({"controller.quorum.voters", "controller.quorum.bootstrap.servers"})
-_VOTER: Final = re.compile(r"(?P<id>[0-9]+)@(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/@]+):(?P<port>[0-9]+)")
-_HOST_PORT: Final = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/@]+):(?P<port>[0-9]+)")
-_ENDPOINT: Final = re.compile(
-    r"(?P<name>[A-Za-z0-9_.-]+)://(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(?P<port>-?[0-9]+)"
-)
+# Patterns as strings: ``re`` compiles (and keeps) each on its first use, not when a start imports
+# this module.
+_VOTER: Final = r"(?P<id>[0-9]+)@(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/@]+):(?P<port>[0-9]+)"
+_HOST_PORT: Final = r"(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/@]+):(?P<port>[0-9]+)"
+_ENDPOINT: Final = r"(?P<name>[A-Za-z0-9_.-]+)://(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(?P<port>-?[0-9]+)"
 
 Level = Literal["debug", "info", "warning"]
 
@@ -189,7 +189,7 @@ def parse_endpoints(key: str, value: str) -> list[Endpoint]:
     for item in (part.strip() for part in value.split(",")):
         if not item:
             continue
-        match = _ENDPOINT.fullmatch(item)
+        match = re.fullmatch(_ENDPOINT, item)
         if match is None:
             raise BrokerConfigError(key, f"{item!r} is not NAME://host:port")
         port = int(match["port"])
@@ -336,7 +336,7 @@ def parse_voters(value: str) -> tuple[Voter, ...]:
     for item in (part.strip() for part in value.split(",")):
         if not item:
             continue
-        match = _VOTER.fullmatch(item)
+        match = re.fullmatch(_VOTER, item)
         if match is None:
             raise BrokerConfigError("controller.quorum.voters", f"{item!r} is not id@host:port")
         port = int(match["port"])
@@ -357,7 +357,7 @@ def parse_bootstrap_servers(value: str) -> tuple[tuple[str, int], ...]:
     for item in (part.strip() for part in value.split(",")):
         if not item:
             continue
-        match = _HOST_PORT.fullmatch(item)
+        match = re.fullmatch(_HOST_PORT, item)
         if match is None:
             raise BrokerConfigError("controller.quorum.bootstrap.servers", f"{item!r} is not host:port")
         servers.append((match["host"].strip("[]"), int(match["port"])))

@@ -29,9 +29,10 @@ from kafka_wire.quick_dataclass import dataclass
 #: ``ssl.principal.mapping.rules``'s default.
 DEFAULT_RULES: Final = "DEFAULT"
 _KEY: Final = "ssl.principal.mapping.rules"
-#: ``RULE:`` then the pattern and the replacement, each up to an unescaped slash, then L or U.
-_RULE: Final = re.compile(r"RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?)")
-_SEPARATOR: Final = re.compile(r"\s*(?:[,\n]\s*|$)")
+#: ``RULE:`` then the pattern and the replacement, each up to an unescaped slash, then L or U
+#: (patterns as strings: ``re`` compiles and keeps each on its first use, not at start).
+_RULE: Final = r"RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?)"
+_SEPARATOR: Final = r"\s*(?:[,\n]\s*|$)"
 
 Case = Literal["", "L", "U"]
 
@@ -67,7 +68,7 @@ def parse_rules(text: str, key: str = _KEY) -> tuple[PrincipalRule, ...]:
         if text.startswith("DEFAULT", pos):
             rules.append(PrincipalRule(None))
             pos += len("DEFAULT")
-        elif (match := _RULE.match(text, pos)) is not None:
+        elif (match := re.compile(_RULE).match(text, pos)) is not None:
             try:
                 pattern = re.compile(match[1])
             except re.error as exc:
@@ -81,7 +82,7 @@ def parse_rules(text: str, key: str = _KEY) -> tuple[PrincipalRule, ...]:
             raise BrokerConfigError(
                 key, f"invalid rule at {text[pos:]!r}: expected DEFAULT or RULE:pattern/replacement/[LU]"
             )
-        separator = _SEPARATOR.match(text, pos)
+        separator = re.compile(_SEPARATOR).match(text, pos)
         if separator is None:
             raise BrokerConfigError(key, f"invalid rule at {text[pos:]!r}: rules are separated by commas")
         pos = separator.end()

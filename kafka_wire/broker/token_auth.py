@@ -14,9 +14,6 @@ a wrong password does. Without ``tokenauth`` the login is an ordinary SCRAM user
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
@@ -63,6 +60,10 @@ def token_lookup(view: object, secret_key: str) -> TokenLookup:
                 del derived[gone]
         credential = derived.get((token_id, mechanism))
         if credential is None:
+            import base64  # with the SASL mechanisms, not at start
+            import hashlib
+            import hmac
+
             from kafka_wire.protocol.sasl import ScramCredential
 
             mac = image.tokens.hmac_of(token_id, secret_key)

@@ -8,6 +8,8 @@ from kafka_wire.errors import SchemaError
 
 #: Upstream reads an open-ended range ``"N+"`` as reaching ``Short.MAX_VALUE``.
 OPEN_END = 0x7FFF
+#: The sets parsed so far, by their text (:meth:`VersionSet.parse`).
+_PARSED: dict[str, VersionSet] = {}
 
 
 class VersionSet:
@@ -26,6 +28,18 @@ class VersionSet:
 
     @classmethod
     def parse(cls, text: str) -> VersionSet:
+        """The set ``text`` writes. The sets are immutable, so one text's is made once: the
+        generated message modules parse some 500 version strings as they load, of a few dozen
+        distinct ones."""
+        known = _PARSED.get(text)
+        if known is not None and type(known) is cls:
+            return known
+        made = cls._parse(text)
+        _PARSED[text] = made
+        return made
+
+    @classmethod
+    def _parse(cls, text: str) -> VersionSet:
         text = text.strip()
         if text in ("", "none"):
             return cls()

@@ -26,14 +26,14 @@ import dataclasses
 import re
 from typing import ClassVar
 
-from kafka_wire.codegen.python_flavour import (
+from kafka_wire.codegen.emitter_core import (
     COMMON_SYMBOLS,
     PURE,
     Flavour,
-    ModuleEmitter,
     fresh_default,
     nondefault_check,
 )
+from kafka_wire.codegen.python_flavour import ModuleEmitter
 from kafka_wire.codegen.writer import SourceWriter, names_from
 from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-_SEPARATOR: Final = re.compile(r"\s*[=:]\s*|\s+")
+#: ``re`` compiles (and keeps) it on its first use, not at import.
+_SEPARATOR: Final = r"\s*[=:]\s*|\s+"
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -34,5 +35,5 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def _add(props: dict[str, str], line: str) -> None:
-    key, value = ([*_SEPARATOR.split(line.strip(), maxsplit=1), ""])[:2]
+    key, value = ([*re.split(_SEPARATOR, line.strip(), maxsplit=1), ""])[:2]
     props[key] = value

@@ -12,9 +12,11 @@ Per batch, Python reads the header, decides whether the batch is wanted (control
 aborted transactions, the offset range) and decompresses it; the records themselves are walked
 by ``Columns`` (the C extension ``kafka_wire._compiled.columnar`` when built, else its pure twin
 :mod:`kafka_wire.records.columnar_pure`), which appends every wanted field to growing buffers:
-no Python object per record, each key, value and header copied once. ``pyarrow.Array.from_buffers``
-wraps the buffers without copying them. Columns not asked for are not materialised. Legacy
-(magic 0/1) messages, one batch view each already, go through their records.
+no Python object per record, each key, value and header copied once. The C ``Columns`` exports
+its buffers as one struct array through Arrow's C data interface (one pyarrow call imports it);
+the pure twin's are wrapped by ``pyarrow.Array.from_buffers``; neither copies them again.
+Columns not asked for are not materialised. Legacy (magic 0/1) messages, one batch view each
+already, go through their records.
 
 pyarrow is an optional dependency (``pip install 'kafka-wire[arrow]'``); this module imports
 without it and the calls raise :class:`ImportError` naming the extra.
@@ -62,6 +64,10 @@ KAFKA_COLUMNS: Final = (
 NO_HEADERS: Final = KAFKA_COLUMNS[:-1]
 
 _INT64_MAX: Final = (1 << 63) - 1
+_SCHEMAS: dict[tuple[str, ...], Any] = {}
+"""The schema of each column list asked for so far (a few: Spark asks for one or two)."""
+#: The C ``Columns.export`` letter of each column.
+_LETTERS: Final = dict(zip(KAFKA_COLUMNS, "kvtposyh", strict=True))
 
 
 def _pyarrow() -> Any:
@@ -121,14 +127,19 @@ class ArrowDecoder:
         config: ReadConfig | None = None,
     ) -> None:
         self._pa = _pyarrow()
-        self.columns = _checked(columns)
-        self.schema = arrow_schema(self.columns)
+        key = tuple(columns)
+        known = _SCHEMAS.get(key)
+        if known is None:  # pyarrow's type factories cost ~100 us when their code is not in cache
+            known = _SCHEMAS[key] = arrow_schema(columns)
+        self.columns = list(key)
+        self.schema: pa.Schema = known
         self.topic = topic
         self.partition = partition
         self.start_offset = -1 - _INT64_MAX if start_offset is None else start_offset
         self.end_offset = _INT64_MAX if end_offset is None else end_offset
         self.include_control = include_control
         self.config = config
+        self._layout = "".join(_LETTERS[name] for name in self.columns)
         self._columns = self._new()
 
     def _new(self) -> Columns:
@@ -212,8 +223,13 @@ class ArrowDecoder:
     def take(self) -> pa.RecordBatch:
         """The rows collected since the last call, as one ``pyarrow.RecordBatch``."""
         pa = self._pa
-        rows, offsets, timestamps, ts_types, key, value, headers = self._columns.finish()
+        columns = self._columns
         self._columns = self._new()
+        export = getattr(columns, "export", None)
+        if export is not None:  # C: one struct array through Arrow's C data interface, one call
+            address = export(self._layout, self.topic.encode(), self.partition)
+            return pa.RecordBatch._import_from_c(address, self.schema)
+        rows, offsets, timestamps, ts_types, key, value, headers = columns.finish()
         buf = pa.py_buffer
         arrays: dict[str, Any] = {}
 

@@ -1,4 +1,4 @@
-"""The pure-Python twin of the columnar extension (``kafka_wire/_compiled/columnar.c``).
+"""The pure-Python twin of the columnar extension (``kafka_wire/_compiled/columnar/``).
 
 Same interface, same checks and the same Arrow output as the C ``Columns``; used when the
 extension is not built or ``KAFKA_WIRE_PURE`` is set (:mod:`kafka_wire.records.columnar` chooses).
@@ -15,6 +15,10 @@ from kafka_wire.records.loops import read_uvarint32, read_uvarint64
 
 _I64_MIN = -(1 << 63)
 _U64 = 1 << 64
+
+
+_ZIGZAG = tuple((v >> 1) ^ -(v & 1) for v in range(1 << 14))
+"""The zigzag decoding of every one- and two-byte varint (a lookup is cheaper than the arithmetic)."""
 
 
 def _wrap64(v: int) -> int:
@@ -39,7 +43,11 @@ class Columns:
         self.ts_types = array("i")
         self.keys: list[Any] = []
         self.values: list[Any] = []
-        self.header_lists: list[Any] = []
+        # headers flat: every header's key and value, each row's end in them, whether it has any
+        self.header_keys: list[str] = []
+        self.header_values: list[bytes | None] = []
+        self.header_ends = array("i", [0])
+        self.has_headers: list[bool] = []
 
     @property
     def rows(self) -> int:
@@ -61,9 +69,14 @@ class Columns:
         if self.want_value:
             self.values.append(None if value is None else bytes(value))
         if self.want_headers:
-            self.header_lists.append(
-                [(k, None if v is None else bytes(v)) for k, v in headers] if headers else None
-            )
+            for k, v in headers:
+                self.header_keys.append(k)
+                self.header_values.append(None if v is None else bytes(v))
+            self._header_row(len(headers) > 0)
+
+    def _header_row(self, has: bool) -> None:
+        self.header_ends.append(len(self.header_keys))  # an array("i"): past 2**31 - 1 it raises
+        self.has_headers.append(has)
 
     def v2(
         self,
@@ -84,12 +97,22 @@ class Columns:
             )
         data = bytes(data) if type(data) is not bytes else data
         want_key, want_value, want_headers = self.want_key, self.want_value, self.want_headers
-        offsets, timestamps, ts_types = self.offsets, self.timestamps, self.ts_types
-        keys, values, header_lists = self.keys, self.values, self.header_lists
+        offsets, timestamps = self.offsets, self.timestamps
+        add_offset, add_timestamp = offsets.append, timestamps.append
+        add_key, add_value = self.keys.append, self.values.append
+        header_keys = self.header_keys
+        add_header_key, add_header_value = header_keys.append, self.header_values.append
+        add_header_end, add_has_headers = self.header_ends.append, self.has_headers.append
+        rows_before = len(offsets)
         scale = self.scale
         low, high = _I64_MIN, -_I64_MIN - 1
         lat = log_append_time is not None
+        if lat:  # every row's timestamp is the batch's
+            ts = log_append_time * scale  # type: ignore[operator]  # lat: not None
+            lat_ts = ts if _I64_MIN <= ts <= high else _wrap64(ts)
         key_text: dict[bytes, str] = {}
+        zigzag = _ZIGZAG
+        last_raw, last_key = b"", ""  # the previous header key (most records repeat it)
         try:
             for i in range(count):
                 if pos >= end:
@@ -97,12 +120,14 @@ class Columns:
                 v = data[pos]
                 if v < 0x80:
                     pos += 1
-                elif data[pos + 1] < 0x80:
-                    v = (v & 0x7F) | (data[pos + 1] << 7)
-                    pos += 2
                 else:
-                    v, pos = read_uvarint32(data, pos)
-                length = (v >> 1) ^ -(v & 1)
+                    b = data[pos + 1]
+                    if b < 0x80:
+                        v = (v & 0x7F) | (b << 7)
+                        pos += 2
+                    else:
+                        v, pos = read_uvarint32(data, pos)
+                length = zigzag[v] if v < 0x4000 else (v >> 1) ^ -(v & 1)
                 rec_end = pos + length
                 if rec_end > end:
                     raise _corrupt(f"record length {length} overruns the batch ({end - pos} bytes left)", pos)
@@ -116,11 +141,13 @@ class Columns:
                     if b < 0x80:
                         tsd = (tsd & 0x7F) | (b << 7)
                         pos += 3
-                    elif data[pos + 3] < 0x80:
-                        tsd = (tsd & 0x7F) | ((b & 0x7F) << 7) | (data[pos + 3] << 14)
-                        pos += 4
                     else:
-                        tsd, pos = read_uvarint64(data, pos + 1)
+                        c = data[pos + 3]
+                        if c < 0x80:
+                            tsd = (tsd & 0x7F) | ((b & 0x7F) << 7) | (c << 14)
+                            pos += 4
+                        else:
+                            tsd, pos = read_uvarint64(data, pos + 1)
                 od = data[pos]
                 if od < 0x80:
                     pos += 1
@@ -129,57 +156,68 @@ class Columns:
                     if b < 0x80:
                         od = (od & 0x7F) | (b << 7)
                         pos += 2
-                    elif data[pos + 2] < 0x80:
-                        od = (od & 0x7F) | ((b & 0x7F) << 7) | (data[pos + 2] << 14)
-                        pos += 3
                     else:
-                        od, pos = read_uvarint32(data, pos)
+                        c = data[pos + 2]
+                        if c < 0x80:
+                            od = (od & 0x7F) | ((b & 0x7F) << 7) | (c << 14)
+                            pos += 3
+                        else:
+                            od, pos = read_uvarint32(data, pos)
                 v = data[pos]
                 if v < 0x80:
                     pos += 1
-                elif data[pos + 1] < 0x80:
-                    v = (v & 0x7F) | (data[pos + 1] << 7)
-                    pos += 2
                 else:
-                    v, pos = read_uvarint32(data, pos)
+                    b = data[pos + 1]
+                    if b < 0x80:
+                        v = (v & 0x7F) | (b << 7)
+                        pos += 2
+                    else:
+                        v, pos = read_uvarint32(data, pos)
                 kpos = pos
-                klen = (v >> 1) ^ -(v & 1)
+                klen = zigzag[v] if v < 0x4000 else (v >> 1) ^ -(v & 1)
                 if klen < -1:
                     raise _corrupt(f"negative key length {klen}", pos)
                 if klen > 0:
                     pos += klen
                     if pos > rec_end:
                         raise _corrupt(f"key of {klen} bytes overruns its record", kpos)
+                kend = pos
                 v = data[pos]
                 if v < 0x80:
                     pos += 1
-                elif data[pos + 1] < 0x80:
-                    v = (v & 0x7F) | (data[pos + 1] << 7)
-                    pos += 2
                 else:
-                    v, pos = read_uvarint32(data, pos)
+                    b = data[pos + 1]
+                    if b < 0x80:
+                        v = (v & 0x7F) | (b << 7)
+                        pos += 2
+                    else:
+                        v, pos = read_uvarint32(data, pos)
                 vpos = pos
-                vlen = (v >> 1) ^ -(v & 1)
+                vlen = zigzag[v] if v < 0x4000 else (v >> 1) ^ -(v & 1)
                 if vlen < -1:
                     raise _corrupt(f"negative value length {vlen}", pos)
                 if vlen > 0:
                     pos += vlen
                     if pos > rec_end:
                         raise _corrupt(f"value of {vlen} bytes overruns its record", vpos)
-                v = data[pos]
-                if v < 0x80:
+                vend = pos
+                hc = data[pos]
+                if hc < 0x80:
                     pos += 1
                 else:
-                    v, pos = read_uvarint32(data, pos)
-                hc = (v >> 1) ^ -(v & 1)
-                headers: list[tuple[str, bytes | None]] | None = None
+                    hc, pos = read_uvarint32(data, pos)
+                hc = zigzag[hc] if hc < 0x4000 else (hc >> 1) ^ -(hc & 1)
+                offset = base_offset + (zigzag[od] if od < 0x4000 else (od >> 1) ^ -(od & 1))
+                keep = lo <= offset < hi
+                hc_left = hc
                 if hc:
                     if hc < 0:
                         raise _corrupt(f"negative header count {hc}", pos)
                     if hc > rec_end - pos:
                         raise _corrupt(f"header count {hc} exceeds the record's remaining bytes", pos)
-                    headers = []
-                    for _ in range(hc):
+                    put = keep and want_headers
+                    while hc_left:
+                        hc_left -= 1
                         v = data[pos]
                         if v < 0x80:
                             pos += 1
@@ -190,13 +228,16 @@ class Columns:
                         n = pos + (v >> 1)
                         if n > rec_end:
                             raise _corrupt("header key overruns its record", pos)
-                        raw = data[pos:n]
-                        hk = key_text.get(raw)
-                        if hk is None:
-                            try:
-                                hk = key_text[raw] = raw.decode()
-                            except UnicodeDecodeError:
-                                raise _corrupt("header key is not valid UTF-8", pos) from None
+                        if n - pos != len(last_raw) or not data.startswith(last_raw, pos):
+                            last_raw = data[pos:n]
+                            known = key_text.get(last_raw)
+                            if known is None:
+                                try:
+                                    known = key_text[last_raw] = last_raw.decode()
+                                except UnicodeDecodeError:
+                                    raise _corrupt("header key is not valid UTF-8", pos) from None
+                            last_key = known
+                        hk = last_key
                         pos = n
                         v = data[pos]
                         if v < 0x80:
@@ -206,30 +247,38 @@ class Columns:
                         if v & 1:
                             if v != 1:
                                 raise _corrupt("negative header value length", pos)
-                            headers.append((hk, None))
+                            if put:
+                                add_header_key(hk)
+                                add_header_value(None)
                         else:
                             n = pos + (v >> 1)
                             if n > rec_end:
                                 raise _corrupt("header value overruns its record", pos)
-                            headers.append((hk, data[pos:n]))
+                            if put:
+                                add_header_key(hk)
+                                add_header_value(data[pos:n])
                             pos = n
                 if pos != rec_end:
                     raise _corrupt(f"record fields end at byte {pos}, its length says {rec_end}", pos)
-                offset = base_offset + ((od >> 1) ^ -(od & 1))
-                if offset < lo or offset >= hi:
+                if not keep:
                     continue
-                offsets.append(offset if offset <= high else _wrap64(offset))
-                ts = (log_append_time if lat else base_timestamp + ((tsd >> 1) ^ -(tsd & 1))) * scale  # type: ignore[operator]  # lat: not None
-                timestamps.append(ts if low <= ts <= high else _wrap64(ts))
-                ts_types.append(ts_type)
+                add_offset(offset if offset <= high else _wrap64(offset))
+                if lat:
+                    add_timestamp(lat_ts)
+                else:
+                    ts = (base_timestamp + ((tsd >> 1) ^ -(tsd & 1))) * scale
+                    add_timestamp(ts if low <= ts <= high else _wrap64(ts))
                 if want_key:
-                    keys.append(None if klen < 0 else data[kpos : kpos + klen])
+                    add_key(data[kpos:kend] if klen >= 0 else None)
                 if want_value:
-                    values.append(None if vlen < 0 else data[vpos : vpos + vlen])
+                    add_value(data[vpos:vend] if vlen >= 0 else None)
                 if want_headers:
-                    header_lists.append(headers)
+                    add_header_end(len(header_keys))
+                    add_has_headers(hc > 0)
         except IndexError:
             raise _corrupt("record data ends inside a field", pos) from None
+        finally:  # every row kept has its type, failure or not
+            self.ts_types.extend(array("i", [ts_type]) * (len(offsets) - rows_before))
         return pos
 
     def finish(self) -> tuple[Any, ...]:
@@ -247,17 +296,14 @@ class Columns:
         value = binary(self.values, pa.binary()) if self.want_value else None
         headers = None
         if self.want_headers:
-            lists = pa.array(
-                self.header_lists, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-            )
-            pairs = lists.values
-            validity, list_offsets = lists.buffers()[:2]
+            has = pa.array(self.has_headers, pa.bool_())  # its values buffer is the validity bitmap
+            nulls = len(self.has_headers) - int(has.true_count)
             headers = (
-                validity,
-                lists.null_count,
-                list_offsets,
-                parts(pairs.field("key")),
-                parts(pairs.field("value")),
+                has.buffers()[1] if nulls else None,
+                nulls,
+                self.header_ends.tobytes(),
+                binary(self.header_keys, pa.string()),
+                binary(self.header_values, pa.binary()),
             )
         return (
             len(self.offsets),

@@ -48,7 +48,8 @@ def watch():
     deadline = time.monotonic() + 60
     while True:
         try:
-            conn = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+            # The address as bytes: a str goes through the idna codec, which serve does not load.
+            conn = socket.create_connection((b"127.0.0.1", PORT), timeout=30)
             break
         except OSError:
             if time.monotonic() > deadline:
@@ -82,9 +83,11 @@ _NOT_ON_SERVE_PATH = (
 )
 
 #: What ``serve`` loads on first use only: the group coordinator (the first group request or a
-#: ``__consumer_offsets`` partition led here), the SASL mechanisms (users configured), the client
-#: side of the protocol (a link to another node), ``shutil`` (a directory deleted); the ``crc32c``
-#: package's ``__init__`` (it reads its distribution metadata) never: its extension loads alone.
+#: ``__consumer_offsets`` partition led here), the SASL mechanisms with ``hashlib`` and ``hmac``
+#: (users configured), the client side of the protocol (a link to another node), ``shutil`` (a
+#: directory deleted), the ``idna`` codec (a listener's host given by name, not as an address);
+#: the ``crc32c`` package's ``__init__`` (it reads its distribution metadata) never: its extension
+#: loads alone.
 _ON_FIRST_USE = (
     "kafka_wire.broker.group.service",
     "kafka_wire.broker.group.model",
@@ -100,9 +103,12 @@ _ON_FIRST_USE = (
     "crc32c",
     "importlib.metadata",
     "shutil",
+    "hashlib",
+    "hmac",
+    "encodings.idna",
 )
 #: Names outside ``kafka_wire`` that the probe reports when loaded.
-_ELSEWHERE = ["crc32c", "importlib.metadata", "shutil"]
+_ELSEWHERE = ["crc32c", "importlib.metadata", "shutil", "hashlib", "hmac", "encodings.idna"]
 
 
 #: The APIs a one-voter node sends its own controller while it starts (registration, heartbeats, a

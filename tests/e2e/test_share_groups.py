@@ -348,7 +348,7 @@ def test_share_state_is_kept_in_kafkas_layout(
 ) -> None:
     """Kafka 4.4 and kafka-wire keep a share-partition's state in ``__share_group_state`` in the
     same layout: after a member accepted ten records, the state read back by the same decoder
-    has them all done with (Kafka: acknowledged batches; kafka-wire: a start offset past them)."""
+    has them all done with (acknowledged batches, or a start offset past them)."""
     bootstrap = disk_target.bootstrap
     name = f"share-state-{client}"
     values = [f"plain-{i}" for i in range(10)]

@@ -1,6 +1,7 @@
 """Columnar decoding (kafka_wire.records.columnar): equal to the per-record decoder on every magic,
-codec, control and aborted-transaction case, in both flavours of ``Columns``; projection, offset
-ranges, corrupt input, and the error without pyarrow."""
+codec, control and aborted-transaction case, in both flavours of ``Columns``; nulls anywhere in
+long batches; projection, offset ranges, corrupt and fuzzed input (a DecodeError exactly when the
+per-record decoder raises one); the C export's buffer lifetimes; the error without pyarrow."""
 
 from __future__ import annotations
 
@@ -55,11 +56,14 @@ def rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
 
 
 def per_record(
-    data: bytes, skip: Collection[int] = (), include_control: bool = False
+    data: bytes,
+    skip: Collection[int] = (),
+    include_control: bool = False,
+    config: ReadConfig | None = None,
 ) -> list[tuple[Any, ...]]:
     """The same rows from the per-record decoder; batches at positions in ``skip`` left out."""
     out = []
-    for b in read_batches(data):
+    for b in read_batches(data, config):
         if b.position in skip or (b.magic == 2 and b.is_control and not include_control):
             continue
         for r in b:
@@ -212,6 +216,125 @@ def test_corrupt_batches_fail_as_the_per_record_decoder_does(flavour: str) -> No
     for case in cases:
         expected = outcome(lambda c=case: per_record_rows(c))
         assert outcome(lambda c=case: columnar.decode_arrow(c, config=config)) == expected, case.hex()
+
+
+def test_crc_errors_are_the_readers(flavour: str) -> None:
+    """With CRC checks on: every single-byte change of a payload of plain, compressed, control and legacy batches raises the
+    error the per-record decoder raises (type and message), or decodes the same rows."""
+    data = (
+        build_batch([(b"key", b"v" * 40, [("h", b"x")], 9), (None, b"", [], 10)], base_offset=0)
+        + build_batch([(b"z", b"y" * 30, [], 11)] * 3, compression="gzip", base_offset=2)
+        + build_commit_marker(producer_id=1, producer_epoch=0, coordinator_epoch=0, base_offset=5)
+        + build_batch([(b"a", b"b")], magic=1, base_offset=6)
+        + build_batch([(b"c", b"d")] * 2, magic=0, compression="gzip", base_offset=7)
+    )
+
+    def outcome(fn: Any) -> Any:
+        try:
+            return fn()
+        except DecodeError as e:
+            return (type(e).__name__, str(e))
+
+    big = build_batch([(b"k%d" % i, b"v" * 200, [("h", b"x")], i) for i in range(400)], base_offset=20)
+    cases = [(data, i) for i in range(len(data))] + [(big, i) for i in range(0, len(big), 997)]
+    for payload, i in cases:  # the big batch (80 KiB): changes spread over it
+        bad = payload[:i] + bytes([payload[i] ^ 0x10]) + payload[i + 1 :]
+        expected = outcome(lambda b=bad: per_record(b))
+        got = outcome(lambda b=bad: rows(columnar.decode_arrow(b)))
+        assert got == expected, i
+    assert outcome(lambda: rows(columnar.decode_arrow(big))) == per_record(big)
+
+
+@st.composite
+def long_batches(draw: st.DrawFn) -> tuple[bytes, int, int]:
+    """Batches of up to 40 records whose nulls (key, value, headers, header values) fall anywhere,
+    past the first byte of a validity bitmap too: ``(payload, start_offset, end_offset)``."""
+    n = draw(st.integers(1, 40))
+    maybe = st.one_of(st.none(), st.binary(max_size=20), st.binary(min_size=120, max_size=200))
+    headers = st.lists(st.tuples(st.sampled_from(["h", "trace", "é", ""]), maybe), max_size=2)
+    records = [(draw(maybe), draw(maybe), draw(headers), 1_700_000_000_000 + i) for i in range(n)]
+    cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=3))) if n > 1 else []
+    out = b""
+    for a, b in zip([0, *cuts], [*cuts, n], strict=True):
+        out += build_batch(records[a:b], compression=draw(st.sampled_from(CODECS_V2)), base_offset=a)
+    start = draw(st.integers(0, n))
+    return out, start, draw(st.integers(start, n + 1))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=long_batches())
+def test_nulls_anywhere_in_long_batches(flavour: str, case: tuple[bytes, int, int]) -> None:
+    data, start, end = case
+    got = columnar.decode_arrow(data, start_offset=start, end_offset=end)
+    got.validate(full=True)
+    assert rows(got) == [r for r in per_record(data) if start <= r[0] < end]
+    decoder = columnar.ArrowDecoder()  # row by row across several takes: the same rows
+    parts = []
+    for batch in read_batches(data):
+        decoder.add_batch(batch)
+        parts.append(decoder.take())
+    assert [r for p in parts for r in rows(p)] == per_record(data)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    changes=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4),
+    cut=st.integers(0, 10**6),
+)
+def test_fuzzed_batches_fail_as_the_per_record_decoder_does(
+    flavour: str, changes: list[tuple[int, int]], cut: int
+) -> None:
+    """Random bytes changed in a batch of 30 records with multi-byte varints (CRC checks off), and
+    cut anywhere: a DecodeError exactly when the per-record decoder raises one, else its rows."""
+    records = [
+        (
+            b"k%d" % i if i % 7 else None,
+            b"v" * (90 + i) if i % 5 else None,
+            [("h", b"x" * i)] * (i % 3),
+            10_000 * i,
+        )
+        for i in range(30)
+    ]
+    data = bytearray(build_batch(records))
+    for at, byte in changes:
+        data[61 + at % (len(data) - 61)] = byte
+    size = 61 + cut % (len(data) - 60)
+    payload = bytes(data[:8]) + (size - 12).to_bytes(4, "big") + bytes(data[12:size])
+    config = ReadConfig(verify_crc=False)
+    try:
+        expected: Any = per_record(payload, config=config)
+    except DecodeError:
+        expected = "error"
+    try:
+        batch = columnar.decode_arrow(payload, config=config)
+    except DecodeError:
+        assert expected == "error"
+        return
+    batch.validate(full=True)
+    assert rows(batch) == expected
+
+
+@pytest.mark.skipif(not columnar.COMPILED, reason="the C extension is not built or KAFKA_WIRE_PURE is set")
+def test_exported_buffers_live_as_long_as_arrow_needs_them() -> None:
+    """The C export: the batch outlives its decoder and its Columns, a column outlives the batch,
+    an export never imported is freed with its Columns, and a spent Columns refuses more."""
+    data = build_batch([(b"k%d" % i, b"v" * i, [("h", None)], 5 + i) for i in range(20)])
+    decoder = columnar.ArrowDecoder(topic="t", partition=2)
+    decoder.add(data)
+    batch = decoder.take()
+    decoder.add(data)
+    del decoder
+    headers = batch.column("headers")
+    del batch
+    assert headers[19].as_py() == [{"key": "h", "value": None}]
+    c_columns: Any = columnar.Columns  # the C type (the checker sees the pure twin's)
+    spent = c_columns(True, True, True, 1000)
+    spent.export("kvh", b"", 0)  # never imported: freed with the object
+    with pytest.raises(RuntimeError, match="already finished"):
+        spent.export("kvh", b"", 0)
+    with pytest.raises(ValueError, match="not asked to collect"):
+        c_columns(False, True, False, 1).export("k", b"", 0)
+    del spent
 
 
 def test_without_pyarrow_the_call_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,7 @@ CAUGHT = {
     "zombie-produce-accepted": (2, "G1a"),
     "txn-offsets-before-commit": (1, "eos-lost"),
     "share-lock-ignored": (4, "share-double-acquire"),
-    "share-past-delivery-limit": (1, "share-delivery-limit"),
+    "share-past-delivery-limit": (5, "share-delivery-limit"),
     "share-accepted-redelivered": (1, "share-redelivered-accepted"),
 }
 

@@ -15,12 +15,51 @@
 
 /* ---- CRC-32C (Castagnoli), as the crc32c package computes it ------------------------------- */
 
+#define CRC32C_POLY 0x82F63B78u /* reflected: bit 31 is x^0 */
+#define CRC32C_LANE 512         /* bytes per lane of the three-lane loop */
+
 static uint32_t crc32c_table[256];
 static int crc32c_hardware;
+/* crc32c_shift[k][v]: the register value v << 8k times x^(8 * CRC32C_LANE), modulo the polynomial:
+ * the register after CRC32C_LANE more zero bytes, a byte of it at a time */
+static uint32_t crc32c_shift[4][256];
+
+/* a * b modulo the polynomial (both reflected) */
+static uint32_t crc32c_mul(uint32_t a, uint32_t b) {
+    uint32_t product = 0;
+    for (int i = 0; i < 32; i++, a <<= 1) {
+        if (a & 0x80000000u) product ^= b;
+        b = (b & 1) ? (b >> 1) ^ CRC32C_POLY : b >> 1;
+    }
+    return product;
+}
+
+static inline uint32_t crc32c_lane_shift(uint32_t c) {
+    return crc32c_shift[0][c & 0xFF] ^ crc32c_shift[1][(c >> 8) & 0xFF] ^ crc32c_shift[2][(c >> 16) & 0xFF] ^
+           crc32c_shift[3][c >> 24];
+}
 
 #if defined(__x86_64__)
+/* The crc32 instruction has a latency of three cycles and a throughput of one: three independent
+ * lanes (then joined: the register of A||B is A's shifted over B's length, xor B's from zero) go
+ * about three times as fast as one. */
 __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const unsigned char *p, size_t n) {
     uint64_t c = crc;
+    while (n >= 3 * CRC32C_LANE) {
+        uint64_t c1 = 0, c2 = 0;
+        for (size_t i = 0; i < CRC32C_LANE; i += 8) {
+            uint64_t v0, v1, v2;
+            memcpy(&v0, p + i, 8);
+            memcpy(&v1, p + CRC32C_LANE + i, 8);
+            memcpy(&v2, p + 2 * CRC32C_LANE + i, 8);
+            c = __builtin_ia32_crc32di(c, v0);
+            c1 = __builtin_ia32_crc32di(c1, v1);
+            c2 = __builtin_ia32_crc32di(c2, v2);
+        }
+        c = crc32c_lane_shift(crc32c_lane_shift((uint32_t)c) ^ (uint32_t)c1) ^ (uint32_t)c2;
+        p += 3 * CRC32C_LANE;
+        n -= 3 * CRC32C_LANE;
+    }
     for (; n >= 8; n -= 8, p += 8) {
         uint64_t v;
         memcpy(&v, p, 8);
@@ -44,9 +83,13 @@ static uint32_t crc32c(const unsigned char *p, size_t n) {
 static void crc32c_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ CRC32C_POLY : c >> 1;
         crc32c_table[i] = c;
     }
+    uint32_t lane = 0x80000000u; /* x^0, then times x for every bit of a lane */
+    for (int i = 0; i < 8 * CRC32C_LANE; i++) lane = (lane & 1) ? (lane >> 1) ^ CRC32C_POLY : lane >> 1;
+    for (int k = 0; k < 4; k++)
+        for (uint32_t v = 0; v < 256; v++) crc32c_shift[k][v] = crc32c_mul(v << (8 * k), lane);
 #if defined(__x86_64__)
     __builtin_cpu_init();
     crc32c_hardware = __builtin_cpu_supports("sse4.2");
@@ -243,6 +286,16 @@ PyObject *batches(PyObject *module, PyObject *reader) {
     it->reader = Py_NewRef(reader);
     it->verify_crc = verify;
     return (PyObject *)it;
+}
+
+/* crc32c(data) -> int: the batch views' CRC-32C of a bytes-like object (for tests: a wrong one
+ * would not fail, only send every batch to the Python check) */
+PyObject *crc32c_of(PyObject *module, PyObject *data) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t crc = crc32c((const unsigned char *)view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
 }
 
 int batches_init(void) {

@@ -39,6 +39,7 @@ static PyMethodDef module_methods[] = {
     {"bind_views", (PyCFunction)(void (*)(void))bind_views, METH_FASTCALL,
      "bind_views(reader_class, v2_batch_class, legacy_batch_class): where their slots are"},
     {"batches", (PyCFunction)batches, METH_O, "batches(reader) -> iterator of its batches, views made in C"},
+    {"crc32c", (PyCFunction)crc32c_of, METH_O, "crc32c(data) -> the CRC-32C the batch views check"},
     {NULL, NULL, 0, NULL},
 };
 

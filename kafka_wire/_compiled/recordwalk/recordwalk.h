@@ -54,6 +54,7 @@ PyObject *legacy_record(PyObject *module, PyObject *const *args, Py_ssize_t narg
 PyObject *encode_legacy_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *bind_views(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *batches(PyObject *module, PyObject *reader);
+PyObject *crc32c_of(PyObject *module, PyObject *data); /* batches.c: its CRC-32C, for tests */
 int batches_init(void); /* batches.c's types and tables */
 int add_view_iters(PyObject *module); /* batches.c: the views' __iter__ methods */
 

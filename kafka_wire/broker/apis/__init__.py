@@ -64,7 +64,6 @@ HANDLER_MODULES: Final[dict[int, str]] = {
     # checked against the ACLs first (``guarded_share``), then ``share_fetch`` / ``share_acknowledge``
     ApiKey.SHARE_FETCH: "guarded_share",
     ApiKey.SHARE_ACKNOWLEDGE: "guarded_share",
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "describe_share_group_offsets",
     # the share coordinator's RPCs (partition leaders and the group coordinator send them)
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: "share_group_state",
     ApiKey.READ_SHARE_GROUP_STATE: "share_group_state",
@@ -129,7 +128,13 @@ TXN_APIS: Final = frozenset(
 
 #: The share group offset admin APIs (``kafka_wire.broker.share.admin``), answered by the
 #: coordinators.
-SHARE_ADMIN_APIS: Final = frozenset({ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS})
+SHARE_ADMIN_APIS: Final = frozenset(
+    {
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+    }
+)
 #: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully
 #: (WriteTxnMarkers v0: KIP-896; the share APIs' v0, KIP-932's early access, gone in Kafka 4.1; as
 #: Kafka 4.4's ApiVersions shows).

@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, cast
 
 from kafka_wire.broker.apis.cluster_facts import LiveBroker, current_leader, missing_replica_error
 from kafka_wire.broker.apis.list_offsets import epoch_error
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from kafka_wire.broker.metadata import TopicInfo
-from kafka_wire.broker.partition.replica import PartitionReplica
+from kafka_wire.broker.partition.replica import READ_COMMITTED, PartitionReplica
 from kafka_wire.broker.security.acls import AclOperation
 from kafka_wire.broker.security.checks import cluster_allowed, topic_allowed
 from kafka_wire.broker.state import BrokerState, Context, Spliced
@@ -373,17 +373,29 @@ class FetchWait:
 
     def _unchanged(self) -> bool:
         """Whether every partition is as the last poll read it, so that polling again would hold
-        the request again (only the deadline is left to answer it otherwise): a partition's part of
-        a poll is a function of its topic, replica, registration, leadership and offsets. The
-        topic and the replica must still be the ones found then (topic ids are unique, so the
-        topic still under its name is the one its id finds).
+        the request again (only the deadline is left to answer it otherwise). The topic and the
+        replica must still be the ones found then (topic ids are unique, so the topic still under
+        its name is the one its id finds), with the same registration, leader epoch and role, and
+        log start offset; and the offset the read ends at must not have moved:
 
-        The same test as ``_read_from(topic, replica) == before``, field by field and without
-        building the tuple; the last stable offset, the one that takes a computation, is read only
-        when everything else is unchanged. Held fetches are tested after every engine call, so
-        this is on the path of every event."""
+        * a follower reads to the log end offset, and is answered when the high watermark it sent
+          is behind (KIP-1166): both are compared;
+        * a consumer reads to the high watermark (``read_uncommitted``) or the last stable offset
+          (``read_committed``), and only that one is compared: below it a leader's log does not
+          change while its epoch stays, so the log end offset growing cannot answer it. A log
+          end offset that fell (a truncation) wakes it all the same, as does any move of it while
+          the planted ``serve-above-hw`` bug lets consumers read to it.
+
+        Kafka's DelayedFetch compares a consumer's position with the same bound. What a held poll
+        leaves out (the last stable offset of a follower's or an uncommitted read, the high
+        watermark of a committed one) is read only when the request is answered. The fields are
+        compared one by one, without building ``_read_from``'s tuple (a tuple compares its items
+        by identity first, then by equality: so does this); held fetches are tested after every
+        engine call, so this is on the path of every event."""
         assert self.seen is not None
         topics, partitions = self.state.metadata.topics, self.state.partitions
+        consumer = self.replica_id < 0
+        committed = consumer and self.request.isolation_level == READ_COMMITTED
         for item, before in zip(self.wanted, self.seen, strict=True):
             topic, replica = before[0], before[1]
             if topic is None or replica is None:
@@ -395,17 +407,23 @@ class FetchWait:
             ):
                 return False
             log, leadership = replica.log, replica.leadership
-            # A tuple compares its items by identity first, then by equality: so does this.
+            end = log.log_end_offset
+            if end != before[6] and (
+                not consumer or end < cast(int, before[6]) or replica.hooks.planted("serve-above-hw")
+            ):
+                return False
             if (
-                log.log_end_offset != before[6]
-                or replica.high_watermark != before[8]
-                or log.log_start_offset != before[7]
+                log.log_start_offset != before[7]
                 or leadership.epoch != before[4]
                 or leadership.role is not before[5]
                 or (replica.registration is not before[3] and replica.registration != before[3])
                 or (topic.topic_id is not before[2] and topic.topic_id != before[2])
-                or replica.last_stable_offset != before[9]
             ):
+                return False
+            if committed:
+                if replica.last_stable_offset != before[9]:
+                    return False
+            elif replica.high_watermark != before[8]:
                 return False
         return True
 

@@ -13,7 +13,10 @@ next available offset, whole batches up to the partition's high watermark, ``max
 duration (the answer's ``acquisition_lock_timeout_ms``), listed with their delivery counts in
 ``acquired_records``; records of the batches that are not acquired (held by another member, done
 with) are not for this member. With nothing acquired and no error, the request is held until
-records can be acquired or ``max_wait_ms`` passes. A closing fetch (-1) releases what the member
+records can be acquired or ``max_wait_ms`` passes, or its share session ends (closed, or replaced by
+the member's new one: the connection it came on is likely gone, so it acquires nothing more; found
+by ``kafka-wire simulate --workload share-strict --seed 17``, a fetch held on a connection reset
+only on the client's side acquired a released record for no one). A closing fetch (-1) releases what the member
 holds in the session's partitions. Every change of a share-partition (an acquisition, an
 acknowledgement) is written to the share coordinator (``share.persister``), and the answer leaves
 once it is stored: a partition whose write failed answers the persister's error (mapped as Kafka's
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from kafka_wire.broker.apis.cluster_facts import current_leader, missing_replica_error
 from kafka_wire.broker.share.manager import AckBatch, ShareManager, write_outcome
 from kafka_wire.broker.share.persister import WRITE_TIMEOUT_MS, Ticket
-from kafka_wire.broker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, TopicIdPartition
+from kafka_wire.broker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, TopicIdPartition
 from kafka_wire.broker.state import BrokerState, Context
 from kafka_wire.logformat.batch_header import parse_header
 from kafka_wire.messages import (
@@ -132,6 +135,7 @@ def handle(ctx: Context, request: ShareFetchRequest) -> ShareFetchResponse | Sha
         max_records=request.max_records,
         min_bytes=request.min_bytes,
         deadline_ms=now + max(request.max_wait_ms, 0),
+        session=None if epoch == FINAL_EPOCH else session,
     )
     response = wait.poll(now)
     return wait if response is None else response
@@ -171,9 +175,20 @@ class ShareFetchWait:
     #: The answer's partitions once records were acquired (or the wait ended): the answer leaves
     #: when their writes settle.
     built: list[tuple[TopicIdPartition, ShareFetchResponsePartitionData]] | None = None
+    #: The share session it fetches for: once that ends (closed, or replaced by a new one of the
+    #: member's), it acquires nothing more and is answered.
+    session: ShareSession | None = None
+
+    def _session_ended(self) -> bool:
+        return (
+            self.session is not None
+            and self.share.sessions.get(self.group_id, self.member_id) is not self.session
+        )
 
     def _ready(self, now_ms: int) -> bool:
         """Whether a poll would acquire something or answer an error."""
+        if self._session_ended():
+            return True
         state = self.state
         for topic_id, index in self.fetch:
             topic = state.topic_with_id(topic_id)
@@ -217,6 +232,8 @@ class ShareFetchWait:
         if now_ms < self.deadline_ms and not self.acknowledged and not self._ready(now_ms):
             return None
         results: list[tuple[TopicIdPartition, ShareFetchResponsePartitionData]] = []
+        if self._session_ended():  # its answer is likely for a connection gone: acquire nothing
+            return results
         bytes_left, records_left = self.max_bytes, self.max_records
         acquired_any = errors = False
         for key in self.fetch:

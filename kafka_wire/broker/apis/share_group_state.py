@@ -14,7 +14,9 @@ COORDINATOR_NOT_AVAILABLE when the ISR shrinks below ``min.insync.replicas`` or 
 replicated within ``offsets.commit.timeout.ms``).
 Authorization (with an authorizer): CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED
 per partition); this node's own requests (the loopback) always may.
-Version notes: v1 of Write and ReadSummary carry ``delivery_complete_count`` (kept as -1 here).
+Version notes: v1 of Write and ReadSummary carry ``delivery_complete_count``: a write's is not kept
+(the state's records say it), ReadSummary's is counted from the state kept (the records past the
+start offset acknowledged or archived; -1 without a state).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_wire import messages
+from kafka_wire.broker.group.share_partition import RecordState
 from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC
 from kafka_wire.broker.offsets_topic import replication_outcome
 from kafka_wire.broker.security.acls import AclOperation
@@ -53,6 +56,9 @@ from kafka_wire.messages import (
     WriteShareGroupStateResponsePartitionResult,
     WriteShareGroupStateResponseWriteStateResult,
 )
+
+#: The delivery states of records done with (acknowledged, archived).
+_DONE = (int(RecordState.ACKNOWLEDGED), int(RecordState.ARCHIVED))
 
 Request = (
     InitializeShareGroupStateRequest
@@ -267,4 +273,10 @@ def _summary_result(key: ShareStateKey, result: _Result) -> ReadShareGroupStateS
     if not result.error_code and kept is not None:
         answer.state_epoch, answer.leader_epoch = kept.state_epoch, kept.leader_epoch
         answer.start_offset = kept.start_offset
+        if kept.start_offset >= 0:
+            answer.delivery_complete_count = sum(
+                last - max(first, kept.start_offset) + 1
+                for first, last, kind, _ in kept.batches
+                if kind in _DONE and last >= kept.start_offset
+            )
     return answer

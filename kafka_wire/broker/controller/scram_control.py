@@ -18,8 +18,6 @@ upserted, then those refused, each group in the order of the Java HashMap Kafka 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
@@ -150,6 +148,9 @@ def _credential_record(
     upsertion: messages.AlterUserScramCredentialsRequestScramCredentialUpsertion,
 ) -> messages.UserScramCredentialRecord:
     """The record of an upsertion: RFC 5802's StoredKey and ServerKey of its salted password."""
+    import hashlib  # on the first credential, not at start
+    import hmac
+
     digest = _HASH[upsertion.mechanism]
     client_key = hmac.digest(upsertion.salted_password, b"Client Key", digest)
     return messages.UserScramCredentialRecord(

@@ -12,8 +12,6 @@ nodes do, so all of them must be given the same key.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from typing import Final
 
 from kafka_wire.broker.controller.delta import DeltaBuilder
@@ -46,6 +44,9 @@ def parse_principal(text: str) -> Principal:
 def token_hmac(token_id: str, secret_key: str) -> bytes:
     """The token's HMAC: HmacSHA512 of its id's UTF-8 bytes, keyed by the secret key's (Kafka's
     ``DelegationTokenManager.createHmac``). Its base64 text is the token's SCRAM password."""
+    import hashlib  # on the first token, not at start
+    import hmac
+
     return hmac.digest(secret_key.encode(), token_id.encode(), hashlib.sha512)
 
 
@@ -117,6 +118,8 @@ class DelegationTokenImage:
 
     def token_for_hmac(self, mac: bytes, secret_key: str) -> TokenInfo | None:
         """The token whose HMAC is ``mac`` (Kafka's ``DelegationTokenCache.tokenForHmac``)."""
+        import hmac
+
         for token in self.tokens.values():
             if hmac.compare_digest(self.hmac_of(token.token_id, secret_key), mac):
                 return token

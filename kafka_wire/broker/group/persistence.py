@@ -9,6 +9,7 @@ they are handed out (Kafka's coordinator replays its own records at once), throu
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -156,6 +157,9 @@ class ShareWrite:
     answer: Message | None = None
     #: A DeleteGroups' answer and the index of this group's result in it.
     deleted: tuple[DeleteGroupsAnswer, int] | None = None
+    #: The share-partitions this write marks initializing, at the group epoch: their state is
+    #: initialized once the write is stored.
+    initialize: tuple[int, dict[uuid.UUID, frozenset[int]]] | None = None
 
 
 PendingWrite = (

@@ -43,6 +43,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import TypeVar
 
 from kafka_wire import messages
 from kafka_wire.broker.buggify import OFF, Hooks
@@ -106,6 +107,9 @@ from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ApiKey, ErrorCode
 
 _Handler = Callable[[Waiter, Message, str, str], None]
+
+
+_T = TypeVar("_T")
 
 
 class GroupCoordinator:
@@ -449,6 +453,7 @@ class GroupCoordinator:
         """Tombstone the committed offsets of deleted topics in every group (Kafka does the same)."""
         self._observe(now_ms)
         self._offsets.topics_deleted(topics)
+        self._share.topics_deleted()
         self._run_timers()
         return self._rt.take()
 
@@ -483,6 +488,19 @@ class GroupCoordinator:
         """A copy of a KIP-932 share group (None: no such group)."""
         group = self._share.groups.get(group_id)
         return None if group is None else copy.deepcopy(group)
+
+    @property
+    def share_groups(self) -> ShareGroups:
+        """The share groups' part: its state metadata (key 15) is read there and changed through
+        :meth:`share_write`."""
+        return self._share
+
+    def share_write(self, call: Callable[[ShareGroups], _T], now_ms: int) -> tuple[_T, list[GroupEffect]]:
+        """``call`` on the share groups' part at ``now_ms``; what it returned and the effects."""
+        self._observe(now_ms)
+        result = call(self._share)
+        self._run_timers()
+        return result, self._rt.take()
 
     def state_of(self, group_id: str) -> GroupState | None:
         group = self._rt.groups.get(group_id)

@@ -19,9 +19,19 @@ so a member moves to the target assignment at its next heartbeat. A heartbeat, i
 6. a group epoch ahead of the assignment epoch computes the whole target with ``simple``;
 7. the member takes its target and the assignment epoch; its session timer is re-armed.
 
+After the assignment, the subscribed topics' partitions whose share-group state is neither
+initialized nor being initialized (for less than :data:`INITIALIZE_RETRY_INTERVAL_MS`) are marked
+initializing in the same write (key 15, Kafka's ``ShareGroupStatePartitionMetadata``); once it is
+stored they are handed to the share coordinators (:meth:`ShareGroups.take_initializations`, run
+by ``kafka_wire.broker.share.admin``), which report back (:meth:`ShareGroups.initialized`,
+:meth:`ShareGroups.uninitialized`). The same metadata says which share-partitions
+AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups and DescribeShareGroupOffsets work
+on (:meth:`ShareGroups.begin_alter`, :meth:`ShareGroups.begin_offsets_delete`,
+:meth:`ShareGroups.offsets_deleted`, :meth:`ShareGroups.state_partitions`).
+
 The group's state (``EMPTY`` / ``STABLE``) moves only through :data:`SHARE_GROUP_TRANSITIONS`.
-Share groups live in memory only here (Kafka writes them to ``__consumer_offsets``, key versions
-10-15): see "Share groups" in ``docs/internals/group-coordinator.md``.
+The groups are written to ``__consumer_offsets`` in Kafka's layouts (``share_records.py``): see
+"Share groups" in ``docs/internals/group-coordinator.md``.
 """
 
 from __future__ import annotations
@@ -45,8 +55,19 @@ from kafka_wire.broker.group.share_model import (
     ShareGroupState,
     ShareMember,
     SharePartitions,
+    StateTopics,
+    add_initializing,
+    merge_topics,
+    remove_topics,
+    to_initialize,
 )
-from kafka_wire.broker.group.share_records import changes, group_keys, replay
+from kafka_wire.broker.group.share_records import (
+    STATE_PARTITIONS_KEY,
+    changes,
+    group_keys,
+    replay,
+    state_partitions_record,
+)
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
@@ -62,6 +83,15 @@ SIMPLE_ASSIGNOR: Final = "simple"
 #: The timer kind of a share member's session.
 SHARE_SESSION: Final = "share-session"
 LEAVE_EPOCH: Final = -1
+#: Kafka's ``group.share.initialize.retry.interval.ms`` default: share-partitions being initialized
+#: for longer are asked for again at the next heartbeat.
+INITIALIZE_RETRY_INTERVAL_MS: Final = 30_000
+
+_KEY_15: Final = STATE_PARTITIONS_KEY.to_bytes(2, "big")
+#: Share-partitions by topic id.
+Partitions = dict[uuid.UUID, frozenset[int]]
+#: One initialization to run: the group, its epoch (the state epoch asked), the share-partitions.
+Initialization = tuple[str, int, Partitions]
 
 
 def simple_assignment(
@@ -100,6 +130,10 @@ class ShareGroups:
         self._latest: dict[str, ShareWrite] = {}
         #: Members replayed at load: their session timers start at the first time seen.
         self.unarmed: dict[tuple[str, str], None] = {}
+        #: Initializations whose marking is stored, for the share coordinators.
+        self._initializations: list[Initialization] = []
+        #: What the heartbeat being handled marks initializing.
+        self._asked: tuple[int, Partitions] | None = None
 
     # -- ShareGroupHeartbeat -----------------------------------------------------------------------
 
@@ -117,27 +151,40 @@ class ShareGroups:
             else:
                 answer = self._heartbeat(request, client_id, client_host)
         except Refused as no:
+            self._asked = None
             self._put_back(request.group_id, before)
             answer = messages.ShareGroupHeartbeatResponse(
                 error_code=no.code, error_message=no.message or None, member_epoch=0
             )
             self._rt.respond(waiter, answer)
             return
-        self._write(request.group_id, before, waiter, answer)
+        asked, self._asked = self._asked, None
+        self._write(request.group_id, before, waiter, answer, asked)
 
     # -- writes ------------------------------------------------------------------------------------
 
     def _write(
-        self, group_id: str, before: ShareGroup | None, waiter: Waiter | None, answer: Message | None
+        self,
+        group_id: str,
+        before: ShareGroup | None,
+        waiter: Waiter | None,
+        answer: Message | None,
+        initialize: tuple[int, Partitions] | None = None,
     ) -> None:
         """Persist what changed since ``before`` (applied already); the answer waits for it."""
         group = self.groups.get(group_id)
         records = [] if group is None else changes(before, group)
+        if (
+            group is not None
+            and initialize is not None
+            and not any(k[1] == STATE_PARTITIONS_KEY for k, _ in records)
+        ):
+            records.append(state_partitions_record(group))  # asked again: written again, as Kafka does
         if not records:
             if waiter is not None and answer is not None:
                 self._rt.respond(waiter, answer)
             return
-        write = ShareWrite(group_id, before, waiter, answer)
+        write = ShareWrite(group_id, before, waiter, answer, initialize=initialize)
         self._latest[group_id] = write
         self._persist(group_id, records, write)
 
@@ -158,6 +205,8 @@ class ShareGroups:
             del self._latest[write.group_id]
             if error:
                 self._put_back(write.group_id, write.before)
+        if not error and write.initialize is not None:
+            self._initializations.append((write.group_id, *write.initialize))
         if write.waiter is not None and write.answer is not None:
             answer = write.answer if not error else messages.ShareGroupHeartbeatResponse(error_code=error)
             self._rt.respond(write.waiter, answer)
@@ -294,6 +343,7 @@ class ShareGroups:
             group.topics_hash = topics_hash
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, topics)
+        self._mark_initializing(group, topics)
         before = member.assigned
         target = group.targets.get(member_id, {})
         if member.member_epoch != group.assignment_epoch:
@@ -314,6 +364,14 @@ class ShareGroups:
                 ]
             )
         return answer
+
+    def _mark_initializing(self, group: ShareGroup, topics: dict[str, tuple[uuid.UUID, int]]) -> None:
+        """Mark the subscribed share-partitions with no state initialized or being initialized."""
+        now = self._rt.clock
+        wanted = to_initialize(group, topics, now, INITIALIZE_RETRY_INTERVAL_MS)
+        if wanted:
+            add_initializing(group, wanted, now)
+            self._asked = (group.group_epoch, {t: ps for t, (_, ps) in wanted.items()})
 
     def _subscribed_topics(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
         wanted = {name for m in group.members.values() for name in m.subscribed}
@@ -341,6 +399,111 @@ class ShareGroups:
         else:
             group.targets = {}
             group.assignment_epoch = group.group_epoch
+
+    # -- share-group state metadata (key 15) -------------------------------------------------------
+
+    def take_initializations(self) -> list[Initialization]:
+        """The initializations whose marking was stored since the last call."""
+        out, self._initializations = self._initializations, []
+        return out
+
+    def initialized(self, group_id: str, done: Partitions) -> None:
+        """The share coordinators initialized ``done``: initializing -> initialized (Kafka's
+        ``initializeShareGroupState``)."""
+        self._change_state(group_id, done, initialized=True)
+
+    def uninitialized(self, group_id: str, failed: Partitions) -> None:
+        """The share coordinators failed to initialize ``failed``: no longer initializing
+        (Kafka's ``uninitializeShareGroupState``); the next heartbeat asks again."""
+        self._change_state(group_id, failed, initialized=False)
+
+    def _change_state(self, group_id: str, parts: Partitions, *, initialized: bool) -> None:
+        group = self.groups.get(group_id)
+        if group is None or not parts:
+            return
+        before = copy.deepcopy(group)
+        if initialized:
+            names = {t: n for t, (n, _) in group.initializing.items()} | {t: n for n, t, _ in self._topics()}
+            group.initialized = merge_topics(
+                group.initialized, {t: (names.get(t, "<UNKNOWN>"), ps) for t, ps in parts.items()}
+            )
+        group.initializing = remove_topics(group.initializing, parts)
+        group.initializing_since_ms = {
+            t: ms for t, ms in group.initializing_since_ms.items() if t in group.initializing
+        }
+        self._write(group_id, before, None, None)
+
+    def begin_alter(self, group_id: str, wanted: StateTopics) -> None:
+        """AlterShareGroupOffsets of an empty group (or of one that does not exist: it is made, as
+        Kafka's replay of key 15 makes it): ``wanted`` marked initializing."""
+        if not wanted:
+            return
+        found = self.groups.get(group_id)
+        before = None if found is None else copy.deepcopy(found)
+        group = self.groups.setdefault(group_id, ShareGroup(group_id))
+        add_initializing(group, wanted, self._rt.clock)
+        self._write(group_id, before, None, None)
+
+    def begin_offsets_delete(self, group_id: str, topics: dict[uuid.UUID, tuple[str, int]]) -> Partitions:
+        """DeleteShareGroupOffsets of an empty group (Kafka's
+        ``sharePartitionsEligibleForOffsetDeletion``): for each topic (id -> name, partition
+        count) the share-partitions to delete: its initialized ones (the topic moves to deleting),
+        or all of a topic being deleted already; a topic with neither is left out (there is no
+        offset information to delete)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return {}
+        before = copy.deepcopy(group)
+        out: Partitions = {}
+        for topic_id, (name, count) in topics.items():
+            if topic_id in group.initialized:
+                out[topic_id] = group.initialized[topic_id][1]
+                group.initialized = {t: v for t, v in group.initialized.items() if t != topic_id}
+                group.deleting = {**group.deleting, topic_id: name}
+            elif topic_id in group.deleting:
+                out[topic_id] = frozenset(range(count))
+        self._write(group_id, before, None, None)
+        return out
+
+    def offsets_deleted(self, group_id: str, topic_ids: set[uuid.UUID]) -> None:
+        """The share-partitions of ``topic_ids`` were deleted: no longer deleting."""
+        group = self.groups.get(group_id)
+        if group is None or not topic_ids & set(group.deleting):
+            return
+        before = copy.deepcopy(group)
+        group.deleting = {t: n for t, n in group.deleting.items() if t not in topic_ids}
+        self._write(group_id, before, None, None)
+
+    def state_partitions(self, group_id: str, *, initialized_only: bool) -> Partitions:
+        """The group's initialized share-partitions; without ``initialized_only`` those being
+        initialized too, and the topics being deleted (as the partition counts ``_topics`` has):
+        what a DeleteGroups deletes (Kafka's ``shareGroupBuildPartitionDeleteRequest``)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return {}
+        out: Partitions = {t: ps for t, (_, ps) in group.initialized.items()}
+        if initialized_only:
+            return out
+        for topic_id, (_, ps) in group.initializing.items():
+            out[topic_id] = out.get(topic_id, frozenset()) | ps
+        counts = {topic_id: count for _, topic_id, count in self._topics()}
+        for topic_id in group.deleting:
+            if topic_id in counts:
+                out[topic_id] = out.get(topic_id, frozenset()) | frozenset(range(counts[topic_id]))
+        return out
+
+    def topics_deleted(self) -> None:
+        """Topics the metadata no longer has leave every group's state metadata (Kafka's
+        ``maybeCleanupShareGroupState``; their state goes with the topic)."""
+        live = {topic_id for _, topic_id, _ in self._topics()}
+        for group_id, group in list(self.groups.items()):
+            if all(t in live for part in group.state_metadata() for t in part):
+                continue
+            before = copy.deepcopy(group)
+            group.initializing = {t: v for t, v in group.initializing.items() if t in live}
+            group.initialized = {t: v for t, v in group.initialized.items() if t in live}
+            group.deleting = {t: n for t, n in group.deleting.items() if t in live}
+            self._write(group_id, before, None, None)
 
     # -- timers ------------------------------------------------------------------------------------
 

@@ -130,6 +130,9 @@ class SharePartition:
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
         self.records: dict[int, InFlight] = {}
+        #: The records the start offset moved past since the last :meth:`persisted_view` (their
+        #: final state and delivery count): the next state written still lists them.
+        self._passed: dict[int, tuple[RecordState, int]] = {}
         #: The latest time seen (the planted ``share-lock-ignored`` reads it).
         self._now_ms = 0
 
@@ -253,14 +256,17 @@ class SharePartition:
         self._advance()
         return ErrorCode.NONE
 
-    def release_member(self, member_id: str, now_ms: int) -> None:
+    def release_member(self, member_id: str, now_ms: int) -> bool:
         """Everything ``member_id`` holds becomes available again (it left, or its share session
-        closed), archived at the delivery limit."""
-        self.expire(now_ms)
+        closed), archived at the delivery limit; whether anything changed."""
+        changed = bool(self.expire(now_ms))
         for record in self.records.values():
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 self._settle(record, I.RELEASE)
+                changed = True
+        start = self.start_offset
         self._advance()
+        return changed or self.start_offset != start
 
     def _settle(self, record: InFlight, move: RecordInput) -> None:
         if move in (I.RELEASE, I.LOCK_EXPIRED) and record.delivery_count >= self._limit():
@@ -279,6 +285,7 @@ class SharePartition:
             RecordState.ACKNOWLEDGED,
             RecordState.ARCHIVED,
         ):
+            self._passed[self.start_offset] = (record.state, record.delivery_count)
             del self.records[self.start_offset]
             self.start_offset += 1
 
@@ -321,6 +328,23 @@ class SharePartition:
         self._advance()
 
     # -- views -------------------------------------------------------------------------------------
+
+    def persisted_view(self) -> tuple[int, list[tuple[int, int, RecordState, int]]]:
+        """The state to write: the start offset before the change written (Kafka's leader writes
+        a change, then moves its start offset past what it finished: the state kept lags one write
+        behind, the records done with listed after it) and the in-flight records as
+        :meth:`state_batches`. It starts the next change."""
+        passed, self._passed = self._passed, {}
+        if not passed:
+            return self.start_offset, self.state_batches()
+        out: list[tuple[int, int, RecordState, int]] = []
+        for offset in sorted(passed):
+            state, count = passed[offset]
+            if out and out[-1][1] == offset - 1 and out[-1][2:] == (state, count):
+                out[-1] = (out[-1][0], offset, state, count)
+            else:
+                out.append((offset, offset, state, count))
+        return min(passed), out + self.state_batches()
 
     def state_batches(self) -> list[tuple[int, int, RecordState, int]]:
         """The in-flight records as ``(first, last, state, delivery count)`` runs, as the share

@@ -14,10 +14,15 @@ key version   key                  value
 12            group                target assignment epoch int32
 13            group, member        a member's target assignment: [topic id, [partition]]
 14            group, member        member epoch, previous epoch, state int8 (0), assigned partitions
-15            group                state-partition initialization (read and ignored; not written)
+15            group                the share-partitions whose state is initializing (topic id,
+                                   name, [partition]), initialized (the same), the topics whose
+                                   state is being deleted (topic id, name)
 ============  ===================  ===============================================================
 
-A member that leaves gets tombstones for 10, 13 and 14.
+A member that leaves gets tombstones for 10, 13 and 14. Key 15 is written whole whenever one of
+its three parts changes (empty lists, not a tombstone, when nothing is left in them); a replayed
+key 15 makes the group if it is not there yet (an AlterShareGroupOffsets of a group with no
+members ever writes only that record), as Kafka's replay does.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Final
 
 from kafka_wire.broker.group.effects import KeyValue
 from kafka_wire.broker.group.records import RecordReader, RecordWriter
-from kafka_wire.broker.group.share_model import ShareGroup, ShareMember, SharePartitions
+from kafka_wire.broker.group.share_model import ShareGroup, ShareMember, SharePartitions, StateTopics
 from kafka_wire.errors import InvalidValueError
 
 MEMBER_KEY: Final = 10
@@ -115,6 +120,36 @@ def current_member_record(group_id: str, member: ShareMember) -> KeyValue:
     return _key(CURRENT_MEMBER_KEY, group_id, member.member_id), bytes(w.out)
 
 
+def state_partitions_record(group: ShareGroup) -> KeyValue:
+    w = _value()
+    for topics in (group.initializing, group.initialized):
+        w.count(len(topics))
+        for topic_id in sorted(topics):
+            name, partitions = topics[topic_id]
+            w.uuid(topic_id)
+            w.string(name)
+            w.count(len(partitions))
+            for index in sorted(partitions):
+                w.int32(index)
+            w.end_struct()
+    w.count(len(group.deleting))
+    for topic_id in sorted(group.deleting):
+        w.uuid(topic_id)
+        w.string(group.deleting[topic_id])
+        w.end_struct()
+    w.end_struct()
+    return _key(STATE_PARTITIONS_KEY, group.group_id), bytes(w.out)
+
+
+def _read_state_topics(r: RecordReader) -> StateTopics:
+    out: StateTopics = {}
+    for _ in range(r.count("topics")):
+        topic_id, name = r.uuid("topic id"), r.text("topic name")
+        out[topic_id] = (name, frozenset(r.int32("partition") for _ in range(r.count("partitions"))))
+        r.skip_tagged()
+    return out
+
+
 def group_keys(group_id: str) -> list[bytes]:
     """The keys of an empty share group's records (what its deletion tombstones)."""
     return [_key(version, group_id) for version in (GROUP_KEY, TARGET_EPOCH_KEY, STATE_PARTITIONS_KEY)]
@@ -149,6 +184,9 @@ def changes(before: ShareGroup | None, after: ShareGroup) -> list[KeyValue]:
     for member_id in old_members:
         if member_id not in after.members:
             out += [(_key(version, gid, member_id), None) for version in _MEMBER_KEYS]
+    old_metadata = ({}, {}, {}) if before is None else before.state_metadata()
+    if old_metadata != after.state_metadata():
+        out.append(state_partitions_record(after))
     return out
 
 
@@ -162,8 +200,6 @@ def replay(groups: dict[str, ShareGroup], key: bytes, value: bytes | None) -> tu
     group_id = r.text("groupId")
     member_id = r.text("memberId") if version in _MEMBER_KEYS else ""
     r.done()
-    if version == STATE_PARTITIONS_KEY:
-        return None
     if value is None:
         _tombstone(groups, version, group_id, member_id)
         return None
@@ -172,7 +208,18 @@ def replay(groups: dict[str, ShareGroup], key: bytes, value: bytes | None) -> tu
         raise InvalidValueError("unknown share group value version", offset=0, message=v.what)
     v.flexible = True
     group = groups.get(group_id) or ShareGroup(group_id)
-    if version == GROUP_KEY:
+    if version == STATE_PARTITIONS_KEY:
+        initializing, initialized = _read_state_topics(v), _read_state_topics(v)
+        deleting = {}
+        for _ in range(v.count("deleting topics")):
+            topic_id, name = v.uuid("topic id"), v.text("topic name")
+            v.skip_tagged()
+            deleting[topic_id] = name
+        v.skip_tagged()
+        v.done()
+        group.initializing, group.initialized, group.deleting = initializing, initialized, deleting
+        group.initializing_since_ms = dict.fromkeys(initializing, 0)
+    elif version == GROUP_KEY:
         epoch, topics_hash = v.int32("epoch"), v.int64("metadata hash")
         v.skip_tagged()
         v.done()
@@ -218,6 +265,9 @@ def _tombstone(groups: dict[str, ShareGroup], version: int, group_id: str, membe
         return
     if version == GROUP_KEY:
         del groups[group_id]
+    elif version == STATE_PARTITIONS_KEY:
+        group.initializing, group.initialized, group.deleting = {}, {}, {}
+        group.initializing_since_ms = {}
     elif version in _MEMBER_KEYS:
         group.members.pop(member_id, None)
         group.targets.pop(member_id, None)

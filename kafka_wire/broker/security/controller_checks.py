@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from kafka_wire import messages
-from kafka_wire.broker.error_answers import ERROR_ANSWERS
+from kafka_wire.broker.error_answers import whole_answer
 from kafka_wire.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType, principal_of
 from kafka_wire.broker.security.authorizer import Authorizer
 from kafka_wire.codec.structs import Message
@@ -80,7 +80,7 @@ def refusal(authorizer: Authorizer, user: str, host: str, api_key: int, request:
     if operation is not None:
         if authorizer.authorize(principal, host, operation, *_CLUSTER):
             return None
-        return _answer(api_key, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return whole_answer(api_key, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     shortcut = _CLUSTER_SHORTCUTS.get(api_key)
     if shortcut is not None and authorizer.authorize(principal, host, shortcut, *_CLUSTER):
         return None
@@ -89,7 +89,7 @@ def refusal(authorizer: Authorizer, user: str, host: str, api_key: int, request:
         return None
     for rtype, name, code in _items(request):
         if not authorizer.authorize(principal, host, item_operation, rtype, name):
-            return _answer(api_key, request, code)
+            return whole_answer(api_key, request, code)
     return None
 
 
@@ -128,12 +128,3 @@ def _items(request: Message) -> Iterator[Item]:
                 yield ResourceType.GROUP, resource.resource_name, ErrorCode.GROUP_AUTHORIZATION_FAILED
             elif resource.resource_type in _CLUSTER_CONFIG_TYPES:
                 yield (*_CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-
-
-def _answer(api_key: int, request: Message, code: int) -> Message:
-    build = ERROR_ANSWERS.get(api_key)
-    if build is not None:
-        return build(request, code, None)
-    response = messages.RESPONSES[api_key]()
-    response.error_code = code  # type: ignore[attr-defined]  # every API above has a top-level error
-    return response

@@ -1,31 +1,43 @@
-"""AlterShareGroupOffsets and DeleteShareGroupOffsets (KIP-932's offset reset and delete, the Admin
-client's ``alterShareGroupOffsets`` / ``deleteShareGroupOffsets``): answered by the group's
-coordinator, which asks each share-partition's share coordinator (Kafka's
-``GroupCoordinatorService`` and its persister).
+"""The group coordinator's share-partition state operations (Kafka's ``GroupCoordinatorService``
+share paths and its persister): AlterShareGroupOffsets, DeleteShareGroupOffsets,
+DescribeShareGroupOffsets (``describe.py``), the state deletion of a DeleteGroups, and the
+initialization of the share-partitions a share group's heartbeat marked initializing. Each asks
+the share-partitions' share coordinators (and, for a lag, the partitions' leaders), and keeps the
+group's state metadata (key 15 of ``__consumer_offsets``, ``group/share_groups.py``) as Kafka does.
 
 Behaviour, as Kafka 4.4 answers:
 
 * an empty group id is INVALID_GROUP_ID; a group not served here NOT_COORDINATOR (or
   COORDINATOR_LOAD_IN_PROGRESS); a group id held by a classic or consumer group GROUP_ID_NOT_FOUND;
   a share group with members NON_EMPTY_GROUP ("The group is not empty."), all for the whole
-  request. A group that does not exist is altered (or deleted) as an empty one;
+  request. Alter makes a group that does not exist (its state metadata); Delete answers it
+  GROUP_ID_NOT_FOUND ("Group X not found.");
 * Alter: per partition, UNKNOWN_TOPIC_OR_PARTITION for a topic (answered with the zero topic id)
-  or a partition the metadata does not have; else the share-partition's state is initialized at
-  the start offset asked (Kafka takes any value, negative ones too) with a state epoch one above
-  the one kept (ReadShareGroupStateSummary, then InitializeShareGroupState), which fences the
-  partition leader's writes of the older state: it reads the new state before it acquires again;
-* Delete: per topic, UNKNOWN_TOPIC_OR_PARTITION for a topic the metadata does not have; else
-  every partition's state is deleted (DeleteShareGroupState), the topic's error the first
-  partition's;
+  or a partition the metadata does not have; the others are marked initializing, and each
+  share-partition's state is initialized at the start offset asked (Kafka takes any value,
+  negative ones too) with a state epoch one above the one kept (ReadShareGroupStateSummary, then
+  InitializeShareGroupState), which fences the partition leader's writes of the older state: it
+  reads the new state before it acquires again. Those initialized are marked initialized;
+* Delete: per topic, UNKNOWN_TOPIC_OR_PARTITION for a topic the metadata does not have, or
+  ("There is no offset information to delete.", zero topic id) one whose state the group neither
+  initialized nor is deleting; else the topic moves to deleting and its initialized
+  share-partitions' state is deleted (all its partitions' when it was being deleted already),
+  DeleteShareGroupState, the topic's error the first failed partition's; the topics deleted leave
+  deleting. The answer lists the topics deleted first, then the others;
 * DeleteGroups of a share group (:meth:`ShareAdmin.hold_deleted_groups`): once the group
-  coordinator deleted it, the state of each share-partition it may have (every partition of every
-  topic but the internal ones: the group does not record which it initialized) is deleted too, and
-  the answer leaves then (a deletion that failed is the group's error);
+  coordinator deleted it, the state of the share-partitions its metadata lists (initialized,
+  initializing, and every partition of a topic being deleted) is deleted too, and the answer
+  leaves then (a deletion that failed is the group's error);
+* a heartbeat's initialization: each share-partition marked initializing is initialized
+  (InitializeShareGroupState) at the group epoch with start offset -1 (its leader starts it by
+  ``share.auto.offset.reset``; a state a leader started already is kept: ``coordinator.py``).
+  Those done are marked initialized, those that failed no longer initializing (the next
+  heartbeat asks again);
 * ACLs (with an authorizer), as Kafka's ``KafkaApis`` checks them: Alter needs READ on the group,
   Delete DELETE on it (GROUP_AUTHORIZATION_FAILED for the whole request); both READ on each topic
   (TOPIC_AUTHORIZATION_FAILED: Alter's partitions, Delete's topic).
 
-The share coordinators' RPCs go over the node's links (the loopback for this node's own
+The RPCs (``admin_rpcs.py``) go over the node's links (the loopback for this node's own
 partitions); NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
 UNKNOWN_TOPIC_OR_PARTITION and no answer are retried after ``persister.RETRY_BACKOFF_MS``; what is
 not done within :data:`ADMIN_TIMEOUT_MS` answers REQUEST_TIMED_OUT. Answers are handed out by
@@ -34,9 +46,9 @@ not done within :data:`ADMIN_TIMEOUT_MS` answers REQUEST_TIMED_OUT. Answers are 
 
 from __future__ import annotations
 
-import enum
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
@@ -44,19 +56,32 @@ from kafka_wire.broker.cluster_view import Outbound
 from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC
 from kafka_wire.broker.security.acls import AclOperation, ResourceType
 from kafka_wire.broker.security.checks import allowed_for
+from kafka_wire.broker.share import describe
+from kafka_wire.broker.share.admin_rpcs import (
+    LEADER_RETRIABLE,
+    Call,
+    Phase,
+    latest_result,
+    request_for,
+    state_result,
+)
 from kafka_wire.broker.share.persister import REQUEST_TIMEOUT_MS, RETRIABLE, RETRY_BACKOFF_MS
 from kafka_wire.broker.share.state_records import ShareStateKey
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
+from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
-    from kafka_wire.broker.group.service import GroupCoordinator
+    from kafka_wire.broker.group.share_groups import Partitions
+    from kafka_wire.broker.group_link import GroupLink
     from kafka_wire.broker.state import BrokerState
 
-#: How long an Alter or Delete may wait for the share coordinators.
+#: How long an operation may wait for the share coordinators.
 ADMIN_TIMEOUT_MS: Final = 30_000
+#: Kafka's message for a topic DeleteShareGroupOffsets finds no state of.
+NO_OFFSETS: Final = "There is no offset information to delete."
 
 #: Kafka's messages for the errors these answers carry.
 _MESSAGES: Final[dict[int, str]] = {
@@ -77,45 +102,28 @@ def message_of(code: int) -> str | None:
     return None if not code else _MESSAGES.get(code)
 
 
-class _Phase(enum.Enum):
-    SUMMARY = "summary"
-    INITIALIZE = "initialize"
-    DELETE = "delete"
-
-
 @dataclass(slots=True)
-class _Call:
-    """One share-partition's part of an Alter or Delete."""
+class Op:
+    """One operation: its calls (each with what to do with its outcome), the answer they fill
+    (None: the coordinator's own, a heartbeat's initialization), and what runs once they are all
+    done, before the answer leaves (its answers: the group coordinator's writes may answer others)."""
 
-    key: ShareStateKey
-    phase: _Phase
-    start_offset: int = -1
-    state_epoch: int = 0
-    due_ms: int | None = 0
-    #: The outcome once done.
-    error: int | None = None
-    #: Bumped at each send: an answer to an older send is ignored.
-    attempt: int = 0
-
-
-@dataclass(slots=True)
-class _Op:
     conn_id: int
-    request: Request
-    answer: Message
+    request: Request | None
+    answer: Message | None
     deadline_ms: int
-    #: Each call and what to do with its outcome in the answer.
-    calls: list[tuple[_Call, Callable[[int], None]]] = field(default_factory=list)
+    calls: list[tuple[Call, Callable[[Call], None]]] = field(default_factory=list)
+    done: Callable[[int], list[Answer]] | None = None
 
 
 class ShareAdmin:
     """See the module docstring."""
 
-    def __init__(self, state: BrokerState, coordinator: Callable[[], GroupCoordinator]) -> None:
+    def __init__(self, state: BrokerState, groups: GroupLink) -> None:
         self._state = state
-        self._coordinator = coordinator
-        self._ops: list[_Op] = []
-        self._replies: list[tuple[_Call, int, Message | None]] = []
+        self._groups = groups
+        self._ops: list[Op] = []
+        self._replies: list[tuple[Call, int, Message | None]] = []
         self._now_ms = 0
 
     # -- requests ----------------------------------------------------------------------------------
@@ -123,6 +131,18 @@ class ShareAdmin:
     def handle(self, conn_id: int, request: Request, principal: str, host: str, now_ms: int) -> list[Answer]:
         self._now_ms = max(self._now_ms, now_ms)
         body = request.body
+        if isinstance(body, messages.DescribeShareGroupOffsetsRequest):
+            op = Op(conn_id, request, None, now_ms + ADMIN_TIMEOUT_MS)
+            coordinator = self._groups.coordinator
+            describe.build(
+                op,
+                body,
+                self._state,
+                coordinator,
+                lambda o, t, n: self._allowed(principal, host, o, t, n),
+                message_of,
+            )
+            return self._start(op, now_ms)
         assert isinstance(
             body, messages.AlterShareGroupOffsetsRequest | messages.DeleteShareGroupOffsetsRequest
         )
@@ -130,18 +150,21 @@ class ShareAdmin:
         answer = (
             messages.AlterShareGroupOffsetsResponse() if alter else messages.DeleteShareGroupOffsetsResponse()
         )
-        error = self._refusal(body, principal, host)
+        error, message = self._refusal(body, principal, host)
         if error:
-            answer.error_code, answer.error_message = error, message_of(error)
+            answer.error_code, answer.error_message = error, message
             return [(conn_id, request, answer)]
-        op = _Op(conn_id, request, answer, now_ms + ADMIN_TIMEOUT_MS)
+        op = Op(conn_id, request, answer, now_ms + ADMIN_TIMEOUT_MS)
         if isinstance(body, messages.AlterShareGroupOffsetsRequest):
-            self._alter(op, body, principal, host)
+            answers = self._alter(op, body, principal, host, now_ms)
         else:
-            self._delete(op, body, principal, host)
+            answers = self._delete(op, body, principal, host, now_ms)
+        return answers + self._start(op, now_ms)
+
+    def _start(self, op: Op, now_ms: int) -> list[Answer]:
         self._ops.append(op)
         self._send_due(now_ms)
-        return self._finished()
+        return self._finished(now_ms)
 
     def _allowed(self, principal: str, host: str, op: AclOperation, rtype: ResourceType, name: str) -> bool:
         return allowed_for(self._state, principal, host, op, rtype, name)
@@ -151,31 +174,38 @@ class ShareAdmin:
         body: messages.AlterShareGroupOffsetsRequest | messages.DeleteShareGroupOffsetsRequest,
         principal: str,
         host: str,
-    ) -> int:
+    ) -> tuple[int, str | None]:
         group_id = body.group_id
-        needed = (
-            AclOperation.READ
-            if isinstance(body, messages.AlterShareGroupOffsetsRequest)
-            else AclOperation.DELETE
-        )
+        alter = isinstance(body, messages.AlterShareGroupOffsetsRequest)
+        needed = AclOperation.READ if alter else AclOperation.DELETE
+        error: int = ErrorCode.NONE
         if not self._allowed(principal, host, needed, ResourceType.GROUP, group_id):
-            return ErrorCode.GROUP_AUTHORIZATION_FAILED
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        coordinator = self._coordinator()
-        refused = coordinator.refusal(group_id)
-        if refused is not None:
-            return refused
-        share = coordinator.share_group_view(group_id)
-        if share is None:
-            return ErrorCode.GROUP_ID_NOT_FOUND if coordinator.group(group_id) is not None else ErrorCode.NONE
-        return ErrorCode.NON_EMPTY_GROUP if share.members else ErrorCode.NONE
+            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif not group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        else:
+            coordinator = self._groups.coordinator
+            refused = coordinator.refusal(group_id)
+            share = coordinator.share_group_view(group_id) if refused is None else None
+            if refused is not None:
+                error = refused
+            elif share is None and coordinator.group(group_id) is not None:
+                return (
+                    ErrorCode.GROUP_ID_NOT_FOUND,
+                    None if alter else f"Group {group_id} is not a share group.",
+                )
+            elif share is None and not alter:
+                return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+            elif share is not None and share.members:
+                error = ErrorCode.NON_EMPTY_GROUP
+        return error, message_of(error)
 
     def _alter(
-        self, op: _Op, body: messages.AlterShareGroupOffsetsRequest, principal: str, host: str
-    ) -> None:
+        self, op: Op, body: messages.AlterShareGroupOffsetsRequest, principal: str, host: str, now_ms: int
+    ) -> list[Answer]:
         answer = op.answer
         assert isinstance(answer, messages.AlterShareGroupOffsetsResponse)
+        wanted: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
         for topic in body.topics:
             info = self._state.topic_named(topic.topic_name)
             answered = messages.AlterShareGroupOffsetsResponseTopic(
@@ -192,19 +222,28 @@ class ShareAdmin:
                     error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     key = ShareStateKey(body.group_id, info.topic_id, p.partition_index)
-                    op.calls.append((_Call(key, _Phase.SUMMARY, start_offset=p.start_offset), _setter(part)))
+                    call = Call(key, Phase.SUMMARY, start_offset=p.start_offset)
+                    op.calls.append((call, _setter(part)))
+                    name, partitions = wanted.get(info.topic_id, (info.name, frozenset[int]()))
+                    wanted[info.topic_id] = (name, partitions | {p.partition_index})
                     continue
                 part.error_code, part.error_message = error, message_of(error)
+        group_id = body.group_id
+        _, answers = self._groups.share_write(lambda share: share.begin_alter(group_id, wanted), now_ms)
+        op.done = lambda at_ms: self._settle_state(group_id, op.calls, at_ms, initializing=False)
+        return answers
 
     def _delete(
-        self, op: _Op, body: messages.DeleteShareGroupOffsetsRequest, principal: str, host: str
-    ) -> None:
+        self, op: Op, body: messages.DeleteShareGroupOffsetsRequest, principal: str, host: str, now_ms: int
+    ) -> list[Answer]:
         answer = op.answer
         assert isinstance(answer, messages.DeleteShareGroupOffsetsResponse)
+        asked: dict[uuid.UUID, tuple[str, int]] = {}
+        found: list[tuple[messages.DeleteShareGroupOffsetsResponseTopic, uuid.UUID]] = []
         for topic in body.topics:
             info = self._state.topic_named(topic.topic_name)
             answered = messages.DeleteShareGroupOffsetsResponseTopic(
-                topic_name=topic.topic_name, topic_id=ZERO_UUID if info is None else info.topic_id
+                topic_name=topic.topic_name, topic_id=ZERO_UUID
             )
             answer.responses.append(answered)
             if not self._allowed(principal, host, AclOperation.READ, ResourceType.TOPIC, topic.topic_name):
@@ -212,42 +251,107 @@ class ShareAdmin:
             elif info is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                setter = _setter(answered)
-                for index in range(info.partitions):
-                    key = ShareStateKey(body.group_id, info.topic_id, index)
-                    op.calls.append((_Call(key, _Phase.DELETE), setter))
+                asked[info.topic_id] = (info.name, info.partitions)
+                found.append((answered, info.topic_id))
                 continue
             answered.error_code, answered.error_message = error, message_of(error)
+        group_id = body.group_id
+        parts, answers = self._groups.share_write(
+            lambda share: share.begin_offsets_delete(group_id, asked), now_ms
+        )
+        for answered, topic_id in found:
+            if topic_id not in parts:
+                answered.error_code, answered.error_message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NO_OFFSETS
+                continue
+            answered.topic_id = topic_id
+            setter = _setter(answered)
+            for index in sorted(parts[topic_id]):
+                op.calls.append((Call(ShareStateKey(group_id, topic_id, index), Phase.DELETE), setter))
+
+        def done(at_ms: int) -> list[Answer]:
+            failed = {c.key.topic_id for c, _ in op.calls if c.error}
+            deleted = {c.key.topic_id for c, _ in op.calls} - failed
+            answer.responses.sort(key=lambda t: t.error_code != ErrorCode.NONE or t.topic_id not in deleted)
+            return self._groups.share_write(lambda share: share.offsets_deleted(group_id, deleted), at_ms)[1]
+
+        op.done = done
+        return answers
 
     def hold_deleted_groups(
-        self, conn_id: int, request: Request, answer: Message, share_groups: set[str], now_ms: int
+        self,
+        conn_id: int,
+        request: Request,
+        answer: Message,
+        share_groups: dict[str, Partitions],
+        now_ms: int,
     ) -> list[Answer]:
         """A DeleteGroups answer: held until the state of the share groups it deleted is deleted
-        too (see the module docstring)."""
+        too (``share_groups``: the share-partitions their metadata listed; see the module
+        docstring)."""
         self._now_ms = max(self._now_ms, now_ms)
         if not isinstance(answer, messages.DeleteGroupsResponse):
             return [(conn_id, request, answer)]
-        op = _Op(conn_id, request, answer, now_ms + ADMIN_TIMEOUT_MS)
-        topics = [t for name, t in self._state.metadata.topics.items() if not name.startswith("__")]
+        op = Op(conn_id, request, answer, now_ms + ADMIN_TIMEOUT_MS)
         for result in answer.results:
             if result.error_code or result.group_id not in share_groups:
                 continue
             setter = _setter(result)
-            for topic in topics:
-                for index in range(topic.partitions):
-                    key = ShareStateKey(result.group_id, topic.topic_id, index)
-                    op.calls.append((_Call(key, _Phase.DELETE), setter))
+            for topic_id, partitions in sorted(share_groups[result.group_id].items()):
+                for index in sorted(partitions):
+                    key = ShareStateKey(result.group_id, topic_id, index)
+                    op.calls.append((Call(key, Phase.DELETE), setter))
         if not op.calls:
             return [(conn_id, request, answer)]
-        self._ops.append(op)
-        self._send_due(now_ms)
-        return self._finished()
+        return self._start(op, now_ms)
+
+    # -- a heartbeat's initializations ---------------------------------------------------------
+
+    def _initialize(self, now_ms: int) -> None:
+        """Start the initializations whose marking the group coordinator stored."""
+        for group_id, group_epoch, parts in self._groups.take_share_initializations():
+            op = Op(-1, None, None, now_ms + ADMIN_TIMEOUT_MS)
+            for topic_id, partitions in sorted(parts.items()):
+                for index in sorted(partitions):
+                    call = Call(
+                        ShareStateKey(group_id, topic_id, index), Phase.INITIALIZE, state_epoch=group_epoch
+                    )
+                    op.calls.append((call, _ignore))
+            op.done = lambda at_ms, op=op, group_id=group_id: self._settle_state(
+                group_id, op.calls, at_ms, initializing=True
+            )
+            self._ops.append(op)
+
+    def _settle_state(
+        self,
+        group_id: str,
+        calls: list[tuple[Call, Callable[[Call], None]]],
+        now_ms: int,
+        *,
+        initializing: bool,
+    ) -> list[Answer]:
+        """Mark the share-partitions initialized whose calls succeeded; with ``initializing`` (a
+        heartbeat's) those that failed are no longer initializing (an Alter's stay: Kafka keeps
+        them)."""
+        done: dict[uuid.UUID, frozenset[int]] = {}
+        failed: dict[uuid.UUID, frozenset[int]] = {}
+        for call, _ in calls:
+            into = failed if call.error else done
+            key = call.key
+            into[key.topic_id] = into.get(key.topic_id, frozenset()) | {key.partition}
+        answers = self._groups.share_write(lambda share: share.initialized(group_id, done), now_ms)[1]
+        if initializing and failed:
+            answers += self._groups.share_write(lambda share: share.uninitialized(group_id, failed), now_ms)[
+                1
+            ]
+        return answers
 
     # -- driving -----------------------------------------------------------------------------------
 
     def poll(self, now_ms: int) -> list[Answer]:
-        """Settle the share coordinators' answers, send what is due; the answers finished."""
+        """Start the initializations asked for, settle the answers, send what is due; the
+        answers finished."""
         self._now_ms = max(self._now_ms, now_ms)
+        self._initialize(now_ms)
         if not self._ops:
             return []
         replies, self._replies = self._replies, []
@@ -260,7 +364,7 @@ class ShareAdmin:
                     if call.error is None:
                         call.error = ErrorCode.REQUEST_TIMED_OUT
         self._send_due(now_ms)
-        return self._finished()
+        return self._finished(now_ms)
 
     def next_deadline_ms(self) -> int | None:
         if self._replies:
@@ -270,17 +374,19 @@ class ShareAdmin:
         return min(due, default=None)
 
     def forget(self, conn_id: int) -> None:
-        self._ops = [op for op in self._ops if op.conn_id != conn_id]
+        self._ops = [op for op in self._ops if op.conn_id != conn_id or op.request is None]
 
-    def _finished(self) -> list[Answer]:
+    def _finished(self, now_ms: int) -> list[Answer]:
         out: list[Answer] = []
-        still: list[_Op] = []
+        still: list[Op] = []
         for op in self._ops:
             if all(call.error is not None for call, _ in op.calls):
-                for call, set_error in op.calls:
-                    assert call.error is not None
-                    set_error(call.error)
-                out.append((op.conn_id, op.request, op.answer))
+                for call, settle in op.calls:
+                    settle(call)
+                if op.done is not None:
+                    out += op.done(now_ms)
+                if op.request is not None and op.answer is not None:
+                    out.append((op.conn_id, op.request, op.answer))
             else:
                 still.append(op)
         self._ops = still
@@ -292,74 +398,43 @@ class ShareAdmin:
                 if call.error is None and call.due_ms is not None and call.due_ms <= now_ms:
                     self._send(call, now_ms)
 
-    def _send(self, call: _Call, now_ms: int) -> None:
+    def _send(self, call: Call, now_ms: int) -> None:
         state = self._state
-        store = None if state.share is None else state.share.store
-        partition = None if store is None else store.locate(call.key, now_ms)
-        registration = (
-            None if partition is None else state.cluster.partition(SHARE_GROUP_STATE_TOPIC, partition)
-        )
+        topic = state.topic_with_id(call.key.topic_id)
+        if call.phase is Phase.LATEST:
+            registration = None if topic is None else state.cluster.partition(topic.name, call.key.partition)
+        else:
+            store = None if state.share is None else state.share.store
+            partition = None if store is None else store.locate(call.key, now_ms)
+            registration = (
+                None if partition is None else state.cluster.partition(SHARE_GROUP_STATE_TOPIC, partition)
+            )
         if registration is None or registration.leader < 0:
             call.due_ms = now_ms + RETRY_BACKOFF_MS
             return
         call.due_ms = None
         call.attempt += 1
-        key, attempt = call.key, call.attempt
-        body: Message
-        if call.phase is _Phase.SUMMARY:
-            body = messages.ReadShareGroupStateSummaryRequest(
-                group_id=key.group_id,
-                topics=[
-                    messages.ReadShareGroupStateSummaryRequestReadStateSummaryData(
-                        topic_id=key.topic_id,
-                        partitions=[
-                            messages.ReadShareGroupStateSummaryRequestPartitionData(
-                                partition=key.partition, leader_epoch=-1
-                            )
-                        ],
-                    )
-                ],
-            )
-        elif call.phase is _Phase.INITIALIZE:
-            body = messages.InitializeShareGroupStateRequest(
-                group_id=key.group_id,
-                topics=[
-                    messages.InitializeShareGroupStateRequestInitializeStateData(
-                        topic_id=key.topic_id,
-                        partitions=[
-                            messages.InitializeShareGroupStateRequestPartitionData(
-                                partition=key.partition,
-                                state_epoch=call.state_epoch,
-                                start_offset=call.start_offset,
-                            )
-                        ],
-                    )
-                ],
-            )
-        else:
-            body = messages.DeleteShareGroupStateRequest(
-                group_id=key.group_id,
-                topics=[
-                    messages.DeleteShareGroupStateRequestDeleteStateData(
-                        topic_id=key.topic_id,
-                        partitions=[
-                            messages.DeleteShareGroupStateRequestPartitionData(partition=key.partition)
-                        ],
-                    )
-                ],
-            )
+        attempt = call.attempt
 
         def on_reply(reply: Message | None, reply_ms: int) -> None:
             self._replies.append((call, attempt, reply))
             self._now_ms = max(self._now_ms, reply_ms)
 
         cluster = state.cluster
+        body = request_for(call, "" if topic is None else topic.name)
         cluster.send(
             Outbound(registration.leader, cluster.inter_broker_listener, body, on_reply, REQUEST_TIMEOUT_MS)
         )
 
-    def _settle(self, call: _Call, body: Message | None, now_ms: int) -> None:
-        found = _partition_result(body, call.key)
+    def _settle(self, call: Call, body: Message | None, now_ms: int) -> None:
+        if call.phase is Phase.LATEST:
+            latest = latest_result(body, call.key.partition)
+            if latest is None or latest[0] in LEADER_RETRIABLE:
+                call.due_ms = now_ms + RETRY_BACKOFF_MS
+            else:
+                call.error, call.latest_offset = latest
+            return
+        found = state_result(body, call.key)
         error = None if found is None else found.error_code
         if error is None or error in RETRIABLE:
             call.due_ms = now_ms + RETRY_BACKOFF_MS
@@ -367,46 +442,34 @@ class ShareAdmin:
         if error:
             call.error = error
             return
-        if call.phase is _Phase.SUMMARY:
-            assert isinstance(found, messages.ReadShareGroupStateSummaryResponsePartitionResult)
-            call.phase, call.state_epoch = _Phase.INITIALIZE, max(found.state_epoch, 0) + 1
+        if isinstance(found, messages.ReadShareGroupStateSummaryResponsePartitionResult):
+            if call.phase is Phase.DESCRIBE:
+                complete = found.delivery_complete_count
+                call.described = (found.start_offset, found.leader_epoch, complete)
+                if found.start_offset == -1 or complete == -1:
+                    call.error = ErrorCode.NONE
+                    return
+                call.phase = Phase.LATEST
+            else:
+                call.phase, call.state_epoch = Phase.INITIALIZE, max(found.state_epoch, 0) + 1
             call.due_ms = now_ms
             self._send(call, now_ms)
             return
         call.error = ErrorCode.NONE
 
 
+def _ignore(call: Call) -> None:
+    return None
+
+
 def _setter(
     target: messages.AlterShareGroupOffsetsResponsePartition
     | messages.DeleteShareGroupOffsetsResponseTopic
     | messages.DeleteGroupsResponseDeletableGroupResult,
-) -> Callable[[int], None]:
-    def set_error(error: int) -> None:
+) -> Callable[[Call], None]:
+    def set_error(call: Call) -> None:
+        error = call.error
         if error and not target.error_code:
             target.error_code, target.error_message = error, message_of(error)
 
     return set_error
-
-
-if TYPE_CHECKING:  # their message modules load on the first share admin request, not at start
-    _Result = (
-        messages.ReadShareGroupStateSummaryResponsePartitionResult
-        | messages.InitializeShareGroupStateResponsePartitionResult
-        | messages.DeleteShareGroupStateResponsePartitionResult
-    )
-
-
-def _partition_result(body: Message | None, key: ShareStateKey) -> _Result | None:
-    if not isinstance(
-        body,
-        messages.ReadShareGroupStateSummaryResponse
-        | messages.InitializeShareGroupStateResponse
-        | messages.DeleteShareGroupStateResponse,
-    ):
-        return None
-    for topic in body.results:
-        if topic.topic_id == key.topic_id:
-            for p in topic.partitions:
-                if p.partition == key.partition:
-                    return p
-    return None

@@ -141,12 +141,18 @@ class ShareStateStore:
         self, key: ShareStateKey, state_epoch: int, start_offset: int, now_ms: int
     ) -> tuple[int, int]:
         """InitializeShareGroupState: a new state epoch and start offset, no in-flight records
-        (what a leader of an older state epoch writes is fenced from then on)."""
+        (what a leader of an older state epoch writes is fenced from then on). Start offset -1 (a
+        group coordinator's first initialization) for a state a partition leader started already
+        (it has a leader epoch or a start offset) keeps that state: kafka-wire's leaders start a
+        share-partition with no state themselves, so that initialization may come after
+        (Kafka's leaders wait for it)."""
         error = self._checked(key, now_ms, state_epoch=state_epoch)
         if error:
             return error, -1
-        fresh = ShareState(create_timestamp_ms=now_ms)
         old = self.states.get(key)
+        if start_offset == -1 and old is not None and (old.leader_epoch >= 0 or old.start_offset >= 0):
+            return ErrorCode.NONE, self._end_offset(key)  # a partition leader started it already
+        fresh = ShareState(create_timestamp_ms=now_ms)
         if old is not None:
             fresh.snapshot_epoch = old.snapshot_epoch
         self.states.pop(key, None)

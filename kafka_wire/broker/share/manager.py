@@ -217,15 +217,18 @@ class ShareManager:
         """Hand ``key``'s state to the share coordinator; the ticket of the write (None: no
         persister, or no such share-partition)."""
         found, persister = self.partitions.get(key), self.persister
-        if found is None or persister is None:
+        if found is None:
+            return None
+        start, batches = found.persisted_view()
+        if persister is None:
             return None
         return persister.write(
             key,
             Snapshot(
                 self._state_epochs.get(key, 0),
                 self._leader_epochs.get(key, -1),
-                found.start_offset,
-                tuple((f, last, int(s), c) for f, last, s, c in found.state_batches()),
+                start,
+                tuple((f, last, int(s), c) for f, last, s, c in batches),
             ),
             now_ms,
         )
@@ -323,8 +326,8 @@ class ShareManager:
             key = (session.group_id, topic_id, partition)
             found = self.partitions.get(key)
             if found is not None:
-                found.release_member(session.member_id, now_ms)
-                self.persist(key, now_ms)
+                if found.release_member(session.member_id, now_ms):  # nothing held: nothing written
+                    self.persist(key, now_ms)
                 self.rearm(key)
 
     def connection_closed(self, conn_id: int, now_ms: int) -> None:

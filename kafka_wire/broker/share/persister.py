@@ -33,7 +33,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire import messages
@@ -42,6 +41,7 @@ from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC
 from kafka_wire.broker.share.state_records import ShareStateKey, StateBatch
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
+from kafka_wire.quick_dataclass import dataclass
 
 #: The wait before a refused or unanswered request goes again (Kafka's persister backs off from
 #: 100 ms).

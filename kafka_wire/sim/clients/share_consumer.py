@@ -40,15 +40,14 @@ from kafka_wire.messages import (
 )
 from kafka_wire.sim.clients.base import REQUEST_TIMEOUT_MS, RETRY_BACKOFF_MS, Address, ClientBase
 from kafka_wire.sim.clients.producer import error_name
+from kafka_wire.sim.clients.share_acks import SLOW, AckBook
 from kafka_wire.sim.clients.share_requests import (
     ACCEPT,
-    ACK_NAMES,
     REJECT,
     RELEASE,
     SHARE_FETCH_MAX_WAIT_MS,
     Acks,
     Key,
-    completed,
     group_config_request,
     lost_fetch,
     record_values,
@@ -63,7 +62,6 @@ if TYPE_CHECKING:
 #: How long a member waits after its group configs were set before it joins.
 CONFIG_SETTLE_MS: Final = 1_000
 HEARTBEAT_INTERVAL_MS: Final = 1_000
-_SLOW: Final = 0
 _COORDINATOR_ERRORS: Final = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
 )
@@ -77,8 +75,8 @@ _SESSION_ERRORS: Final = frozenset(
     }
 )
 
-#: A partition's error after which its acknowledgements may still have been applied, or records
-#: acquired (the write to the share coordinator timed out: it may land later).
+#: A partition's error after which records may have been acquired (the write to the share
+#: coordinator timed out: it may land later).
 _UNKNOWN_OUTCOME: Final = frozenset({ErrorCode.REQUEST_TIMED_OUT})
 
 
@@ -88,14 +86,6 @@ class _Session:
     epoch: int = 0
     in_flight: bool = False
     partitions: set[Key] = field(default_factory=set)
-
-
-@dataclass(slots=True)
-class _Held:
-    value: str
-    #: The acknowledge type decided (_SLOW: none, left to time out).
-    decision: int
-    due_ms: int
 
 
 class ShareConsumer(ClientBase):
@@ -129,17 +119,15 @@ class ShareConsumer(ClientBase):
         self.restart_at_ms: int | None = None
         self.assignment: set[Key] = set()
         self.sessions: dict[Address, _Session] = {}
-        #: Records acquired and not acknowledged yet: (topic, partition, offset) -> what to do.
-        self.held: dict[tuple[str, int, int], _Held] = {}
         self.retry_at_ms: dict[Address, int] = {}
-        #: Acknowledgement ops sent and not answered.
-        self.acks_pending = 0
+        #: What the member holds and the acknowledgements it sent.
+        self.acks = AckBook(name, group, self.record, self._node_of)
 
     # -- the SimClient surface ---------------------------------------------------------------------
 
     def idle(self) -> bool:
         """Quiescing, holding nothing, and every acks=all write to its topics settled."""
-        if not self.quiescing or self.held or self.acks_pending:
+        if not self.quiescing or self.acks.busy:
             return False
         limit = int(self.group_configs.get("share.delivery.count.limit", "5"))
         return not share_unsettled(self.history, limit, frozenset(self.topics))[0]
@@ -291,7 +279,7 @@ class ShareConsumer(ClientBase):
             self.epoch = 0
             self.assignment = set()
             self.sessions = {}
-            self.held = {}
+            self.acks.drop_all()
 
         self._send_group(self.coordinator, request, left)
 
@@ -322,67 +310,12 @@ class ShareConsumer(ClientBase):
                     self._acknowledge(address, session, acks, now_ms)
                     continue
             self._share_fetch(address, session, now_ms, keys=keys)
-        pending = [h.due_ms for h in self.held.values()]
-        if pending:
-            self.wake_at(max(min(pending), now_ms + 1))
+        due_ms = self.acks.next_due_ms()
+        if due_ms is not None:
+            self.wake_at(max(due_ms, now_ms + 1))
 
     def _due_acks(self, address: Address, now_ms: int) -> Acks:
-        """(topic, partition) -> [(offset, type)] of the held records led by ``address`` whose
-        acknowledgement is due."""
-        out: Acks = {}
-        for (topic, partition, offset), held in sorted(self.held.items()):
-            if held.decision == _SLOW:
-                if held.due_ms <= now_ms:  # its lock ran out: the leader took it back
-                    del self.held[topic, partition, offset]
-                continue
-            if held.due_ms > now_ms and not self.quiescing:
-                continue
-            if self.leader_address(topic, partition) == address:
-                out.setdefault((topic, partition), []).append((offset, held.decision))
-        return out
-
-    def _take_acks(self, acks: Acks, address: Address, now_ms: int) -> list[Op]:
-        """Invoke ops for ``acks`` (dropped from what is held), one per partition and type."""
-        ops: list[Op] = []
-        for (topic, partition), items in acks.items():
-            for kind in (ACCEPT, RELEASE, REJECT):
-                records = tuple((o, self.held[topic, partition, o].value) for o, k in items if k == kind)
-                if records:
-                    ops.append(self._ack_op(OpType.INVOKE, topic, partition, kind, records, address, now_ms))
-            for offset, _ in items:
-                del self.held[topic, partition, offset]
-        for op in ops:
-            self.record(op)
-        self.acks_pending += len(ops)
-        return ops
-
-    def _ack_op(
-        self,
-        outcome: OpType,
-        topic: str,
-        partition: int,
-        kind: int,
-        records: tuple[tuple[int, str], ...],
-        address: Address,
-        now_ms: int,
-        error: str = "",
-        invoked_ms: int = -1,
-    ) -> Op:
-        return Op(
-            now_ms,
-            self.name,
-            outcome,
-            OpKind.ACK,
-            topic=topic,
-            partition=partition,
-            value=ACK_NAMES[kind],
-            records=records,
-            group=self.group,
-            member=self.member_id,
-            node=self._node_of(address),
-            error=error,
-            invoked_ms=invoked_ms,
-        )
+        return self.acks.due(address, now_ms, self.leader_address, self.quiescing)
 
     def _node_of(self, address: Address) -> int:
         return next((n for n, a in self.brokers.items() if a == address), -1)
@@ -421,7 +354,7 @@ class ShareConsumer(ClientBase):
         request = share_fetch_request(
             self.group, self.member_id, epoch, self.topic_ids, wanted, acks, forgotten
         )
-        ops = self._take_acks(acks, address, now_ms)
+        ops = self.acks.take(acks, address, self.member_id, now_ms)
         session.in_flight = True
         if epoch >= 0:
             session.partitions = (session.partitions | wanted) - forgotten
@@ -450,27 +383,6 @@ class ShareConsumer(ClientBase):
         self.want_metadata()
         self.retry_at_ms[address] = now_ms + RETRY_BACKOFF_MS
 
-    def _settle_acks(self, ops: list[Op], outcome: OpType, now_ms: int, error: str = "") -> None:
-        self.acks_pending -= len(ops)
-        for op in ops:
-            self.record(completed(op, outcome, now_ms, error))
-
-    def _settle_by_partition(self, ops: list[Op], codes: dict[Key, int], now_ms: int) -> None:
-        """Each partition's acknowledgements by its answer's code (none: unknown)."""
-        for op in ops:
-            code = codes.get((op.topic, op.partition))
-            if code is None:
-                self._settle_acks([op], OpType.INFO, now_ms, "not answered")
-            else:
-                outcome = (
-                    OpType.OK
-                    if code == ErrorCode.NONE
-                    else OpType.INFO
-                    if code in _UNKNOWN_OUTCOME
-                    else OpType.FAIL
-                )
-                self._settle_acks([op], outcome, now_ms, "" if code == ErrorCode.NONE else error_name(code))
-
     def _on_share_fetch(
         self,
         address: Address,
@@ -484,12 +396,12 @@ class ShareConsumer(ClientBase):
     ) -> None:
         session.in_flight = False
         if not isinstance(body, ShareFetchResponse):
-            self._settle_acks(ops, OpType.INFO, now_ms, "no answer")
+            self.acks.settle(ops, OpType.INFO, now_ms, "no answer")
             self._lost(address, session, now_ms)
             return
         if body.error_code != ErrorCode.NONE:
             error = error_name(body.error_code)
-            self._settle_acks(
+            self.acks.settle(
                 ops, OpType.FAIL if body.error_code in _SESSION_ERRORS else OpType.INFO, now_ms, error
             )
             session.epoch = 0
@@ -527,7 +439,7 @@ class ShareConsumer(ClientBase):
                     epoch,
                     now_ms,
                 )
-        self._settle_by_partition(ops, outcomes, now_ms)
+        self.acks.settle_by_partition(ops, outcomes, now_ms)
         if refresh:
             self.want_metadata()
             self.retry_at_ms[address] = now_ms + RETRY_BACKOFF_MS
@@ -571,8 +483,8 @@ class ShareConsumer(ClientBase):
                 continue  # acquired by a closing session: released with it
             for offset, value in records:
                 decision = self._decide()
-                due = now_ms + (lock_ms if decision == _SLOW else self.rng.randint(0, 300))
-                self.held[key[0], key[1], offset] = _Held(value, decision, due)
+                due = now_ms + (lock_ms if decision == SLOW else self.rng.randint(0, 300))
+                self.acks.hold(key, offset, value, decision, due)
 
     def _decide(self) -> int:
         roll = self.rng.random()
@@ -584,25 +496,25 @@ class ShareConsumer(ClientBase):
             return RELEASE
         if roll < 0.87:
             return REJECT
-        return _SLOW
+        return SLOW
 
     # -- standalone acknowledgements ---------------------------------------------------------------
 
     def _acknowledge(self, address: Address, session: _Session, acks: Acks, now_ms: int) -> None:
         request = share_acknowledge_request(self.group, self.member_id, session.epoch, self.topic_ids, acks)
-        ops = self._take_acks(acks, address, now_ms)
+        ops = self.acks.take(acks, address, self.member_id, now_ms)
         session.in_flight = True
         epoch = session.epoch
 
         def answered(body: Message | None, now_ms: int) -> None:
             session.in_flight = False
             if not isinstance(body, ShareAcknowledgeResponse):
-                self._settle_acks(ops, OpType.INFO, now_ms, "no answer")
+                self.acks.settle(ops, OpType.INFO, now_ms, "no answer")
                 self._lost(address, session, now_ms)
                 return
             if body.error_code != ErrorCode.NONE:
                 failed = body.error_code in _SESSION_ERRORS
-                self._settle_acks(
+                self.acks.settle(
                     ops, OpType.FAIL if failed else OpType.INFO, now_ms, error_name(body.error_code)
                 )
                 session.epoch = 0
@@ -616,6 +528,6 @@ class ShareConsumer(ClientBase):
                 for t in body.responses
                 for p in t.partitions
             }
-            self._settle_by_partition(ops, codes, now_ms)
+            self.acks.settle_by_partition(ops, codes, now_ms)
 
         self.request(address, request, answered)

@@ -109,9 +109,8 @@ def test_deleted_groups_and_offsets_stay_deleted() -> None:
 
 def test_unknown_record_types_are_skipped() -> None:
     fresh = GroupCoordinator(DELAYED)
-    # A share group's state-partition metadata (read and ignored), and a tombstone of a KIP-848
-    # group that is not there.
-    fresh.load([(b"\x00\x0f\x00\x01g", b"\x00\x00whatever"), (b"\x00\x03\x00\x01g", None)])
+    # A streams group's record (skipped), and a tombstone of a KIP-848 group that is not there.
+    fresh.load([(b"\x00\x09\x00\x01g", b"\x00\x00whatever"), (b"\x00\x03\x00\x01g", None)])
     assert fresh.groups() == []
 
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
+
+import pytest
 
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.partition.purgatory import PendingProduce
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.partition.roles import ReplicaRole
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     DeleteRecordsRequest,
     DeleteRecordsRequestPartition,
@@ -630,3 +634,51 @@ def test_a_newer_partition_state_settles_a_pending_isr_it_does_not_name() -> Non
     net.run(1000)
     assert replica.high_watermark == 2
     assert not net.nodes[1].manager.alter.proposals
+
+
+def test_a_held_consumer_fetch_is_read_again_only_when_its_high_watermark_moves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A consumer reads to the high watermark: records above it (acks=1, not fetched by the
+    followers yet) do not wake its held Fetch, which is not even read again; the high watermark
+    reaching them answers it. A follower's held Fetch reads to the log end offset, so the same
+    records answer it at once."""
+    reads: list[int] = []
+    original = PartitionReplica.read
+
+    def counting(self: PartitionReplica, fetch_offset: int, max_bytes: int, **kw: Any) -> Any:
+        reads.append(fetch_offset)
+        return original(self, fetch_offset, max_bytes, **kw)
+
+    net = three()
+    leader = net.nodes[1]
+    leader.produce([b"a"], net.now_ms, acks=-1)
+    net.run(1000)
+    assert leader.replica().high_watermark == 1
+    monkeypatch.setattr(PartitionReplica, "read", counting)
+
+    def held_fetch(replica_id: int) -> Any:
+        partition = FetchRequestPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20)
+        request = FetchRequest(
+            replica_id=replica_id,
+            max_wait_ms=60_000,
+            min_bytes=1,
+            topics=[FetchRequestTopic(topic="t", topic_id=TOPIC_ID, partitions=[partition])],
+        )
+        waiting = leader.call(request, net.now_ms, version=12)
+        assert not isinstance(waiting, Message)
+        return waiting
+
+    def values(answer: object) -> list[bytes | None]:
+        assert isinstance(answer, FetchResponse)
+        return [r.value for r in read_records(bytes(answer.responses[0].partitions[0].records or b""))]
+
+    consumer, follower = held_fetch(-1), held_fetch(2)
+    assert reads == [1, 1]  # held: each read once
+    leader.produce([b"b"], net.now_ms, acks=1)
+    assert leader.replica().log_end_offset == 2 and leader.replica().high_watermark == 1
+    assert consumer.poll(net.now_ms) is None and reads == [1, 1]
+    assert values(follower.poll(net.now_ms)) == [b"b"] and reads == [1, 1, 1]
+    net.run(100)  # the followers fetch b: the high watermark moves
+    assert leader.replica().high_watermark == 2
+    assert values(consumer.poll(net.now_ms)) == [b"b"]

@@ -1,5 +1,5 @@
 """The ACL checks of KIP-932 share groups (``apis/guarded_share.py``, ``security/coordinator_checks.py``,
-``apis/describe_share_group_offsets.py``, ``share/admin.py``): ShareGroupHeartbeat and
+``share/describe.py``, ``share/admin.py``): ShareGroupHeartbeat and
 ShareGroupDescribe need the group, ShareFetch and ShareAcknowledge READ on the group and on each
 topic, the share group offsets APIs the group and each topic, as Kafka's ``KafkaApis`` checks them."""
 
