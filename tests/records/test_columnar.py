@@ -314,29 +314,6 @@ def test_fuzzed_batches_fail_as_the_per_record_decoder_does(
     assert rows(batch) == expected
 
 
-@pytest.mark.skipif(not columnar.COMPILED, reason="the C extension is not built or KAFKA_WIRE_PURE is set")
-def test_exported_buffers_live_as_long_as_arrow_needs_them() -> None:
-    """The C export: the batch outlives its decoder and its Columns, a column outlives the batch,
-    an export never imported is freed with its Columns, and a spent Columns refuses more."""
-    data = build_batch([(b"k%d" % i, b"v" * i, [("h", None)], 5 + i) for i in range(20)])
-    decoder = columnar.ArrowDecoder(topic="t", partition=2)
-    decoder.add(data)
-    batch = decoder.take()
-    decoder.add(data)
-    del decoder
-    headers = batch.column("headers")
-    del batch
-    assert headers[19].as_py() == [{"key": "h", "value": None}]
-    c_columns: Any = columnar.Columns  # the C type (the checker sees the pure twin's)
-    spent = c_columns(True, True, True, 1000)
-    spent.export("kvh", b"", 0)  # never imported: freed with the object
-    with pytest.raises(RuntimeError, match="already finished"):
-        spent.export("kvh", b"", 0)
-    with pytest.raises(ValueError, match="not asked to collect"):
-        c_columns(False, True, False, 1).export("k", b"", 0)
-    del spent
-
-
 def test_without_pyarrow_the_call_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with pytest.raises(ImportError, match=r"kafka-wire\[arrow\]"):

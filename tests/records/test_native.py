@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from kafka_wire.errors import DecodeError
 from kafka_wire.flavour import compiled_module, source_module
-from kafka_wire.records import NewRecord, Record, RecordsReader, build_batch, loops
+from kafka_wire.records import NewRecord, Record, RecordsReader, build_batch, columnar, loops
 from kafka_wire.records.batch import V2_HEADER
 from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD
 from kafka_wire.records.crc import crc32c
@@ -334,3 +334,26 @@ def test_batch_views_crc32c_is_the_packages(data: bytes, lanes: int, tail: int) 
     blob = blob[: lanes * 1536 + tail]
     assert WALK.crc32c(blob) == crc32c(blob)
     assert WALK.crc32c(memoryview(blob)[1:]) == crc32c(blob[1:])
+
+
+def test_columnar_exported_buffers_live_as_long_as_arrow_needs_them() -> None:
+    assert columnar.COMPILED, "the columnar C extension is not built (make compile)"
+    """The C export: the batch outlives its decoder and its Columns, a column outlives the batch,
+    an export never imported is freed with its Columns, and a spent Columns refuses more."""
+    data = build_batch([(b"k%d" % i, b"v" * i, [("h", None)], 5 + i) for i in range(20)])
+    decoder = columnar.ArrowDecoder(topic="t", partition=2)
+    decoder.add(data)
+    batch = decoder.take()
+    decoder.add(data)
+    del decoder
+    headers = batch.column("headers")
+    del batch
+    assert headers[19].as_py() == [{"key": "h", "value": None}]
+    c_columns: Any = columnar.Columns  # the C type (the checker sees the pure twin's)
+    spent = c_columns(True, True, True, 1000)
+    spent.export("kvh", b"", 0)  # never imported: freed with the object
+    with pytest.raises(RuntimeError, match="already finished"):
+        spent.export("kvh", b"", 0)
+    with pytest.raises(ValueError, match="not asked to collect"):
+        c_columns(False, True, False, 1).export("k", b"", 0)
+    del spent
