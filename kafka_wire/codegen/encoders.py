@@ -152,14 +152,21 @@ class EncodeEmitter(EmitterCore):
             if kind == "array":
                 self.write_array_body(w, msg, f, v, flexible, out)
                 return
-            if kind == "string":
-                w.line(f"b_{p} = x_{p}.encode()")
-                with w.block(f"if len(b_{p}) > 0x7FFF:"):
-                    w.line(f"raise ValueOutOfRangeError('string field {f.name} is too long', version={v})")
-            else:
-                w.line(f"b_{p} = {self.FLAVOUR.as_bytes.format(f'x_{p}')}")
-            self.write_length(w, flexible, kind, f"len(b_{p})", out)
-            w.line(self.put_bytes(out, f"b_{p}", kind))
+            self.write_blob(w, f"x_{p}", p, kind, f"string field {f.name}", v, flexible, out)
+
+    def write_blob(
+        self, w: SourceWriter, value: str, p: str, kind: str, what: str, v: int, flexible: bool, out: str
+    ) -> None:
+        """Write the string or bytes in local ``value`` (not None) with its length; ``what`` names
+        it in the error of a string over 32,767 bytes."""
+        if kind == "string":
+            w.line(f"b_{p} = {value}.encode()")
+            with w.block(f"if len(b_{p}) > 0x7FFF:"):
+                w.line(f"raise ValueOutOfRangeError('{what} is too long', version={v})")
+        else:
+            w.line(f"b_{p} = {self.FLAVOUR.as_bytes.format(value)}")
+        self.write_length(w, flexible, kind, f"len(b_{p})", out)
+        w.line(self.put_bytes(out, f"b_{p}", kind))
 
     def write_array_body(
         self, w: SourceWriter, msg: Message, f: Field, v: int, flexible: bool, out: str
@@ -177,14 +184,7 @@ class EncodeEmitter(EmitterCore):
                 self.write_fixed(w, ek, f"e_{p}", out)
         elif ek in ("string", "bytes"):
             with w.block(f"for e_{p} in {items}:"):
-                if ek == "string":
-                    w.line(f"b_{p} = e_{p}.encode()")
-                    with w.block(f"if len(b_{p}) > 0x7FFF:"):
-                        w.line(f"raise ValueOutOfRangeError('string in {f.name} is too long', version={v})")
-                else:
-                    w.line(f"b_{p} = {self.FLAVOUR.as_bytes.format(f'e_{p}')}")
-                self.write_length(w, flexible, ek, f"len(b_{p})", out)
-                w.line(self.put_bytes(out, f"b_{p}", ek))
+                self.write_blob(w, f"e_{p}", p, ek, f"string in {f.name}", v, flexible, out)
         elif ek == "struct":
             assert f.type.struct is not None
             child = msg.structs[f.type.struct]
