@@ -122,6 +122,22 @@ static inline int all_ascii(const unsigned char *s, Py_ssize_t n) {
         (u) = r_.v;                                                                                                    \
     } while (0)
 
+/* A key's or value's length (-1: null) at pos, the error the per-record decoder gives when it is
+ * below -1 or runs past limit */
+#define CHECK_LENGTH(len, what, limit)                                                                                 \
+    do {                                                                                                               \
+        if (UNLIKELY((len) < -1)) {                                                                                    \
+            char msg_[64];                                                                                             \
+            snprintf(msg_, sizeof msg_, "negative " what " length %d", (int)(len));                                    \
+            FAIL(msg_, pos);                                                                                           \
+        }                                                                                                              \
+        if (UNLIKELY((len) > (limit) - pos)) {                                                                         \
+            char msg_[80];                                                                                             \
+            snprintf(msg_, sizeof msg_, what " of %d bytes overruns its record", (int)(len));                          \
+            FAIL(msg_, pos);                                                                                           \
+        }                                                                                                              \
+    } while (0)
+
 /* Where v2 writes a binary column: kept in locals during the walk (a store through a char pointer
  * would otherwise make the compiler reload every length from the object), stored back after. */
 typedef struct {
@@ -254,31 +270,13 @@ PyObject *columns_v2(Columns *self, PyObject *args) {
         /* key */
         READ(u, rec_end);
         const int32_t klen = ZZ32(u);
-        if (UNLIKELY(klen < -1)) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "negative key length %d", (int)klen);
-            FAIL(msg, pos);
-        }
-        if (UNLIKELY(klen > rec_end - pos)) {
-            char msg[80];
-            snprintf(msg, sizeof msg, "key of %d bytes overruns its record", (int)klen);
-            FAIL(msg, pos);
-        }
+        CHECK_LENGTH(klen, "key", rec_end);
         const Py_ssize_t kpos = pos;
         if (klen > 0) pos += klen;
         /* value */
         READ(u, rec_end);
         const int32_t vlen = ZZ32(u);
-        if (UNLIKELY(vlen < -1)) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "negative value length %d", (int)vlen);
-            FAIL(msg, pos);
-        }
-        if (UNLIKELY(vlen > rec_end - pos)) {
-            char msg[80];
-            snprintf(msg, sizeof msg, "value of %d bytes overruns its record", (int)vlen);
-            FAIL(msg, pos);
-        }
+        CHECK_LENGTH(vlen, "value", rec_end);
         const Py_ssize_t vpos = pos;
         if (vlen > 0) pos += vlen;
         /* headers */
