@@ -9,6 +9,7 @@ extension is not built or ``KAFKA_WIRE_PURE`` is set; ``tools/check_mypyc_c.py``
 from __future__ import annotations
 
 import pickle
+import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -357,3 +358,50 @@ def test_columnar_exported_buffers_live_as_long_as_arrow_needs_them() -> None:
     with pytest.raises(ValueError, match="not asked to collect"):
         c_columns(False, True, False, 1).export("k", b"", 0)
     del spent
+
+
+def test_columnar_released_buffers_are_kept_for_the_next_batch() -> None:
+    """The C pool: a released batch's buffers (those of 4 KiB or more) are kept and the next batch
+    writes into them, stale bytes and all, with the rows of the per-record decoder; a batch released
+    by another thread gives them back too; ``trim_pool`` frees them."""
+    ext = compiled_module("kafka_wire._compiled.columnar")
+    assert ext is not None, "the columnar C extension is not built (make compile)"
+    ext.trim_pool()
+    assert ext.pooled_bytes() == 0
+    full = build_batch([(b"k" * 20, b"v" * 200, [("h", b"x" * 20)], BASE_TS + i) for i in range(2000)])
+    holey = build_batch(
+        [
+            (
+                None if i % 3 == 0 else b"%d" % i,
+                None if i % 7 == 0 else b"w" * (i % 300),
+                [("é", None if i % 2 else b"y")] * (i % 3),
+                BASE_TS + i,
+            )
+            for i in range(2000)
+        ]
+    )
+    columnar.decode_arrow(full)  # released at once: its buffers go to the pool
+    kept = ext.pooled_bytes()
+    assert kept >= 2000 * 200
+    for data in (holey, full, holey):
+        batch = columnar.decode_arrow(data)
+        assert ext.pooled_bytes() < kept  # the live batch holds blocks taken from the pool
+        batch.validate(full=True)
+        got = [
+            (o, k, v, None if h is None else [(x["key"], x["value"]) for x in h])
+            for o, k, v, h in zip(*(batch.column(c).to_pylist() for c in ("offset", "key", "value", "headers")))
+        ]
+        expected = [
+            (r.offset, r.key, r.value, [(k, v) for k, v in r.headers] or None)
+            for b in RecordsReader(data)
+            for r in b
+        ]
+        assert got == expected
+        holder = [batch]
+        del batch
+        worker = threading.Thread(target=holder.clear)  # Arrow's release runs on that thread
+        worker.start()
+        worker.join()
+        assert ext.pooled_bytes() >= kept
+    assert ext.trim_pool() >= kept
+    assert ext.pooled_bytes() == 0

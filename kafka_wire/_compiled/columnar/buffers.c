@@ -1,15 +1,11 @@
 /* Growing buffers, validity bitmaps and binary columns of Columns (see columnar.c). */
 #include "columnar.h"
 
-int buf_init(Buf *b, Py_ssize_t cap) {
-    b->p = cap > 0 ? malloc((size_t)cap) : NULL;
-    if (cap > 0 && b->p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    b->len = 0;
-    b->cap = cap;
-    return 0;
+int buf_init(Buf *b, Py_ssize_t cap, int role) {
+    b->role = role;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return cap > 0 ? buf_grow(b, cap) : 0;
 }
 
 int buf_grow(Buf *b, Py_ssize_t need) {
@@ -20,6 +16,15 @@ int buf_grow(Buf *b, Py_ssize_t need) {
     Py_ssize_t cap = b->cap * 2;
     if (cap < b->len + need) cap = b->len + need;
     if (cap < 64) cap = 64;
+    if (b->p == NULL) { /* a fresh buffer: a kept one of its role, if one is big enough */
+        Py_ssize_t kept;
+        char *q = pool_take(b->role, cap, &kept);
+        if (q != NULL) {
+            b->p = q;
+            b->cap = kept;
+            return 0;
+        }
+    }
     char *p = realloc(b->p, (size_t)cap);
     if (p == NULL) {
         PyErr_NoMemory();
@@ -31,18 +36,16 @@ int buf_grow(Buf *b, Py_ssize_t need) {
 }
 
 void buf_free(Buf *b) {
-    free(b->p);
+    pool_give(b->role, b->p, b->cap);
     b->p = NULL;
     b->len = b->cap = 0;
 }
 
-/* The memory, given away (the buffer is empty after): trimmed to its contents. */
-char *buf_take(Buf *b) {
+/* The memory and its capacity, given away (the buffer is empty after). Not trimmed: the pool
+ * takes it back whole, and pages never written are never mapped. */
+char *buf_take(Buf *b, Py_ssize_t *cap) {
     char *p = b->p;
-    if (p != NULL && b->len < b->cap / 2) {
-        char *q = realloc(p, b->len > 0 ? (size_t)b->len : 1);
-        if (q != NULL) p = q;
-    }
+    *cap = b->cap;
     b->p = NULL;
     b->len = b->cap = 0;
     return p;
@@ -65,8 +68,9 @@ int bitmap_slow(Bitmap *m, Py_ssize_t i, int valid) {
     return 0;
 }
 
-int binary_init(Binary *c) {
-    if (buf_init(&c->valid.bits, 0) < 0 || buf_init(&c->offsets, 4) < 0 || buf_init(&c->data, 0) < 0)
+int binary_init(Binary *c, int role) {
+    if (buf_init(&c->valid.bits, 0, role) < 0 || buf_init(&c->offsets, 4, role + 1) < 0 ||
+        buf_init(&c->data, 0, role + 2) < 0)
         return -1;
     c->valid.nulls = 0;
     put_i32(&c->offsets, 0);

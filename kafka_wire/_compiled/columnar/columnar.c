@@ -9,12 +9,14 @@
  *               values: the legacy path), the buffers' owner until export().
  *   buffers.c   growing malloc'd buffers, validity bitmaps (written from the first null only),
  *               binary columns.
+ *   pool.c      released buffers kept for the next batch's (by role, bounded): their pages are
+ *               mapped already, where fresh memory costs a page fault per 4 KiB written.
  *   walk.c      v2(): the records of one v2 batch (decompressed by the caller) walked once, every
  *               field checked, the wanted columns of each record whose offset is in [lo, hi)
  *               written straight into buffers sized once per batch.
  *   export.c    export(): the buffers handed to Arrow as one struct array (the record batch)
- *               through Arrow's C data interface, freed by its release callback; pyarrow imports
- *               it with one call and copies nothing.
+ *               through Arrow's C data interface, given back to the pool by its release
+ *               callback; pyarrow imports it with one call and copies nothing.
  *
  * Every check of the per-record decoder (kafka_wire/_compiled/records.py) is made here too; bad
  * input raises ValueError(reason, offset relative to data), which the caller turns into its
@@ -44,10 +46,11 @@ static int columns_init(Columns *self, PyObject *args, PyObject *kwds) {
     self->last_key = NULL;
     self->last_key_len = 0;
     self->ready = 0;
-    if (buf_init(&self->offset, 0) < 0 || buf_init(&self->timestamp, 0) < 0 || buf_init(&self->ts_type, 0) < 0 ||
-        binary_init(&self->key) < 0 || binary_init(&self->value) < 0 ||
-        buf_init(&self->has_headers.bits, 0) < 0 || buf_init(&self->header_ends, 4) < 0 ||
-        binary_init(&self->header_key) < 0 || binary_init(&self->header_value) < 0)
+    if (buf_init(&self->offset, 0, ROLE_OFFSET) < 0 || buf_init(&self->timestamp, 0, ROLE_TIMESTAMP) < 0 ||
+        buf_init(&self->ts_type, 0, ROLE_TS_TYPE) < 0 || binary_init(&self->key, ROLE_KEY) < 0 ||
+        binary_init(&self->value, ROLE_VALUE) < 0 || buf_init(&self->has_headers.bits, 0, ROLE_HAS_HEADERS) < 0 ||
+        buf_init(&self->header_ends, 4, ROLE_HEADER_ENDS) < 0 || binary_init(&self->header_key, ROLE_HEADER_KEY) < 0 ||
+        binary_init(&self->header_value, ROLE_HEADER_VALUE) < 0)
         return -1;
     self->has_headers.nulls = 0;
     put_i32(&self->header_ends, 0);
@@ -148,13 +151,23 @@ static PyTypeObject ColumnsType = {
     .tp_as_sequence = &columns_as_sequence,
 };
 
+static PyObject *module_trim_pool(PyObject *module, PyObject *unused) { return PyLong_FromSsize_t(pool_trim()); }
+
+static PyObject *module_pooled_bytes(PyObject *module, PyObject *unused) { return PyLong_FromSsize_t(pool_size()); }
+
+static PyMethodDef module_methods[] = {
+    {"trim_pool", module_trim_pool, METH_NOARGS, "Free the released buffers kept for reuse; the bytes they held."},
+    {"pooled_bytes", module_pooled_bytes, METH_NOARGS, "The bytes of released buffers kept for reuse."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "kafka_wire._compiled.columnar",
-    "Columnar record decoding into Arrow buffers (see kafka_wire.records.columnar).", -1, NULL,
+    "Columnar record decoding into Arrow buffers (see kafka_wire.records.columnar).", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit_columnar(void) {
-    if (PyType_Ready(&ColumnsType) < 0) return NULL;
+    if (pool_init() < 0 || PyType_Ready(&ColumnsType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Columns", (PyObject *)&ColumnsType) < 0) {

@@ -27,18 +27,46 @@ struct ArrowArray {
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* ---- growing buffers (malloc'd: export() hands them to Arrow, whose release frees them) ---- */
+/* ---- released buffers kept for reuse, by role (pool.c) ---- */
+
+/* A buffer's role: which column (and which of its buffers) it holds. A binary column's three
+ * (validity, offsets, data) are its role + 0, 1, 2. */
+enum {
+    ROLE_OFFSET,
+    ROLE_TIMESTAMP,
+    ROLE_TS_TYPE,
+    ROLE_KEY,
+    ROLE_VALUE = ROLE_KEY + 3,
+    ROLE_HAS_HEADERS = ROLE_VALUE + 3,
+    ROLE_HEADER_ENDS,
+    ROLE_HEADER_KEY,
+    ROLE_HEADER_VALUE = ROLE_HEADER_KEY + 3,
+    ROLE_TOPIC_OFFSETS = ROLE_HEADER_VALUE + 3,
+    ROLE_TOPIC_DATA,
+    ROLE_PARTITION,
+    N_ROLES
+};
+
+int pool_init(void);
+char *pool_take(int role, Py_ssize_t need, Py_ssize_t *cap); /* a kept block of >= need bytes, or NULL */
+void pool_give(int role, char *p, Py_ssize_t cap);           /* kept, or freed */
+Py_ssize_t pool_trim(void);                                  /* frees every kept block */
+Py_ssize_t pool_size(void);
+
+/* ---- growing buffers (malloc'd or from the pool: export() hands them to Arrow, whose release
+ * gives them back to the pool) ---- */
 
 typedef struct {
     char *p; /* NULL while the capacity is 0 */
     Py_ssize_t len;
     Py_ssize_t cap;
+    int role;
 } Buf;
 
-int buf_init(Buf *b, Py_ssize_t cap);
+int buf_init(Buf *b, Py_ssize_t cap, int role);
 int buf_grow(Buf *b, Py_ssize_t need); /* room for need more bytes, at least doubling */
-void buf_free(Buf *b);
-char *buf_take(Buf *b); /* the memory, given away trimmed (the buffer is empty after) */
+void buf_free(Buf *b);                 /* back to the pool */
+char *buf_take(Buf *b, Py_ssize_t *cap); /* the memory and its capacity, given away (the buffer is empty after) */
 
 static inline int buf_reserve(Buf *b, Py_ssize_t need) {
     return (b->len + need <= b->cap) ? 0 : buf_grow(b, need);
@@ -73,7 +101,7 @@ typedef struct {
     Buf data;
 } Binary;
 
-int binary_init(Binary *c);
+int binary_init(Binary *c, int role); /* role: its validity's (offsets role + 1, data role + 2) */
 int binary_append(Binary *c, Py_ssize_t row, const char *src, Py_ssize_t n); /* makes its room */
 void binary_clear(Binary *c);
 int too_long(void); /* OverflowError for a column past 2 GiB; -1 */

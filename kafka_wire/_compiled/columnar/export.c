@@ -11,12 +11,17 @@ typedef struct {
     struct ArrowArray columns[MAX_COLUMNS], pairs, fields[2];
     struct ArrowArray *column_list[MAX_COLUMNS], *pairs_list[1], *field_list[2];
     const void *root_buffers[1], *column_buffers[MAX_COLUMNS][3], *pairs_buffers[1], *field_buffers[2][3];
-    void *owned[MAX_OWNED];
+    struct {
+        char *p;
+        Py_ssize_t cap;
+        int role;
+    } owned[MAX_OWNED];
     int n_owned;
 } Export;
 
+/* The buffers back to the pool (which keeps or frees them), from whichever thread Arrow releases. */
 static void export_free(Export *e) {
-    for (int i = 0; i < e->n_owned; i++) free(e->owned[i]);
+    for (int i = 0; i < e->n_owned; i++) pool_give(e->owned[i].role, e->owned[i].p, e->owned[i].cap);
     free(e);
 }
 
@@ -35,18 +40,20 @@ static void release_root(struct ArrowArray *a) {
     a->release = NULL;
 }
 
-/* A buffer's memory, now the export's (Arrow wants a pointer even for no bytes). */
-static const void *own(Export *e, char *p) {
-    if (p == NULL && (p = malloc(1)) == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
+/* A buffer's memory, taken from it: now the export's (Arrow wants a pointer even for no bytes). */
+static const void *own(Export *e, Buf *b) {
     if (e->n_owned == MAX_OWNED) { /* cannot happen: at most 20 buffers */
-        free(p);
         PyErr_SetString(PyExc_RuntimeError, "too many buffers");
         return NULL;
     }
-    e->owned[e->n_owned++] = p;
+    if (b->p == NULL && buf_grow(b, 1) < 0) return NULL;
+    int role = b->role;
+    Py_ssize_t cap;
+    char *p = buf_take(b, &cap);
+    e->owned[e->n_owned].p = p;
+    e->owned[e->n_owned].cap = cap;
+    e->owned[e->n_owned].role = role;
+    e->n_owned++;
     return p;
 }
 
@@ -61,17 +68,32 @@ static void array_init(struct ArrowArray *a, int64_t length, int64_t nulls, cons
 
 static int export_fixed(Export *e, struct ArrowArray *a, const void **bufs, Buf *b, int64_t rows) {
     bufs[0] = NULL;
-    if ((bufs[1] = own(e, buf_take(b))) == NULL) return -1;
+    if ((bufs[1] = own(e, b)) == NULL) return -1;
     array_init(a, rows, 0, bufs, 2);
     return 0;
 }
 
 static int export_binary(Export *e, struct ArrowArray *a, const void **bufs, Binary *c, int64_t rows) {
     bufs[0] = NULL;
-    if (c->valid.nulls > 0 && (bufs[0] = own(e, buf_take(&c->valid.bits))) == NULL) return -1;
-    if ((bufs[1] = own(e, buf_take(&c->offsets))) == NULL || (bufs[2] = own(e, buf_take(&c->data))) == NULL) return -1;
+    if (c->valid.nulls > 0 && (bufs[0] = own(e, &c->valid.bits)) == NULL) return -1;
+    if ((bufs[1] = own(e, &c->offsets)) == NULL || (bufs[2] = own(e, &c->data)) == NULL) return -1;
     array_init(a, rows, c->valid.nulls, bufs, 3);
     return 0;
+}
+
+/* The topic column's offsets and data: rows copies of the topic (the room is there). Through local
+ * pointers, so that the loops keep nothing in memory but what they write; no copy call per row. */
+static void fill_topic(Buf *offs, Buf *data, int64_t rows, const char *topic, Py_ssize_t topic_len) {
+    int32_t *o = (int32_t *)offs->p;
+    for (int64_t r = 0; r <= rows; r++) o[r] = (int32_t)(r * topic_len);
+    offs->len = 4 * (rows + 1);
+    char *d = data->p;
+    if (topic_len == 1) {
+        memset(d, topic[0], (size_t)rows);
+    } else if (topic_len > 1) {
+        for (int64_t r = 0; r < rows; r++, d += topic_len) memcpy(d, topic, (size_t)topic_len);
+    }
+    data->len = topic_len * rows;
 }
 
 /* Columns.export(layout, topic, partition) -> address of an ArrowArray (a struct array: the
@@ -113,24 +135,22 @@ PyObject *columns_export(Columns *self, PyObject *args) {
                 break;
             }
             Buf offs, data;
-            if (buf_init(&offs, 4 * (rows + 1)) < 0) { rc = -1; break; }
-            if (buf_init(&data, topic_len * rows) < 0) { buf_free(&offs); rc = -1; break; }
-            for (int64_t r = 0; r <= rows; r++) put_i32(&offs, (int32_t)(r * topic_len));
-            for (int64_t r = 0; r < rows; r++) {
-                memcpy(data.p + data.len, topic, (size_t)topic_len);
-                data.len += topic_len;
-            }
+            if (buf_init(&offs, 4 * (rows + 1), ROLE_TOPIC_OFFSETS) < 0) { rc = -1; break; }
+            if (buf_init(&data, topic_len * rows, ROLE_TOPIC_DATA) < 0) { buf_free(&offs); rc = -1; break; }
+            fill_topic(&offs, &data, rows, topic, topic_len);
             bufs[0] = NULL;
-            if ((bufs[1] = own(e, buf_take(&offs))) == NULL) { buf_free(&data); rc = -1; break; }
-            if ((bufs[2] = own(e, buf_take(&data))) == NULL) { rc = -1; break; }
+            if ((bufs[1] = own(e, &offs)) == NULL) { buf_free(&offs); buf_free(&data); rc = -1; break; }
+            if ((bufs[2] = own(e, &data)) == NULL) { buf_free(&data); rc = -1; break; }
             array_init(a, rows, 0, bufs, 3);
             break;
         }
         case 'p': {
             Buf b;
-            if (buf_init(&b, 4 * rows) < 0) { rc = -1; break; }
-            for (int64_t r = 0; r < rows; r++) put_i32(&b, partition);
-            rc = export_fixed(e, a, bufs, &b, rows);
+            if (buf_init(&b, 4 * rows, ROLE_PARTITION) < 0) { rc = -1; break; }
+            int32_t *to = (int32_t *)b.p; /* a local pointer: the loop stores nothing else (vectorised) */
+            for (int64_t r = 0; r < rows; r++) to[r] = partition;
+            b.len = 4 * rows;
+            if ((rc = export_fixed(e, a, bufs, &b, rows)) < 0) buf_free(&b);
             break;
         }
         case 'o': rc = export_fixed(e, a, bufs, &self->offset, rows); break;
@@ -156,11 +176,11 @@ PyObject *columns_export(Columns *self, PyObject *args) {
             e->pairs.children = e->field_list;
             e->pairs_list[0] = &e->pairs;
             bufs[0] = NULL;
-            if (self->has_headers.nulls > 0 && (bufs[0] = own(e, buf_take(&self->has_headers.bits))) == NULL) {
+            if (self->has_headers.nulls > 0 && (bufs[0] = own(e, &self->has_headers.bits)) == NULL) {
                 rc = -1;
                 break;
             }
-            if ((bufs[1] = own(e, buf_take(&self->header_ends))) == NULL) { rc = -1; break; }
+            if ((bufs[1] = own(e, &self->header_ends)) == NULL) { rc = -1; break; }
             array_init(a, rows, self->has_headers.nulls, bufs, 2);
             a->n_children = 1;
             a->children = e->pairs_list;
