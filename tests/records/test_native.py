@@ -389,7 +389,9 @@ def test_columnar_released_buffers_are_kept_for_the_next_batch() -> None:
         batch.validate(full=True)
         got = [
             (o, k, v, None if h is None else [(x["key"], x["value"]) for x in h])
-            for o, k, v, h in zip(*(batch.column(c).to_pylist() for c in ("offset", "key", "value", "headers")))
+            for o, k, v, h in zip(
+                *(batch.column(c).to_pylist() for c in ("offset", "key", "value", "headers")), strict=True
+            )
         ]
         expected = [
             (r.offset, r.key, r.value, [(k, v) for k, v in r.headers] or None)
