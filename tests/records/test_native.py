@@ -363,7 +363,7 @@ def test_columnar_exported_buffers_live_as_long_as_arrow_needs_them() -> None:
 def test_columnar_released_buffers_are_kept_for_the_next_batch() -> None:
     """The C pool: a released batch's buffers (those of 4 KiB or more) are kept and the next batch
     writes into them, stale bytes and all, with the rows of the per-record decoder; a batch released
-    by another thread gives them back too; ``trim_pool`` frees them."""
+    by another thread gives them back too; ``trim_pool`` frees them; the pool keeps at most 64 MiB."""
     ext = compiled_module("kafka_wire._compiled.columnar")
     assert ext is not None, "the columnar C extension is not built (make compile)"
     ext.trim_pool()
@@ -407,3 +407,7 @@ def test_columnar_released_buffers_are_kept_for_the_next_batch() -> None:
         assert ext.pooled_bytes() >= kept
     assert ext.trim_pool() >= kept
     assert ext.pooled_bytes() == 0
+    big = build_batch([(b"k", b"v" * 120_000, [("h", b"x")], BASE_TS + i) for i in range(200)])
+    columnar.decode_arrow(big)  # four data buffers of 24 MB (room for the batch's bytes each)
+    assert 0 < ext.pooled_bytes() <= 64 << 20  # the bound: what does not fit is freed
+    ext.trim_pool()

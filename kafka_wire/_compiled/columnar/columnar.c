@@ -9,8 +9,8 @@
  *               values: the legacy path), the buffers' owner until export().
  *   buffers.c   growing malloc'd buffers, validity bitmaps (written from the first null only),
  *               binary columns.
- *   pool.c      released buffers kept for the next batch's (by role, bounded): their pages are
- *               mapped already, where fresh memory costs a page fault per 4 KiB written.
+ *   pool.c      released buffers kept for the next batch's (by role, bounded, lock-free): their
+ *               pages are mapped already, where fresh memory costs a page fault per 4 KiB written.
  *   walk.c      v2(): the records of one v2 batch (decompressed by the caller) walked once, every
  *               field checked, the wanted columns of each record whose offset is in [lo, hi)
  *               written straight into buffers sized once per batch.
@@ -167,7 +167,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit_columnar(void) {
-    if (pool_init() < 0 || PyType_Ready(&ColumnsType) < 0) return NULL;
+    if (PyType_Ready(&ColumnsType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Columns", (PyObject *)&ColumnsType) < 0) {

@@ -47,7 +47,6 @@ enum {
     N_ROLES
 };
 
-int pool_init(void);
 char *pool_take(int role, Py_ssize_t need, Py_ssize_t *cap); /* a kept block of >= need bytes, or NULL */
 void pool_give(int role, char *p, Py_ssize_t cap);           /* kept, or freed */
 Py_ssize_t pool_trim(void);                                  /* frees every kept block */

@@ -10,92 +10,71 @@
  *
  * Bounded: POOL_DEPTH blocks per role, POOL_MAX_BYTES in all; blocks under POOL_MIN_BYTES are
  * freed (malloc reuses small blocks without faults). Arrow may release from any thread, with or
- * without the GIL: a PyThread lock (an OS lock, usable without the GIL) guards the pool. */
+ * without the GIL, so the slots are atomic pointers (no lock: nothing to be left held by a fork);
+ * a kept block holds its capacity in its first bytes. */
 #include "columnar.h"
-#include <pythread.h>
 
 #define POOL_DEPTH 2
 #define POOL_MIN_BYTES 4096
 #define POOL_MAX_BYTES ((Py_ssize_t)64 << 20)
 
-typedef struct {
-    char *p;
+static char *pool[N_ROLES][POOL_DEPTH]; /* each slot: NULL or a kept block, swapped atomically */
+static Py_ssize_t pool_bytes;           /* about what the slots hold (updated atomically) */
+
+static Py_ssize_t block_cap(const char *p) {
     Py_ssize_t cap;
-} Block;
-
-static Block pool[N_ROLES][POOL_DEPTH];
-static Py_ssize_t pool_bytes;
-static PyThread_type_lock pool_lock;
-
-int pool_init(void) {
-    if (pool_lock == NULL && (pool_lock = PyThread_allocate_lock()) == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    return 0;
+    memcpy(&cap, p, sizeof cap);
+    return cap;
 }
 
 /* A kept block of the role with room for need bytes (its capacity in *cap), or NULL. */
 char *pool_take(int role, Py_ssize_t need, Py_ssize_t *cap) {
-    char *p = NULL;
-    if (pool_lock == NULL || role < 0 || role >= N_ROLES) return NULL;
-    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    if (role < 0 || role >= N_ROLES) return NULL;
     for (int i = 0; i < POOL_DEPTH; i++) {
-        Block *b = &pool[role][i];
-        if (b->p != NULL && b->cap >= need) {
-            p = b->p;
-            *cap = b->cap;
-            pool_bytes -= b->cap;
-            b->p = NULL;
-            b->cap = 0;
-            break;
+        char *p = __atomic_exchange_n(&pool[role][i], NULL, __ATOMIC_ACQUIRE);
+        if (p == NULL) continue;
+        Py_ssize_t kept = block_cap(p);
+        __atomic_sub_fetch(&pool_bytes, kept, __ATOMIC_RELAXED);
+        if (kept >= need) {
+            *cap = kept;
+            return p;
         }
+        free(p); /* too small: the role's buffers have grown, the slot is for a bigger one */
     }
-    PyThread_release_lock(pool_lock);
-    return p;
+    return NULL;
 }
 
-/* The block back: kept under its role when there is room, else freed. */
+/* The block back: kept under its role when a slot is free and the bound allows, else freed. */
 void pool_give(int role, char *p, Py_ssize_t cap) {
     if (p == NULL) return;
-    if (pool_lock != NULL && role >= 0 && role < N_ROLES && cap >= POOL_MIN_BYTES) {
-        PyThread_acquire_lock(pool_lock, WAIT_LOCK);
-        Block *slot = NULL;
-        for (int i = 0; i < POOL_DEPTH && slot == NULL; i++)
-            if (pool[role][i].p == NULL) slot = &pool[role][i];
-        if (slot != NULL && cap <= POOL_MAX_BYTES - pool_bytes) {
-            slot->p = p;
-            slot->cap = cap;
-            pool_bytes += cap;
-            p = NULL;
+    if (role >= 0 && role < N_ROLES && cap >= POOL_MIN_BYTES) {
+        if (__atomic_add_fetch(&pool_bytes, cap, __ATOMIC_RELAXED) <= POOL_MAX_BYTES) {
+            memcpy(p, &cap, sizeof cap);
+            for (int i = 0; i < POOL_DEPTH; i++) {
+                char *empty = NULL;
+                if (__atomic_compare_exchange_n(&pool[role][i], &empty, p, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+                    return;
+            }
         }
-        PyThread_release_lock(pool_lock);
+        __atomic_sub_fetch(&pool_bytes, cap, __ATOMIC_RELAXED);
     }
     free(p);
 }
 
-/* Every kept block freed (Columns.trim_pool()); the bytes that were kept. */
+/* Every kept block freed (trim_pool()); the bytes that were kept. */
 Py_ssize_t pool_trim(void) {
     Py_ssize_t freed = 0;
-    if (pool_lock == NULL) return 0;
-    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
     for (int r = 0; r < N_ROLES; r++)
         for (int i = 0; i < POOL_DEPTH; i++) {
-            free(pool[r][i].p);
-            freed += pool[r][i].cap;
-            pool[r][i].p = NULL;
-            pool[r][i].cap = 0;
+            char *p = __atomic_exchange_n(&pool[r][i], NULL, __ATOMIC_ACQUIRE);
+            if (p == NULL) continue;
+            Py_ssize_t kept = block_cap(p);
+            __atomic_sub_fetch(&pool_bytes, kept, __ATOMIC_RELAXED);
+            freed += kept;
+            free(p);
         }
-    pool_bytes = 0;
-    PyThread_release_lock(pool_lock);
     return freed;
 }
 
 /* The bytes kept now. */
-Py_ssize_t pool_size(void) {
-    if (pool_lock == NULL) return 0;
-    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
-    Py_ssize_t n = pool_bytes;
-    PyThread_release_lock(pool_lock);
-    return n;
-}
+Py_ssize_t pool_size(void) { return __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED); }
