@@ -87,8 +87,8 @@ static void fill_topic(Buf *offs, Buf *data, int64_t rows, const char *topic, Py
     int32_t *o = (int32_t *)offs->p;
     for (int64_t r = 0; r <= rows; r++) o[r] = (int32_t)(r * topic_len);
     offs->len = 4 * (rows + 1);
-    char *d = data->p;
-    if (topic_len == 1) {
+    char *d = data->p; /* NULL when there is nothing to write (no rows, or an empty topic) */
+    if (topic_len == 1 && rows > 0) {
         memset(d, topic[0], (size_t)rows);
     } else if (topic_len > 1) {
         for (int64_t r = 0; r < rows; r++, d += topic_len) memcpy(d, topic, (size_t)topic_len);
