@@ -116,6 +116,16 @@ _ELSEWHERE = ["crc32c", "importlib.metadata", "shutil", "hashlib", "hmac", "enco
 _SENT_BY_THE_NODE = {"broker_registration", "broker_heartbeat", "allocate_producer_ids"}
 
 
+#: The metadata records a one-voter node's start writes: the other record classes load with their
+#: first record (``broker/controller/records.RECORD_TYPES``; the images route records by class name).
+_RECORDS_A_START_WRITES = {
+    "register_broker_record",
+    "broker_registration_change_record",
+    "feature_level_record",
+    "producer_ids_record",
+}
+
+
 def _api_modules() -> set[str]:
     """The generated modules holding a request or response class: their last name part."""
     return {cls.__module__.rpartition(".")[2] for info in catalog() for cls in (info.request, info.response)}
@@ -144,3 +154,5 @@ def test_started_serve_loads_only_the_message_modules_of_apis_it_was_sent(tmp_pa
     elsewhere = [m for m in report["answered"] if m.startswith(_NOT_ON_SERVE_PATH)]
     assert elsewhere == []
     assert [m for m in report["answered"] if m in _ON_FIRST_USE] == []
+    records = {m for m in _message_modules(report["answered"]) if m.endswith("_record")}
+    assert records <= _RECORDS_A_START_WRITES
