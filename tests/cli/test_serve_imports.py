@@ -83,7 +83,9 @@ _NOT_ON_SERVE_PATH = (
 )
 
 #: What ``serve`` loads on first use only: the group coordinator (the first group request or a
-#: ``__consumer_offsets`` partition led here), the SASL mechanisms with ``hashlib`` and ``hmac``
+#: ``__consumer_offsets`` partition led here), the share groups' admin (a share-group offsets
+#: request, or with the group coordinator), the coordinators' ACL checks (the first coordinator
+#: request), the SASL mechanisms with ``hashlib`` and ``hmac``
 #: (users configured), the client side of the protocol (a link to another node), ``shutil`` (a
 #: directory deleted), the ``idna`` codec (a listener's host given by name, not as an address);
 #: the ``crc32c`` package's ``__init__`` (it reads its distribution metadata) never: its extension
@@ -92,6 +94,10 @@ _ON_FIRST_USE = (
     "kafka_wire.broker.group.service",
     "kafka_wire.broker.group.model",
     "kafka_wire.broker.group.consumer_groups",
+    "kafka_wire.broker.share.admin",
+    "kafka_wire.broker.share.admin_rpcs",
+    "kafka_wire.broker.share.describe",
+    "kafka_wire.broker.security.coordinator_checks",
     "kafka_wire.protocol.sasl.plain",
     "kafka_wire.protocol.sasl.scram",
     "kafka_wire.protocol.sasl.oauthbearer",
