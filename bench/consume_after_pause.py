@@ -6,7 +6,8 @@ bytes to a one-partition topic with confluent-kafka, pauses ``--pause`` seconds,
 ``group.id``, as ``bench_broker.py``'s consume round: the first one's FindCoordinator creates
 ``__consumer_offsets``). Prints one line per run: the consume seconds of each consumer.
 
-    .venv/bin/python bench/consume_after_pause.py [--runs 3] [--package DIR] [--compiled]
+    .venv/bin/python bench/consume_after_pause.py [--runs 3] [--package DIR] [--compiled] [--kafka]
+        [--consumer-set fetch.queue.backoff.ms=0]
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench_broker import create_topic, produce, pure_build, value_of  # noqa: E402
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+
+from tests.e2e.apache_kafka import apache_kafka  # noqa: E402
+from tests.e2e.brokers import BrokerProcess  # noqa: E402
 
 
 def consume(bootstrap: str, topic: str, records: int, config: dict[str, str]) -> float:
@@ -55,14 +59,19 @@ def main() -> None:
         "--package", type=Path, default=ROOT, help="the kafka_wire to run (default: this checkout)"
     )
     parser.add_argument("--compiled", action="store_true", help="the compiled flavour (default: pure)")
+    parser.add_argument("--kafka", action="store_true", help="Apache Kafka 4.4 instead of kafka-wire serve")
     parser.add_argument("--consumer-set", action="append", default=[], metavar="KEY=VALUE",
                         help="a consumer property (e.g. fetch.queue.backoff.ms=0)")  # fmt: skip
     args = parser.parse_args()
     config = dict(item.split("=", 1) for item in args.consumer_set)
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="consume-after-pause-") as tmp:
-            broker = pure_build(args.package)(Path(tmp))
-            broker.pure = not args.compiled  # type: ignore[attr-defined]
+            broker: BrokerProcess
+            if args.kafka:
+                broker = apache_kafka(Path(tmp))
+            else:
+                broker = pure_build(args.package)(Path(tmp))
+                broker.pure = not args.compiled  # type: ignore[attr-defined]
             broker.start()
             try:
                 create_topic(broker.bootstrap, "t")
