@@ -83,7 +83,8 @@ _NOT_ON_SERVE_PATH = (
 )
 
 #: What ``serve`` loads on first use only: the group coordinator (the first group request or a
-#: ``__consumer_offsets`` partition led here), the share groups' admin (a share-group offsets
+#: ``__consumer_offsets`` partition led here), the share-partition machine (the first
+#: share-partition or acknowledgement), the share groups' admin (a share-group offsets
 #: request, or with the group coordinator), the coordinators' ACL checks (the first coordinator
 #: request), the SASL mechanisms with ``hashlib`` and ``hmac``
 #: (users configured), the client side of the protocol (a link to another node), ``shutil`` (a
@@ -94,6 +95,7 @@ _ON_FIRST_USE = (
     "kafka_wire.broker.group.service",
     "kafka_wire.broker.group.model",
     "kafka_wire.broker.group.consumer_groups",
+    "kafka_wire.broker.group.share_partition",
     "kafka_wire.broker.share.admin",
     "kafka_wire.broker.share.admin_rpcs",
     "kafka_wire.broker.share.describe",
