@@ -242,6 +242,9 @@ class Broker:
         )
         self._state = state
         state.may_slice = lambda: self._pipeline.jobs_may_step
+        self._pipeline.topic_name = lambda topic_id: (
+            topic.name if (topic := state.topic_with_id(topic_id)) else None
+        )
         self._effects.extend(opened.effects)
         self._effects.extend(clean_shutdown.start_effects())
         legacy: LegacyImport | None = None

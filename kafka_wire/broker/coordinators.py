@@ -31,8 +31,6 @@ from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
 from kafka_wire.broker.internal_topics import SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.local_link import LocalLink
-from kafka_wire.broker.security.coordinator_checks import Gate, gate
-from kafka_wire.broker.share.admin import ShareAdmin
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.txn.coordinator import TXN_API_KEYS
@@ -44,6 +42,7 @@ from kafka_wire.protocol.events import Request
 
 if TYPE_CHECKING:
     from kafka_wire.broker.group.share_groups import Partitions
+    from kafka_wire.broker.share.admin import ShareAdmin
 
 #: The connection id the loopback's requests are answered on (no real connection has it).
 LOOPBACK_CONN: Final = -(2**62)
@@ -101,7 +100,13 @@ class Coordinators:
             new_producer_id=lambda now: None if producer_ids is None else producer_ids.next_id(now),
         )
         state.txn_verifier = TxnVerifier(state.cluster)
-        self.share_admin = ShareAdmin(state, self.group)
+        #: The share groups' admin (``share.admin``), built on first use: a share-group offsets
+        #: request, a DeleteGroups of share groups, or once the group coordinator is built (its
+        #: heartbeats ask for share-partition initializations). Until then it would have no
+        #: operation, no deadline and nothing to answer; ``_share_polled_ms`` is the time it
+        #: would have been polled at last.
+        self._share_admin: ShareAdmin | None = None
+        self._share_polled_ms = 0
         self.loopback = LocalLink(self._serve)
         self._loopback_answers: dict[int, Message] = {}
         #: Answers for the broker's connections made while the loopback was served.
@@ -117,6 +122,14 @@ class Coordinators:
         self._now_ms = 0
 
     @property
+    def share_admin(self) -> ShareAdmin:
+        if self._share_admin is None:
+            from kafka_wire.broker.share.admin import ShareAdmin
+
+            self._share_admin = ShareAdmin(self._state, self.group, now_ms=self._share_polled_ms)
+        return self._share_admin
+
+    @property
     def waiting(self) -> int:
         """Requests held unanswered (counted against ``queued.max.requests``)."""
         return self.group.waiting + self.txn.waiting
@@ -124,6 +137,9 @@ class Coordinators:
     def handle(
         self, conn_id: int, request: Request, client_host: str, now_ms: int, principal: str = ""
     ) -> list[GroupAnswer]:
+        # The ACL checks load with the first coordinator request, not at start.
+        from kafka_wire.broker.security.coordinator_checks import Gate, gate
+
         # The loopback's requests are this node's own (Kafka's inter-broker principal: a super user).
         checked = (
             Gate(request.body)
@@ -184,7 +200,10 @@ class Coordinators:
             pumped = self.loopback.pump(now_ms)
             # the share-partitions' state replies (those of the loopback just given among them)
             shared = state.share is not None and state.share.poll(now_ms)
-            answers += self.share_admin.poll(now_ms)
+            if self._share_admin is not None or group.built:
+                answers += self.share_admin.poll(now_ms)
+            else:
+                self._share_polled_ms = max(self._share_polled_ms, now_ms)
             if not pumped and not shared and not state.txn_offsets_ended:
                 break
         if share is not None:
@@ -205,7 +224,7 @@ class Coordinators:
                 self.txn.next_deadline_ms(),
                 self.loopback.next_deadline_ms(),
                 self._state.share.next_persist_deadline_ms() if self._state.share is not None else None,
-                self.share_admin.next_deadline_ms(),
+                self._share_admin.next_deadline_ms() if self._share_admin is not None else None,
             )
             if d is not None
         ]
@@ -218,7 +237,8 @@ class Coordinators:
             del self._share_deletes[key]
         self.group.forget(conn_id)
         self.txn.forget(conn_id)
-        self.share_admin.forget(conn_id)
+        if self._share_admin is not None:
+            self._share_admin.forget(conn_id)
 
     def clear(self) -> None:
         self.group.clear()

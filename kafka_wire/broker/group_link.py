@@ -130,6 +130,12 @@ class GroupLink:
         self._coordinator: GroupCoordinator | None = None
 
     @property
+    def built(self) -> bool:
+        """Whether the coordinator is built (before, no group exists and no heartbeat marked a
+        share-partition initializing)."""
+        return self._coordinator is not None
+
+    @property
     def coordinator(self) -> GroupCoordinator:
         """The coordinator, built on first use: a broker that no group request reached, with no
         ``__consumer_offsets`` partition led here, never loads it (a fast start)."""

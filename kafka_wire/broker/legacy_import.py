@@ -34,6 +34,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.controller.configs_image import ConfigResourceType
 from kafka_wire.broker.data_dir import LEGACY_METADATA_FILE, DataDirError, has_metadata_log, partition_dirs
@@ -45,7 +46,6 @@ from kafka_wire.broker.storage import StorageReader
 from kafka_wire.codec.structs import Message
 from kafka_wire.logformat.meta_properties import META_PROPERTIES
 from kafka_wire.logformat.partition_metadata import PARTITION_METADATA, kafka_uuid_text
-from kafka_wire.messages import ConfigRecord, PartitionRecord, ProducerIdsRecord, TopicRecord
 
 #: The old single node's metadata file, and the name it keeps once imported.
 METADATA_FILE: Final = LEGACY_METADATA_FILE
@@ -129,13 +129,15 @@ class LegacyImport:
         out: list[Message] = []
         for name in sorted(self.topics):
             topic = self.topics[name]
-            out.append(TopicRecord(name=name, topic_id=topic.topic_id))
+            out.append(messages.TopicRecord(name=name, topic_id=topic.topic_id))
             out += [
-                ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v)
+                messages.ConfigRecord(
+                    resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v
+                )
                 for k, v in sorted(topic.configs.items())
             ]
             out += [
-                PartitionRecord(
+                messages.PartitionRecord(
                     partition_id=p, topic_id=topic.topic_id, replicas=[node_id], isr=[node_id],
                     leader=node_id, leader_epoch=0, partition_epoch=0,
                 )
@@ -143,7 +145,9 @@ class LegacyImport:
             ]  # fmt: skip
         if self.next_producer_id > 0:
             out.append(
-                ProducerIdsRecord(broker_id=node_id, broker_epoch=-1, next_producer_id=self.next_producer_id)
+                messages.ProducerIdsRecord(
+                    broker_id=node_id, broker_epoch=-1, next_producer_id=self.next_producer_id
+                )
             )
         return out
 

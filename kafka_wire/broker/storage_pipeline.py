@@ -11,7 +11,12 @@ waits for the writes it depends on (:class:`StoragePipeline`):
   from the cluster metadata alone (:data:`METADATA_ANSWERS`: Metadata, DescribeCluster, ...),
   which waits only for the batches that changed the metadata (files outside partition
   directories, and ``__cluster_metadata``): a topic's partitions are created in slices while
-  other connections read the metadata;
+  other connections read the metadata; and a Fetch answer, which shows the metadata and the
+  partitions it carries only: it waits for the batches that changed the metadata and for those
+  that wrote in the directories of its partitions (as Kafka's fetch reads a log whatever another
+  partition is writing). So the first consumer of a broker, whose FindCoordinator creates
+  ``__consumer_offsets`` (50 partitions created in slices, each slice's files made durable),
+  reads the records it fetches meanwhile;
 - answers on one connection leave in the order they were built, and a connection whose answers
   wait is not read further until they leave (one request at a time, as Kafka mutes a channel);
 - what a cluster node sends other nodes leaves once every batch returned before it is applied.
@@ -30,12 +35,15 @@ for the disk stays bounded.
 
 from __future__ import annotations
 
-from typing import Final
+import uuid
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Final, cast
 
 from kafka_wire.broker.channels import Answer
 from kafka_wire.broker.driver_contract import DriverContract
 from kafka_wire.broker.effects import Effect, Rename, StorageEffect, WriteProgress
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
+from kafka_wire.broker.state import Spliced
 from kafka_wire.logformat.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
@@ -44,6 +52,9 @@ from kafka_wire.logformat.checkpoints import (
 )
 from kafka_wire.logformat.names import parse_partition_dir
 from kafka_wire.messages import ApiKey
+
+if TYPE_CHECKING:  # the Fetch classes load with the first Fetch, not at start
+    from kafka_wire.messages import FetchResponse
 
 #: Answers made from the cluster metadata (and the broker's configuration) alone: they wait only
 #: for the batches that changed the metadata.
@@ -74,15 +85,23 @@ _CHECKPOINTS: Final = frozenset(
 )
 
 
-def changes_metadata(effects: list[StorageEffect]) -> bool:
-    """Whether ``effects`` write the cluster metadata: anything outside the partition directories
-    but the checkpoint files (``meta.properties``, the metadata file of an old single node being
-    imported) or in ``__cluster_metadata-0``."""
-    tops = {
+def _tops(effects: list[StorageEffect]) -> set[str]:
+    """The entries of the data directory that ``effects`` write in (partition directories, files)."""
+    return {
         path.partition("/")[0]
         for effect in effects
         for path in ((effect.source, effect.target) if isinstance(effect, Rename) else (effect.path,))
     }
+
+
+def changes_metadata(effects: list[StorageEffect]) -> bool:
+    """Whether ``effects`` write the cluster metadata: anything outside the partition directories
+    but the checkpoint files (``meta.properties``, the metadata file of an old single node being
+    imported) or in ``__cluster_metadata-0``."""
+    return _writes_metadata(_tops(effects))
+
+
+def _writes_metadata(tops: Iterable[str]) -> bool:
     for top in tops:
         if top.removesuffix(".tmp") in _CHECKPOINTS:
             continue
@@ -90,6 +109,18 @@ def changes_metadata(effects: list[StorageEffect]) -> bool:
         if parsed is None or parsed[0] == CLUSTER_METADATA_TOPIC:
             return True
     return False
+
+
+def fetched_directories(body: object, topic_name: Callable[[uuid.UUID], str | None]) -> list[str]:
+    """The partition directories a Fetch answer's ``body`` shows (by topic name, or from v13 by
+    topic id through ``topic_name``: an id it does not know shows no stored data)."""
+    response = cast("FetchResponse", body.body if isinstance(body, Spliced) else body)
+    directories = []
+    for topic in getattr(response, "responses", ()):  # not a FetchResponse: an error answer
+        name = topic.topic or topic_name(topic.topic_id)
+        if name:
+            directories += [f"{name}-{partition.partition_index}" for partition in topic.partitions]
+    return directories
 
 
 class StoragePipeline:
@@ -107,6 +138,11 @@ class StoragePipeline:
         self._after: dict[int, int] = {}
         #: Messages to other nodes, with the batch they wait for (in order; never decreasing).
         self._node: list[tuple[int, list[Effect]]] = []
+        #: While batches are in flight: the last one that wrote in each partition directory (or
+        #: other entry of the data directory), what a Fetch answer waits for.
+        self._wrote: dict[str, int] = {}
+        #: A topic's name by its id (the broker sets it once its state exists).
+        self.topic_name: Callable[[uuid.UUID], str | None] = lambda _topic_id: None
 
     @property
     def in_flight(self) -> int:
@@ -130,13 +166,25 @@ class StoragePipeline:
         progress = self.progress
         if storage:
             batch = progress.hand_out()
-            if changes_metadata(storage):
+            tops = _tops(storage)
+            if _writes_metadata(tops):
                 self._metadata_batch = batch
+            wrote = self._wrote
+            for top in tops:
+                wrote[top] = batch
         self._driver.call_ended(progress.in_flight)
         latest, applied = progress.handed_out, progress.applied
         ready: list[Answer] = []
         for answer in answers:
-            after = self._metadata_batch if answer.request.api_key in METADATA_ANSWERS else latest
+            api_key = answer.request.api_key
+            if api_key in METADATA_ANSWERS:
+                after = self._metadata_batch
+            elif api_key == ApiKey.FETCH and latest > applied:
+                wrote = self._wrote
+                directories = fetched_directories(answer.body, self.topic_name)
+                after = max([self._metadata_batch, *(wrote.get(d, 0) for d in directories)])
+            else:
+                after = latest
             after = max(after, self._after.get(answer.conn_id, 0))
             if after <= applied:
                 ready.append(answer)
@@ -161,6 +209,8 @@ class StoragePipeline:
         node: list[Effect] = []
         while self._node and self._node[0][0] <= applied:
             node += self._node.pop(0)[1]
+        if self._wrote and self.progress.in_flight == 0:
+            self._wrote.clear()
         return ready, node
 
     def failed(self, reason: str) -> list[Answer]:
@@ -169,4 +219,5 @@ class StoragePipeline:
         self._driver.failed(reason)
         answers = [answer for _, answer in self._answers]
         self._answers, self._after, self._node = [], {}, []
+        self._wrote.clear()
         return answers

@@ -154,6 +154,40 @@ def test_a_failed_batch_fails_every_answer_still_waiting() -> None:
     assert engine.broker.stopped is not None and not engine.in_flight
 
 
+def test_a_fetch_waits_only_for_the_writes_of_its_partitions() -> None:
+    """A Fetch answer shows the metadata and its partitions only: another partition's write in
+    flight does not hold it (by name, and from v13 by topic id); its own partition's does."""
+    engine = Engine(lag=8)
+    producer, reader, by_id, other = (
+        Client(engine, 1),
+        Client(engine, 2),
+        Client(engine, 3),
+        Client(engine, 4),
+    )
+    create(producer, "a")
+    create(producer, "b")
+    producer.send(produce_request("a", b"stored", engine.now_ms), 9)
+    engine.drain()
+    producer.responses()
+    producer.send(produce_request("b", b"in flight", engine.now_ms), 9)
+    assert len(engine.in_flight) == 1
+    reader.send(fetch_request("a", 0), 12)
+    (fetched,) = reader.responses()
+    assert isinstance(fetched.body, FetchResponse) and records_of(fetched.body) == [(None, b"stored")]
+    topic = engine.broker.state.topic_named("a")
+    assert topic is not None
+    request = fetch_request("", 0)
+    request.topics[0].topic_id = topic.topic_id
+    by_id.send(request, 16)
+    (fetched,) = by_id.responses()
+    assert isinstance(fetched.body, FetchResponse) and records_of(fetched.body) == [(None, b"stored")]
+    other.send(fetch_request("b", 0), 12)
+    assert not other.responses() and len(engine.in_flight) == 1
+    engine.drain()
+    (fetched,) = other.responses()
+    assert isinstance(fetched.body, FetchResponse) and records_of(fetched.body) == [(None, b"in flight")]
+
+
 def test_a_metadata_answer_waits_for_the_metadata_write() -> None:
     """A topic is shown once the metadata naming it is written, not before."""
     engine = Engine(lag=8)

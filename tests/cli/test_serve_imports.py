@@ -83,7 +83,10 @@ _NOT_ON_SERVE_PATH = (
 )
 
 #: What ``serve`` loads on first use only: the group coordinator (the first group request or a
-#: ``__consumer_offsets`` partition led here), the SASL mechanisms with ``hashlib`` and ``hmac``
+#: ``__consumer_offsets`` partition led here), the share-partition machine (the first
+#: share-partition or acknowledgement), the share groups' admin (a share-group offsets
+#: request, or with the group coordinator), the coordinators' ACL checks (the first coordinator
+#: request), the SASL mechanisms with ``hashlib`` and ``hmac``
 #: (users configured), the client side of the protocol (a link to another node), ``shutil`` (a
 #: directory deleted), the ``idna`` codec (a listener's host given by name, not as an address);
 #: the ``crc32c`` package's ``__init__`` (it reads its distribution metadata) never: its extension
@@ -92,6 +95,11 @@ _ON_FIRST_USE = (
     "kafka_wire.broker.group.service",
     "kafka_wire.broker.group.model",
     "kafka_wire.broker.group.consumer_groups",
+    "kafka_wire.broker.group.share_partition",
+    "kafka_wire.broker.share.admin",
+    "kafka_wire.broker.share.admin_rpcs",
+    "kafka_wire.broker.share.describe",
+    "kafka_wire.broker.security.coordinator_checks",
     "kafka_wire.protocol.sasl.plain",
     "kafka_wire.protocol.sasl.scram",
     "kafka_wire.protocol.sasl.oauthbearer",
@@ -114,6 +122,16 @@ _ELSEWHERE = ["crc32c", "importlib.metadata", "shutil", "hashlib", "hmac", "enco
 #: The APIs a one-voter node sends its own controller while it starts (registration, heartbeats, a
 #: block of producer ids): their classes are in use before any client connects.
 _SENT_BY_THE_NODE = {"broker_registration", "broker_heartbeat", "allocate_producer_ids"}
+
+
+#: The metadata records a one-voter node's start writes: the other record classes load with their
+#: first record (``broker/controller/records.RECORD_TYPES``; the images route records by class name).
+_RECORDS_A_START_WRITES = {
+    "register_broker_record",
+    "broker_registration_change_record",
+    "feature_level_record",
+    "producer_ids_record",
+}
 
 
 def _api_modules() -> set[str]:
@@ -144,3 +162,5 @@ def test_started_serve_loads_only_the_message_modules_of_apis_it_was_sent(tmp_pa
     elsewhere = [m for m in report["answered"] if m.startswith(_NOT_ON_SERVE_PATH)]
     assert elsewhere == []
     assert [m for m in report["answered"] if m in _ON_FIRST_USE] == []
+    records = {m for m in _message_modules(report["answered"]) if m.endswith("_record")}
+    assert records <= _RECORDS_A_START_WRITES

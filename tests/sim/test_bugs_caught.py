@@ -26,7 +26,7 @@ CAUGHT = {
     "no-epoch-bump": (1, "two-leaders"),
     "assign-before-revoke": (2, "double-ownership"),
     "lso-ignores-open-txn": (1, "precommitted-read"),
-    "marker-before-prepare": (25, "poll-skip"),
+    "marker-before-prepare": (200, "poll-skip"),
     "zombie-produce-accepted": (2, "G1a"),
     "txn-offsets-before-commit": (1, "eos-lost"),
     "share-lock-ignored": (4, "share-double-acquire"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.security.acls import (
     AclBinding,
@@ -16,13 +17,12 @@ from kafka_wire.broker.security.acls import (
     resource_type,
 )
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 
-#: The records this section applies.
-ACL_RECORDS: Final = (AccessControlEntryRecord, RemoveAccessControlEntryRecord)
+#: The records this section applies, by class name (a class loads with its first record).
+ACL_RECORDS: Final = ("AccessControlEntryRecord", "RemoveAccessControlEntryRecord")
 
 
-def binding_of(record: AccessControlEntryRecord) -> AclBinding:
+def binding_of(record: messages.AccessControlEntryRecord) -> AclBinding:
     return AclBinding(
         resource_type=resource_type(record.resource_type),
         resource_name=record.resource_name,
@@ -34,8 +34,8 @@ def binding_of(record: AccessControlEntryRecord) -> AclBinding:
     )
 
 
-def record_of(acl_id: uuid.UUID, b: AclBinding) -> AccessControlEntryRecord:
-    return AccessControlEntryRecord(
+def record_of(acl_id: uuid.UUID, b: AclBinding) -> messages.AccessControlEntryRecord:
+    return messages.AccessControlEntryRecord(
         id=acl_id,
         resource_type=b.resource_type,
         resource_name=b.resource_name,
@@ -56,9 +56,9 @@ class AclsImage:
         self.version = 0
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
-        if isinstance(record, AccessControlEntryRecord):
+        if isinstance(record, messages.AccessControlEntryRecord):
             self.acls[record.id] = binding_of(record)
-        elif isinstance(record, RemoveAccessControlEntryRecord):
+        elif isinstance(record, messages.RemoveAccessControlEntryRecord):
             self.acls.pop(record.id, None)
         else:
             return

@@ -13,18 +13,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    BrokerRegistrationChangeRecord,
-    FenceBrokerRecord,
-    RegisterBrokerRecord,
-    RegisterBrokerRecordBrokerEndpoint,
-    RegisterBrokerRecordBrokerFeature,
-    UnfenceBrokerRecord,
-    UnregisterBrokerRecord,
-)
 from kafka_wire.quick_dataclass import dataclass
 
 #: ``BrokerRegistrationChangeRecord.Fenced`` values (Kafka's ``BrokerRegistrationFencingChange``:
@@ -32,13 +24,13 @@ from kafka_wire.quick_dataclass import dataclass
 FENCE: Final = 1
 UNFENCE: Final = -1
 
-#: The records this section applies.
+#: The records this section applies, by class name (a class loads with its first record).
 CLUSTER_RECORDS: Final = (
-    RegisterBrokerRecord,
-    UnregisterBrokerRecord,
-    FenceBrokerRecord,
-    UnfenceBrokerRecord,
-    BrokerRegistrationChangeRecord,
+    "RegisterBrokerRecord",
+    "UnregisterBrokerRecord",
+    "FenceBrokerRecord",
+    "UnfenceBrokerRecord",
+    "BrokerRegistrationChangeRecord",
 )
 
 
@@ -72,7 +64,8 @@ class ClusterImage:
         return self._brokers.get(node_id)
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
-        if isinstance(record, RegisterBrokerRecord):
+        # The records a start writes first: the other classes load with their first record.
+        if isinstance(record, messages.RegisterBrokerRecord):
             self._brokers[record.broker_id] = BrokerRegistration(
                 info=BrokerInfo(
                     node_id=record.broker_id,
@@ -90,17 +83,19 @@ class ClusterImage:
                 log_dirs=tuple(record.log_dirs),
             )
             delta.brokers[record.broker_id] = None
-        elif isinstance(record, UnregisterBrokerRecord):
+        elif isinstance(record, messages.BrokerRegistrationChangeRecord):
+            change = {FENCE: True, UNFENCE: False}.get(record.fenced)
+            shutdown = True if record.in_controlled_shutdown == 1 else None
+            self._change(record.broker_id, record.broker_epoch, delta, fenced=change, shutdown=shutdown)
+        elif isinstance(record, messages.UnregisterBrokerRecord):
             current = self._brokers.get(record.broker_id)
             if current is not None and current.info.epoch == record.broker_epoch:
                 del self._brokers[record.broker_id]
                 delta.brokers[record.broker_id] = None
-        elif isinstance(record, (FenceBrokerRecord, UnfenceBrokerRecord)):
-            self._change(record.id, record.epoch, delta, fenced=isinstance(record, FenceBrokerRecord))
-        elif isinstance(record, BrokerRegistrationChangeRecord):
-            change = {FENCE: True, UNFENCE: False}.get(record.fenced)
-            shutdown = True if record.in_controlled_shutdown == 1 else None
-            self._change(record.broker_id, record.broker_epoch, delta, fenced=change, shutdown=shutdown)
+        elif isinstance(record, (messages.FenceBrokerRecord, messages.UnfenceBrokerRecord)):
+            self._change(
+                record.id, record.epoch, delta, fenced=isinstance(record, messages.FenceBrokerRecord)
+            )
 
     def _change(
         self,
@@ -131,12 +126,12 @@ class ClusterImage:
             reg = self._brokers[broker_id]
             protocols = dict(reg.security_protocols)
             out.append(
-                RegisterBrokerRecord(
+                messages.RegisterBrokerRecord(
                     broker_id=broker_id,
                     incarnation_id=reg.incarnation_id,
                     broker_epoch=reg.info.epoch,
                     end_points=[
-                        RegisterBrokerRecordBrokerEndpoint(
+                        messages.RegisterBrokerRecordBrokerEndpoint(
                             name=e.listener,
                             host=e.host,
                             port=e.port,
@@ -145,7 +140,7 @@ class ClusterImage:
                         for e in reg.info.endpoints
                     ],
                     features=[
-                        RegisterBrokerRecordBrokerFeature(
+                        messages.RegisterBrokerRecordBrokerFeature(
                             name=n, min_supported_version=lo, max_supported_version=hi
                         )
                         for n, lo, hi in reg.features

@@ -7,9 +7,9 @@ from __future__ import annotations
 import enum
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import ConfigKey, DeltaBuilder
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ConfigRecord
 
 
 class ConfigResourceType(enum.IntEnum):
@@ -22,8 +22,8 @@ class ConfigResourceType(enum.IntEnum):
     GROUP = 32
 
 
-#: The records this section applies.
-CONFIG_RECORDS: Final = (ConfigRecord,)
+#: The records this section applies, by class name (a class loads with its first record).
+CONFIG_RECORDS: Final = ("ConfigRecord",)
 
 
 class ConfigsImage:
@@ -39,7 +39,7 @@ class ConfigsImage:
         return dict(self.configs.get((resource_type, name), {}))
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
-        if isinstance(record, ConfigRecord):
+        if isinstance(record, messages.ConfigRecord):
             key = (record.resource_type, record.resource_name)
             values = self.configs.setdefault(key, {})
             if record.value is None:
@@ -57,7 +57,7 @@ class ConfigsImage:
 
     def snapshot_records(self) -> list[Message]:
         return [
-            ConfigRecord(resource_type=rtype, resource_name=rname, name=key, value=values[key])
+            messages.ConfigRecord(resource_type=rtype, resource_name=rname, name=key, value=values[key])
             for (rtype, rname), values in sorted(self.configs.items())
             for key in sorted(values)
         ]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import FeatureLevelRecord
 
-#: The records this section applies.
-FEATURE_RECORDS: Final = (FeatureLevelRecord,)
+#: The records this section applies, by class name (a class loads with its first record).
+FEATURE_RECORDS: Final = ("FeatureLevelRecord",)
 
 
 class FeaturesImage:
@@ -20,7 +20,7 @@ class FeaturesImage:
         self.features: dict[str, int] = {}
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
-        if isinstance(record, FeatureLevelRecord):
+        if isinstance(record, messages.FeatureLevelRecord):
             if record.feature_level == 0:
                 self.features.pop(record.name, None)
             else:
@@ -28,4 +28,6 @@ class FeaturesImage:
             delta.features[record.name] = None
 
     def snapshot_records(self) -> list[Message]:
-        return [FeatureLevelRecord(name=n, feature_level=v) for n, v in sorted(self.features.items())]
+        return [
+            messages.FeatureLevelRecord(name=n, feature_level=v) for n, v in sorted(self.features.items())
+        ]

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Final, Protocol
 
+from kafka_wire import messages
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import BrokerInfo, PartitionState
 from kafka_wire.broker.controller.acls_image import ACL_RECORDS, AclsImage
@@ -36,10 +37,10 @@ from kafka_wire.broker.controller.tokens_image import TOKEN_RECORDS, DelegationT
 from kafka_wire.broker.controller.topics_image import TOPIC_RECORDS, TopicImage, TopicsImage, partition_state
 from kafka_wire.broker.work import Steps, chunks, run_steps
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import BeginTransactionRecord, EndTransactionRecord, PartitionRecord, TopicRecord
 
-#: Which section applies each record type (records of other types, NoOpRecord, change nothing).
-SECTION_OF: Final[dict[type[Message], str]] = {
+#: Which section applies each record type, by class name (records of other types, NoOpRecord,
+#: change nothing): the record classes load with the first record of each, not at start.
+SECTION_OF: Final[dict[str, str]] = {
     **dict.fromkeys(CLUSTER_RECORDS, "cluster"),
     **dict.fromkeys(TOPIC_RECORDS, "topics"),
     **dict.fromkeys(CONFIG_RECORDS, "configs"),
@@ -85,7 +86,7 @@ def route(
     tokens: Section | None = None,
 ) -> None:
     """Apply ``record`` to the section owning its type (a removed topic's configs go too)."""
-    section = SECTION_OF.get(type(record))
+    section = SECTION_OF.get(type(record).__name__)
     if section == "topics":
         removed = topics.replay(record, delta)
         if removed is not None:
@@ -193,9 +194,11 @@ class MetadataImage:
         index = 0
         for chunk in chunks(records):
             for record in chunk:
-                if isinstance(record, TopicRecord):
+                # The name first: the other record classes are not loaded for the check.
+                kind = type(record).__name__
+                if kind == "TopicRecord" and isinstance(record, messages.TopicRecord):
                     names[record.topic_id] = record.name
-                elif isinstance(record, PartitionRecord):
+                elif kind == "PartitionRecord" and isinstance(record, messages.PartitionRecord):
                     name = names.get(record.topic_id) or self.topic_name(record.topic_id)
                     if name is not None:
                         prepared[index] = partition_state(record, name)
@@ -228,9 +231,10 @@ class MetadataImage:
             scram=self.scram,
             tokens=self.tokens,
         )
-        if isinstance(record, BeginTransactionRecord):
+        kind = type(record).__name__
+        if kind == "BeginTransactionRecord":
             self.in_transaction = True
-        elif isinstance(record, EndTransactionRecord):
+        elif kind == "EndTransactionRecord":
             self.in_transaction = False
 
     # -- snapshots -------------------------------------------------------------------------------

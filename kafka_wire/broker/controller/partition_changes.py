@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 
+from kafka_wire import messages
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.cluster_control import ClusterControl
@@ -27,7 +28,6 @@ from kafka_wire.broker.controller.elections import Election, build_partition_cha
 from kafka_wire.broker.controller.settings import MAX_ELECTIONS_PER_IMBALANCE, ControllerConfig
 from kafka_wire.broker.controller.topics_image import NO_LEADER, TopicsImage
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import PartitionChangeRecord
 
 
 class PartitionChanges:
@@ -78,7 +78,7 @@ class PartitionChanges:
         target_removing: Sequence[int] | None = None,
         target_leader_recovery_state: LeaderRecoveryState | None = None,
         unclean_shutdown_replicas: Sequence[int] = (),
-    ) -> PartitionChangeRecord | None:
+    ) -> messages.PartitionChangeRecord | None:
         """Build one partition change by Kafka's rules and add it to ``records`` (None: no change)."""
         if election is None:
             election = Election.UNCLEAN if self.configuration.unclean(p.topic) else Election.ONLINE

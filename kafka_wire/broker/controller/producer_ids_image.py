@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ProducerIdsRecord
 
-#: The records this section applies.
-PRODUCER_ID_RECORDS: Final = (ProducerIdsRecord,)
+#: The records this section applies, by class name (a class loads with its first record).
+PRODUCER_ID_RECORDS: Final = ("ProducerIdsRecord",)
 
 
 class ProducerIdsImage:
@@ -23,7 +23,7 @@ class ProducerIdsImage:
         self.broker_epoch = -1
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
-        if isinstance(record, ProducerIdsRecord):
+        if isinstance(record, messages.ProducerIdsRecord):
             self.next_producer_id = record.next_producer_id
             self.broker, self.broker_epoch = record.broker_id, record.broker_epoch
 
@@ -31,7 +31,7 @@ class ProducerIdsImage:
         if not self.next_producer_id:
             return []
         return [
-            ProducerIdsRecord(
+            messages.ProducerIdsRecord(
                 broker_id=self.broker, broker_epoch=self.broker_epoch, next_producer_id=self.next_producer_id
             )
         ]

@@ -41,7 +41,7 @@ from kafka_wire.broker.controller.quotas_image import (
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ApiKey, ClientQuotaRecord, ClientQuotaRecordEntityData, ErrorCode
+from kafka_wire.messages import ApiKey, ErrorCode
 
 if TYPE_CHECKING:  # the API's classes load with its first request (``messages`` is lazy)
     from kafka_wire.messages import (
@@ -209,9 +209,9 @@ def _value_problem(keys: dict[str, float | None], key: str, value: float) -> Pro
     return None
 
 
-def _record(entity: Entity, key: str, value: float, *, remove: bool) -> ClientQuotaRecord:
-    return ClientQuotaRecord(
-        entity=[ClientQuotaRecordEntityData(entity_type=t, entity_name=n) for t, n in entity],
+def _record(entity: Entity, key: str, value: float, *, remove: bool) -> messages.ClientQuotaRecord:
+    return messages.ClientQuotaRecord(
+        entity=[messages.ClientQuotaRecordEntityData(entity_type=t, entity_name=n) for t, n in entity],
         key=key,
         value=value,
         remove=remove,

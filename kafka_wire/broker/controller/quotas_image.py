@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ClientQuotaRecord, ClientQuotaRecordEntityData, ErrorCode
+from kafka_wire.messages import ErrorCode
 
 if TYPE_CHECKING:  # the API's classes load with its first request (``messages`` is lazy)
     from kafka_wire.messages import (
@@ -44,8 +44,8 @@ MATCH_SPECIFIED: Final = 2
 #: A quota entity: (entity type, name or None for the default) pairs, sorted by type.
 Entity = tuple[tuple[str, str | None], ...]
 
-#: The records this section applies.
-QUOTA_RECORDS: Final = (ClientQuotaRecord,)
+#: The records this section applies, by class name (a class loads with its first record).
+QUOTA_RECORDS: Final = ("ClientQuotaRecord",)
 
 
 def entity_of(pairs: Mapping[str, str | None]) -> Entity:
@@ -69,7 +69,7 @@ class ClientQuotasImage:
         self.quotas: dict[Entity, dict[str, float]] = {}
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
-        if isinstance(record, ClientQuotaRecord):
+        if isinstance(record, messages.ClientQuotaRecord):
             entity = entity_of({e.entity_type: e.entity_name for e in record.entity})
             values = self.quotas.setdefault(entity, {})
             if record.remove:
@@ -81,8 +81,10 @@ class ClientQuotasImage:
 
     def snapshot_records(self) -> list[Message]:
         return [
-            ClientQuotaRecord(
-                entity=[ClientQuotaRecordEntityData(entity_type=t, entity_name=n) for t, n in entity],
+            messages.ClientQuotaRecord(
+                entity=[
+                    messages.ClientQuotaRecordEntityData(entity_type=t, entity_name=n) for t, n in entity
+                ],
                 key=key,
                 value=values[key],
                 remove=False,

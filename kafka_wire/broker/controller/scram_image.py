@@ -14,17 +14,18 @@ from collections.abc import Iterable
 from dataclasses import field
 from typing import TYPE_CHECKING, Final
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ErrorCode, RemoveUserScramCredentialRecord, UserScramCredentialRecord
+from kafka_wire.messages import ErrorCode
 from kafka_wire.quick_dataclass import dataclass
 
 if TYPE_CHECKING:
     from kafka_wire.messages import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
     from kafka_wire.protocol.sasl import ScramCredential
 
-#: The records this section applies.
-SCRAM_RECORDS: Final = (UserScramCredentialRecord, RemoveUserScramCredentialRecord)
+#: The records this section applies, by class name (a class loads with its first record).
+SCRAM_RECORDS: Final = ("UserScramCredentialRecord", "RemoveUserScramCredentialRecord")
 
 #: Kafka's ``ScramMechanism`` types, as records and the admin APIs carry them (0 is UNKNOWN).
 MECHANISM_TYPES: Final = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
@@ -75,14 +76,14 @@ class ScramImage:
         self.users: dict[str, dict[int, StoredCredential]] = {}
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
-        if isinstance(record, UserScramCredentialRecord):
+        if isinstance(record, messages.UserScramCredentialRecord):
             self.users.setdefault(record.name, {})[record.mechanism] = StoredCredential(
                 salt=record.salt,
                 iterations=record.iterations,
                 stored_key=record.stored_key,
                 server_key=record.server_key,
             )
-        elif isinstance(record, RemoveUserScramCredentialRecord):
+        elif isinstance(record, messages.RemoveUserScramCredentialRecord):
             mechanisms = self.users.get(record.name)
             if mechanisms is not None:
                 mechanisms.pop(record.mechanism, None)
@@ -91,7 +92,7 @@ class ScramImage:
 
     def snapshot_records(self) -> list[Message]:
         return [
-            UserScramCredentialRecord(
+            messages.UserScramCredentialRecord(
                 name=user,
                 mechanism=mechanism,
                 salt=c.salt,

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import DelegationTokenRecord, RemoveDelegationTokenRecord
 from kafka_wire.quick_dataclass import dataclass
 
-#: The records this section applies.
-TOKEN_RECORDS: Final = (DelegationTokenRecord, RemoveDelegationTokenRecord)
+#: The records this section applies, by class name (a class loads with its first record).
+TOKEN_RECORDS: Final = ("DelegationTokenRecord", "RemoveDelegationTokenRecord")
 
 #: Kafka's ``KafkaPrincipal.USER_TYPE``.
 USER_TYPE: Final = "User"
@@ -70,8 +70,8 @@ class TokenInfo:
         is still valid)."""
         return self.max_timestamp_ms < now_ms or self.expiry_timestamp_ms < now_ms
 
-    def record(self, expiry_timestamp_ms: int | None = None) -> DelegationTokenRecord:
-        return DelegationTokenRecord(
+    def record(self, expiry_timestamp_ms: int | None = None) -> messages.DelegationTokenRecord:
+        return messages.DelegationTokenRecord(
             owner=principal_text(self.owner),
             requester=principal_text(self.requester),
             renewers=[principal_text(r) for r in self.renewers],
@@ -93,7 +93,7 @@ class DelegationTokenImage:
         self._hmacs: dict[str, tuple[str, bytes]] = {}
 
     def replay(self, record: Message, delta: DeltaBuilder) -> None:
-        if isinstance(record, DelegationTokenRecord):
+        if isinstance(record, messages.DelegationTokenRecord):
             self.tokens[record.token_id] = TokenInfo(
                 token_id=record.token_id,
                 owner=parse_principal(record.owner),
@@ -103,7 +103,7 @@ class DelegationTokenImage:
                 max_timestamp_ms=record.max_timestamp,
                 expiry_timestamp_ms=record.expiration_timestamp,
             )
-        elif isinstance(record, RemoveDelegationTokenRecord):
+        elif isinstance(record, messages.RemoveDelegationTokenRecord):
             self.tokens.pop(record.token_id, None)
             self._hmacs.pop(record.token_id, None)
 

@@ -14,16 +14,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import field, replace
 from typing import Final
 
+from kafka_wire import messages
 from kafka_wire.broker.buggify import OFF, Hooks
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import (
-    PartitionChangeRecord,
-    PartitionRecord,
-    RemoveTopicRecord,
-    TopicRecord,
-)
 from kafka_wire.quick_dataclass import dataclass
 
 #: ``PartitionChangeRecord.Leader`` when the leader does not change (``LeaderConstants.NO_LEADER_CHANGE``).
@@ -33,8 +28,8 @@ NO_LEADER: Final = -1
 #: ``PartitionChangeRecord.LeaderRecoveryState`` when it does not change.
 NO_RECOVERY_CHANGE: Final = -1
 
-#: The records this section applies.
-TOPIC_RECORDS: Final = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
+#: The records this section applies, by class name (a class loads with its first record).
+TOPIC_RECORDS: Final = ("TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord")
 #: ``LeaderRecoveryState`` by value (an enum call per record costs more than the rest of its replay).
 _RECOVERY: Final = {int(state): state for state in LeaderRecoveryState}
 
@@ -45,7 +40,7 @@ def _recovery(value: int) -> LeaderRecoveryState:
 
 
 def merge_partition_change(
-    state: PartitionState, record: PartitionChangeRecord, hooks: Hooks = OFF
+    state: PartitionState, record: messages.PartitionChangeRecord, hooks: Hooks = OFF
 ) -> PartitionState:
     """``state`` with ``record`` applied (Kafka's ``PartitionRegistration.merge``): each field the
     record carries replaces the old one; a leader change bumps the leader epoch; every change bumps
@@ -79,9 +74,9 @@ def merge_partition_change(
     )
 
 
-def partition_record(p: PartitionState) -> PartitionRecord:
+def partition_record(p: PartitionState) -> messages.PartitionRecord:
     """The PartitionRecord that registers ``p`` as it is."""
-    return PartitionRecord(
+    return messages.PartitionRecord(
         partition_id=p.partition,
         topic_id=p.topic_id,
         replicas=list(p.replicas),
@@ -97,7 +92,7 @@ def partition_record(p: PartitionState) -> PartitionRecord:
     )
 
 
-def partition_state(record: PartitionRecord, name: str) -> PartitionState:
+def partition_state(record: messages.PartitionRecord, name: str) -> PartitionState:
     """The registration a PartitionRecord of topic ``name`` makes."""
     return PartitionState(
         topic=name,
@@ -152,25 +147,25 @@ class TopicsImage:
     ) -> str | None:
         """Apply one topic record; the name of the topic it removed (a RemoveTopicRecord), else None.
         ``prepared``: a PartitionRecord's state, built beforehand (:func:`partition_state`)."""
-        if isinstance(record, PartitionChangeRecord):
+        if isinstance(record, messages.PartitionChangeRecord):
             name = self._topic_names.get(record.topic_id)
             old = None if name is None else self.topics[name].partitions.get(record.partition_id)
             if name is not None and old is not None:
                 new = merge_partition_change(old, record, self.hooks)
                 self.topics[name].partitions[record.partition_id] = new
                 delta.partitions[(name, record.partition_id)] = new
-        elif isinstance(record, PartitionRecord):
+        elif isinstance(record, messages.PartitionRecord):
             name = self._topic_names.get(record.topic_id)
             if name is not None:
                 state = prepared if prepared is not None and prepared.topic == name else None
                 state = state or partition_state(record, name)
                 self.topics[name].partitions[record.partition_id] = state
                 delta.partitions[(name, record.partition_id)] = state
-        elif isinstance(record, TopicRecord):
+        elif isinstance(record, messages.TopicRecord):
             self.topics[record.name] = TopicImage(record.name, record.topic_id)
             self._topic_names[record.topic_id] = record.name
             delta.removed.pop(record.topic_id, None)
-        elif isinstance(record, RemoveTopicRecord):
+        elif isinstance(record, messages.RemoveTopicRecord):
             name = self._topic_names.pop(record.topic_id, None)
             if name is not None:
                 del self.topics[name]
@@ -181,6 +176,6 @@ class TopicsImage:
     def snapshot_records(self) -> list[Message]:
         out: list[Message] = []
         for name in sorted(self.topics):
-            out.append(TopicRecord(name=name, topic_id=self.topics[name].topic_id))
+            out.append(messages.TopicRecord(name=name, topic_id=self.topics[name].topic_id))
             out += [partition_record(p) for p in self.partitions_of(name)]
         return out

@@ -29,14 +29,14 @@ import enum
 from typing import Final
 
 from kafka_wire.broker.buggify import OFF, Hooks
+from kafka_wire.broker.group.share_defaults import (
+    DEFAULT_DELIVERY_LIMIT,
+    DEFAULT_LOCK_DURATION_MS,
+    DEFAULT_MAX_IN_FLIGHT,
+)
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.machine import step
 from kafka_wire.quick_dataclass import dataclass
-
-#: Kafka 4.x defaults of the share-group broker properties.
-DEFAULT_LOCK_DURATION_MS: Final = 30_000
-DEFAULT_DELIVERY_LIMIT: Final = 5
-DEFAULT_MAX_IN_FLIGHT: Final = 2000
 
 
 class RecordState(enum.IntEnum):

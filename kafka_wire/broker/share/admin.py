@@ -119,12 +119,13 @@ class Op:
 class ShareAdmin:
     """See the module docstring."""
 
-    def __init__(self, state: BrokerState, groups: GroupLink) -> None:
+    def __init__(self, state: BrokerState, groups: GroupLink, *, now_ms: int = 0) -> None:
         self._state = state
         self._groups = groups
         self._ops: list[Op] = []
         self._replies: list[tuple[Call, int, Message | None]] = []
-        self._now_ms = 0
+        #: The latest time it was given (``now_ms``: the latest poll's before it was built).
+        self._now_ms = now_ms
 
     # -- requests ----------------------------------------------------------------------------------
 

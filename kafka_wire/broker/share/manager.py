@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.buggify import OFF, Hooks
-from kafka_wire.broker.group.share_partition import (
+from kafka_wire.broker.group.share_defaults import (
     DEFAULT_DELIVERY_LIMIT,
     DEFAULT_LOCK_DURATION_MS,
     DEFAULT_MAX_IN_FLIGHT,
-    AcknowledgeType,
-    SharePartition,
 )
 from kafka_wire.broker.share.coordinator import ShareStateStore
 from kafka_wire.broker.share.persister import ReadOutcome, Snapshot, StatePersister, Ticket
@@ -42,6 +40,9 @@ from kafka_wire.broker.share.sessions import DEFAULT_MAX_SHARE_SESSIONS, ShareSe
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.messages import ErrorCode
 from kafka_wire.quick_dataclass import dataclass
+
+if TYPE_CHECKING:  # the share-partition machine loads with the first share-partition or acknowledgement
+    from kafka_wire.broker.group.share_partition import AcknowledgeType, SharePartition
 
 #: The owner of the share-partitions' timers in the engine's queue.
 SHARE_TIMERS: Final = "share"
@@ -78,6 +79,8 @@ def ack_ranges(batches: list[AckBatch], renew: bool) -> list[tuple[int, int, Ack
     """The ranges of a partition's acknowledgement batches, one type each, or None when they are
     malformed (Kafka's INVALID_REQUEST): out of order or overlapping, ``last < first``, types
     neither one nor one per offset, an unknown type, RENEW outside a renew acknowledgement."""
+    from kafka_wire.broker.group.share_partition import AcknowledgeType
+
     out: list[tuple[int, int, AcknowledgeType]] = []
     previous_last = -1
     allowed = range(5) if renew else range(4)
@@ -190,6 +193,8 @@ class ShareManager:
                 if kept.error_code:  # fenced (a newer leader read it) or refused: asked again later
                     return None
             window = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
+            from kafka_wire.broker.group.share_partition import SharePartition
+
             if kept is not None and kept.start_offset >= 0:
                 found = SharePartition(
                     max(kept.start_offset, log_start_offset), max_in_flight=window, hooks=self.hooks
