@@ -7,39 +7,57 @@ Input (made once per run in a temporary directory, from a fixed seed): ``--recor
 random bytes), one 16-byte header; segments of up to 64 MiB with an index entry every 4 KiB,
 as Kafka writes them.
 
-Paths, each timed once after a warm-up of the file cache:
+Paths, each timed once after a warm-up of the file cache (the Spark queries: ``--rounds`` times in
+turns after a warm-up count, the median):
 
 * ``records``: ``kafka_wire.records.read_batches`` over each segment file, decoding every
   record and touching its offset, timestamp, key, value and headers (one core);
-* ``logs.read_range``: the data source's reader without Spark (index seek, control/transaction
+* ``logs.read_range``: the per-record reader of a log's ranges (index seek, control/transaction
   checks, range filtering), one range per partition (one core);
+* ``read_arrow``: what one Spark task of the data source runs, without Spark (the same ranges
+  into Arrow batches through the columnar decoder; one core);
 * ``spark``: ``spark.read.format("kafka_wire")`` in ``local[N]`` written to Spark's ``noop``
   sink, so that every row crosses into the JVM as Arrow and nothing else is done with it.
-  Per-core speed is records / seconds / N, N = min(cores, partitions).
+  Per-core speed is records / seconds / N, N = min(cores, partitions);
+* ``spark, pre-decoded``: the same query over a Python data source that decodes nothing: each of
+  its tasks yields one Arrow batch that ``read_arrow`` made (the same schema and rows) again and
+  again, as many rows as a partition holds. What Spark's Python data source path costs by itself,
+  whatever the source does: the ceiling of the row above.
 
-Usage: ``python bench/bench_spark.py [--records N] [--partitions N] [--cores N]``; prints a
+Usage: ``python bench/bench_spark.py [--records N] [--partitions N] [--cores N] [--rounds N]``; prints a
 Markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
+import statistics
 import struct
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
 from kafka_wire.records import build_batch, read_batches
 from kafka_wire.spark import logs
+from kafka_wire.spark.plan import Settings, Source, read_arrow
+from kafka_wire.spark.source import KafkaWireDataSource
 
 BATCH_RECORDS = 1_000
 SEGMENT_BYTES = 64 * 1024 * 1024
 INDEX_INTERVAL_BYTES = 4096
 TOPIC = "bench"
+#: Spark's Kafka schema with headers, in its order.
+SPARK_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
 
 
 def make_log(root: Path, records: int, partitions: int, compression: str) -> None:
@@ -115,12 +133,70 @@ def bench_read_range(root: Path) -> tuple[int, float]:
     return count, time.perf_counter() - start
 
 
-def bench_spark(root: Path, cores: int) -> tuple[int, float]:
+def bench_read_arrow(root: Path) -> tuple[int, float]:
+    settings = _settings(root)
+    count = 0
+    start = time.perf_counter()
+    for r in Source(settings).plan():
+        for batch in read_arrow(settings, r, SPARK_COLUMNS):
+            count += batch.num_rows
+    return count, time.perf_counter() - start
+
+
+def _settings(root: Path) -> Settings:
+    return Settings.parse({"path": str(root), "subscribe": TOPIC, "includeHeaders": "true"})
+
+
+class _RepeatPartition(InputPartition):
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+
+class _RepeatReader(DataSourceReader):
+    """Yields the Arrow batch in ``path`` (an IPC stream) until ``rows`` rows per partition."""
+
+    def __init__(self, path: str, rows: list[int]) -> None:
+        self.path, self.rows = path, rows
+
+    def partitions(self) -> list[InputPartition]:
+        return [_RepeatPartition(n) for n in self.rows]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, _RepeatPartition)
+        with pa.ipc.open_stream(pa.memory_map(self.path)) as stream:
+            batch = stream.read_next_batch()
+        for start in range(0, partition.rows, batch.num_rows):
+            yield batch.slice(0, min(batch.num_rows, partition.rows - start))
+
+
+class _PreDecoded(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "pre_decoded"
+
+    def schema(self) -> str:
+        return str(KafkaWireDataSource({"includeHeaders": "true"}).schema())
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _RepeatReader(self.options["batch"], json.loads(self.options["rows"]))
+
+
+def _pre_decoded_batch(root: Path) -> tuple[Path, list[int]]:
+    """One batch of ``read_arrow``'s as an IPC file beside the log, and each partition's rows."""
+    settings = _settings(root)
+    ranges = Source(settings).plan()
+    batch = next(read_arrow(settings, ranges[0], SPARK_COLUMNS))
+    path = root / "pre-decoded.arrow"
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return path, [r.end - r.start for r in ranges]
+
+
+def bench_spark(root: Path, cores: int, rounds: int) -> list[tuple[str, int, float]]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from kafka_wire.spark.source import KafkaWireDataSource
-
+    batch_path, rows = _pre_decoded_batch(root)
     spark = (
         SparkSession.builder.master(f"local[{cores}]")
         .config("spark.ui.enabled", "false")
@@ -130,18 +206,31 @@ def bench_spark(root: Path, cores: int) -> tuple[int, float]:
     )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(KafkaWireDataSource)
-    try:
-        df = (
+    spark.dataSource.register(_PreDecoded)
+    frames = {
+        f"Spark local[{cores}], noop sink": (
             spark.read.format("kafka_wire")
             .option("path", str(root))
             .option("subscribe", TOPIC)
             .option("includeHeaders", "true")
             .load()
-        )
-        count = df.count()  # warm-up: Python workers started, files cached
-        start = time.perf_counter()
-        df.write.format("noop").mode("overwrite").save()
-        return count, time.perf_counter() - start
+        ),
+        f"Spark local[{cores}], pre-decoded batches (no decoding), noop sink": (
+            spark.read.format("pre_decoded")
+            .option("batch", str(batch_path))
+            .option("rows", json.dumps(rows))
+            .load()
+        ),
+    }
+    try:
+        counts = {name: df.count() for name, df in frames.items()}  # warm-up: workers, file cache
+        seconds: dict[str, list[float]] = {name: [] for name in frames}
+        for _ in range(rounds):  # the queries in turns: the JVM's JIT warms up over the first
+            for name, df in frames.items():
+                start = time.perf_counter()
+                df.write.format("noop").mode("overwrite").save()
+                seconds[name].append(time.perf_counter() - start)
+        return [(name, counts[name], statistics.median(seconds[name])) for name in frames]
     finally:
         spark.stop()
 
@@ -152,6 +241,7 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--cores", type=int, default=min(os.cpu_count() or 1, 8))
     parser.add_argument("--compression", default="lz4")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the Spark queries (median)")
     parser.add_argument(
         "--dir", type=Path, help="keep the generated log here (default: a temporary directory)"
     )
@@ -168,7 +258,11 @@ def main() -> int:
         rows = [
             ("kafka_wire.records (decode only)", *bench_records(root), 1),
             ("kafka_wire.spark.logs.read_range", *bench_read_range(root), 1),
-            (f"Spark local[{cores}], noop sink", *bench_spark(root, cores), cores),
+            ("kafka_wire.spark.plan.read_arrow", *bench_read_arrow(root), 1),
+            *(
+                (name, count, seconds, cores)
+                for name, count, seconds in bench_spark(root, cores, args.rounds)
+            ),
         ]
     print(
         f"{args.records:,} records, {args.partitions} partitions, {args.compression}, {size / 2**20:.0f} MiB of"
