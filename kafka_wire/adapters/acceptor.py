@@ -21,7 +21,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kafka_wire.adapters.sockets import RESET
 from kafka_wire.broker.quotas.connection_rate import ConnectionRates
@@ -37,12 +37,48 @@ _ACCEPT_RESOURCE_ERRORS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.EN
 _ACCEPT_RETRY_S: Final = 0.1
 _log = logging.getLogger("kafka_wire.adapters.broker_server")
 
+#: An accepted connection and its peer's address.
+Accepted = tuple[socket.socket, Any]
 #: What the server does with an accepted connection: (socket, listener name, TLS or None).
 Serve = Callable[[socket.socket, str, "TlsListener | None"], None]
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _next_connection(loop: asyncio.AbstractEventLoop, listener: socket.socket) -> asyncio.Future[Accepted]:
+    """The next connection on ``listener`` (non-blocking), in a future the accept loop holds.
+
+    Not ``loop.sock_accept``: when the loop's task is cancelled after the socket was accepted
+    but before the task resumed (a server stopping while a client connects), that coroutine drops
+    the accepted socket unclosed; this future still holds it for the accept loop to close."""
+    accepting: asyncio.Future[Accepted] = loop.create_future()
+    fd = listener.fileno()
+
+    def ready() -> None:
+        if accepting.done():
+            return
+        try:
+            conn, address = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            accepting.set_exception(exc)
+            return
+        if accepting.done():  # cancelled by what accept() ran (a signal handler, say)
+            conn.close()
+            return
+        conn.setblocking(False)
+        accepting.set_result((conn, address))
+
+    def done(_: asyncio.Future[Accepted]) -> None:
+        if listener.fileno() == fd:  # closed listeners' readers are removed as they close
+            loop.remove_reader(fd)
+
+    loop.add_reader(fd, ready)
+    accepting.add_done_callback(done)
+    return accepting
 
 
 class Acceptors:
@@ -60,8 +96,13 @@ class Acceptors:
         """Accept connections on ``listener`` one at a time, forever (cancel to stop)."""
         loop = asyncio.get_running_loop()
         while True:
+            accepting = _next_connection(loop, listener)
             try:
-                conn, address = await loop.sock_accept(listener)
+                conn, address = await accepting
+            except asyncio.CancelledError:
+                if accepting.done() and not accepting.cancelled() and accepting.exception() is None:
+                    accepting.result()[0].close()  # taken just before the cancel: never served
+                raise
             except OSError as exc:
                 if exc.errno in _ACCEPT_RESOURCE_ERRORS:
                     self._warn_descriptors()
@@ -78,7 +119,11 @@ class Acceptors:
             delay_ms = self.rates.accept_delay_ms(name, _now_ms())
             if delay_ms > 0:
                 _log.debug("connection rate over max.connection.creation.rate: accepting in %d ms", delay_ms)
-                await asyncio.sleep(delay_ms / 1000)
+                try:
+                    await asyncio.sleep(delay_ms / 1000)
+                except asyncio.CancelledError:
+                    conn.close()
+                    raise
             host = str(address[0]) if isinstance(address, tuple) else ""
             throttle_ms = self.rates.ip_throttle_ms(name, host, _now_ms()) if host else 0
             if throttle_ms > 0:

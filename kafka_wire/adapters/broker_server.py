@@ -325,6 +325,9 @@ class BrokerServer:
         task = asyncio.create_task(self._connected(conn, listener, tls))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        # Cancelled (the server stopping) perhaps before it ran at all: the socket is closed here
+        # (a no-op when its transport closed it already).
+        task.add_done_callback(lambda done: conn.close() if done.cancelled() else None)
 
     async def _connected(self, conn: socket.socket, listener: str, tls: TlsListener | None) -> None:
         if tls is not None:
