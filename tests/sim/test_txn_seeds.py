@@ -46,3 +46,26 @@ def test_a_new_group_coordinator_keeps_an_aborted_transactions_offsets_out() -> 
     assert result.ok, (
         f"kafka-wire simulate --seed 145 --workload txn --faults 1,2 --trace: {result.violations}"
     )
+
+
+def test_a_bit_flipped_in_a_fsynced_batch_is_cut_at_restart() -> None:
+    """Seed 3686 with its five faults, found by the 10,000 seed run: a disk fault on n2 flips a
+    bit in the third batch of ``topic-3-1``'s only segment, fsynced with its recovery point at
+    the segment's end. Recovery looked only at segments past the point, so n2 kept the damaged
+    batch, rejoined the ISR, and was elected when n1 was killed: the final leader held nothing
+    readable where acknowledged writes were (``lost-write``). Kafka recovers the segment holding
+    the recovery point, cutting the log at the first corrupt batch; so does the loader now."""
+    clients, checker = workload("txn")
+    options = SimOptions(
+        seed=3686,
+        events=5000,
+        script=frozenset({1, 2, 3, 4, 5}),
+        clients=clients,
+        checker=checker,
+        settings=workload_settings("txn"),
+    )
+    result = simulate(options)
+    assert result.ok, (
+        f"kafka-wire simulate --seed 3686 --workload txn --faults 1,2,3,4,5 --trace: {result.violations}"
+    )
+    assert sum(result.fault_counts.values()) > 0

@@ -6,10 +6,11 @@ queue, what recovery must change on disk: leftover ``.cleaned`` / ``.deleted`` f
 segments it covers (with its ``.txnindex.swap``), orphaned and missing indexes are dropped or
 rebuilt, and every segment's tail is checked. Which segments are then fully recovered (CRC per
 batch, torn tail cut, indexes rebuilt) is the :class:`RecoveryStart`'s to say, as in Kafka: none
-after a clean shutdown, else those holding offsets at or above the recovery point (everything
-below it was flushed); a segment whose check fails is recovered whatever it says. Without one,
-the last segment is recovered (the metadata log's rule). What the loader returns, the segments
-oldest first, the log takes over; the loader keeps nothing.
+after a clean shutdown, else the segment holding the recovery point and every later one (the
+segments before it were flushed whole), so always the last; a segment whose check fails is
+recovered whatever it says. Without one, the last segment is recovered (the metadata log's
+rule). What the loader returns, the segments oldest first, the log takes over; the loader keeps
+nothing.
 """
 
 from __future__ import annotations
@@ -45,9 +46,15 @@ class RecoveryStart:
     clean_shutdown: bool
     recovery_point: int = 0
 
-    def recovers(self, segment: Segment) -> bool:
-        """Whether ``segment`` (checked) may hold what a crash left unflushed."""
-        return not self.clean_shutdown and segment.next_offset > self.recovery_point
+    def recovers(self, next_base_offset: int | None) -> bool:
+        """Whether the segment ending where the next one starts (``next_base_offset``; None: the
+        last segment) is recovered: after an unclean stop, every segment from the one holding the
+        recovery point on, as Kafka's ``LogLoader`` takes them (the floor segment of the point,
+        and so always the last one). That segment is recovered even when the point is its end:
+        the point vouches only for what was fsynced, not that it reads back intact."""
+        return not self.clean_shutdown and (
+            next_base_offset is None or next_base_offset > self.recovery_point
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +126,7 @@ class LogLoader:
                 if (
                     missing
                     or not segment.check(storage, next_base, closed=not last)
-                    or (last if self.start is None else self.start.recovers(segment))
+                    or (last if self.start is None else self.start.recovers(next_base))
                 ):
                     segment.recover(storage, self.config, closed=not last, next_base_offset=next_base)
             if segment.first_append_ms is None and not segment.is_empty:

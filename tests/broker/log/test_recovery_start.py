@@ -1,5 +1,6 @@
-"""Which segments a start recovers (Kafka's rules): none after a clean shutdown, else those at or
-above the recovery point; the recovery point follows the fsyncs (rolls, flush settings, close)."""
+"""Which segments a start recovers (Kafka's rules): none after a clean shutdown, else the one holding
+the recovery point and every later one (so always the last); the recovery point follows the fsyncs
+(rolls, flush settings, close)."""
 
 from __future__ import annotations
 
@@ -54,10 +55,11 @@ def test_the_recovery_point_follows_the_fsyncs() -> None:
         (None, True),  # the metadata log's rule: the last segment is always recovered
         (RecoveryStart(clean_shutdown=True, recovery_point=0), False),
         (RecoveryStart(clean_shutdown=False, recovery_point=0), True),
-        (RecoveryStart(clean_shutdown=False, recovery_point=12), False),  # all of it was fsynced
+        # All of it was fsynced, but the last segment holds the point (its end): still recovered.
+        (RecoveryStart(clean_shutdown=False, recovery_point=12), True),
     ],
 )
-def test_the_last_segment_is_recovered_only_when_the_start_says(
+def test_the_last_segment_is_recovered_unless_the_shutdown_was_clean(
     start: RecoveryStart | None, cut: bool
 ) -> None:
     d = _three_segments()
@@ -83,3 +85,24 @@ def test_an_unclean_start_recovers_every_segment_from_the_recovery_point() -> No
     recovered = _open(d, RecoveryStart(clean_shutdown=False, recovery_point=second.base_offset))
     assert recovered.segments[1].next_offset == third_base - 1  # its damaged last batch cut
     assert recovered.segment_count == 4
+
+
+def test_an_unclean_start_recovers_the_segment_ending_at_the_recovery_point() -> None:
+    """Seed 3686 of the transactional simulation: a bit flipped in an early batch of a fsynced
+    single-segment log, the recovery point at its end. Kafka's loader recovers the segment that
+    holds the point, its end included, and cuts the log at the first corrupt batch; checking
+    only the tail kept the damaged batch, and the replica, back in the ISR, was elected with it."""
+    d = Driven(LogConfig(flush_messages=1))
+    for i in range(6):
+        d.append(batch(1, ts=1000 + i), now_ms=1000 + i)
+    assert d.log.recovery_point == d.log.log_end_offset == 6
+    before = contents(d.log)
+    path = d.log.segments[0].log.path
+    third_at = len(batch(1)) * 2  # every batch here has the same size
+    d.storage.files[path][third_at + 70] ^= 0x01  # inside the third batch's records, under its CRC
+    clean = _open(d, RecoveryStart(clean_shutdown=True, recovery_point=6))
+    assert clean.log_end_offset == 6  # a clean shutdown vouches for the log as it is
+    log = _open(d, RecoveryStart(clean_shutdown=False, recovery_point=6))
+    assert log.log_end_offset == 2
+    assert contents(log) == before[:2]
+    assert log.recovery_point == 2
