@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_wire.cli.simulate import workload, workload_settings
-from kafka_wire.sim.run import SimOptions, simulate
+from kafka_wire.sim.run import SimOptions, SimResult, simulate
 
 #: The seeds that catch the planted transaction bugs (``test_bugs_caught.py``), clean without them.
 SEEDS = (1, 2, 25)
@@ -33,19 +33,7 @@ def test_a_new_group_coordinator_keeps_an_aborted_transactions_offsets_out() -> 
     which loads it. The offsets were written as a plain batch, so the new coordinator took them as
     committed: the worker resumed past an input whose output was aborted (``eos-lost``). They are
     a transactional batch of the producer now, pending on load until its ABORT marker."""
-    clients, checker = workload("txn")
-    options = SimOptions(
-        seed=145,
-        events=5000,
-        script=frozenset({1, 2}),
-        clients=clients,
-        checker=checker,
-        settings=workload_settings("txn"),
-    )
-    result = simulate(options)
-    assert result.ok, (
-        f"kafka-wire simulate --seed 145 --workload txn --faults 1,2 --trace: {result.violations}"
-    )
+    _run_clean(145, {1, 2})
 
 
 def test_a_bit_flipped_in_a_fsynced_batch_is_cut_at_restart() -> None:
@@ -55,17 +43,25 @@ def test_a_bit_flipped_in_a_fsynced_batch_is_cut_at_restart() -> None:
     batch, rejoined the ISR, and was elected when n1 was killed: the final leader held nothing
     readable where acknowledged writes were (``lost-write``). Kafka recovers the segment holding
     the recovery point, cutting the log at the first corrupt batch; so does the loader now."""
+    result = _run_clean(3686, {1, 2, 3, 4, 5})
+    assert sum(result.fault_counts.values()) > 0
+
+
+def _run_clean(seed: int, faults: set[int]) -> SimResult:
+    """The transactional workload's ``seed`` with only ``faults`` (a shrunk schedule), which
+    must run with no violation."""
     clients, checker = workload("txn")
     options = SimOptions(
-        seed=3686,
+        seed=seed,
         events=5000,
-        script=frozenset({1, 2, 3, 4, 5}),
+        script=frozenset(faults),
         clients=clients,
         checker=checker,
         settings=workload_settings("txn"),
     )
     result = simulate(options)
+    listed = ",".join(str(f) for f in sorted(faults))
     assert result.ok, (
-        f"kafka-wire simulate --seed 3686 --workload txn --faults 1,2,3,4,5 --trace: {result.violations}"
+        f"kafka-wire simulate --seed {seed} --workload txn --faults {listed} --trace: {result.violations}"
     )
-    assert sum(result.fault_counts.values()) > 0
+    return result
