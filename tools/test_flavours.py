@@ -26,8 +26,10 @@ Tests marked ``timing`` assert wall-clock bounds (another client's latency while
 runs, how fast SIGTERM stops the broker), and tests marked ``cluster`` start clusters of broker
 processes (tests/cluster): they are left out of those runs and run afterwards on their own, once,
 against the compiled flavour when it is built (else the pure one), so that the other run's Spark
-jobs and brokers do not share the two cores with them. Extra arguments are passed to every pytest
-run (the pure run adds them to :data:`PURE_TESTS`).
+jobs and brokers do not share the two cores with them. The cluster tests mostly wait (on elections,
+session timeouts, restarts), so they run :data:`ALONE_WORKERS` at a time (pytest-xdist, a module
+per worker); then the timing tests run one at a time, with nothing beside them. Extra arguments are
+passed to every pytest run (the pure run adds them to :data:`PURE_TESTS`).
 """
 
 from __future__ import annotations
@@ -122,6 +124,19 @@ NICE = ["nice", "-n", "19"]
 #: clusters of tests/cluster (three brokers and their clients would share the two cores otherwise).
 ALONE = "timing or cluster"
 ALONE_NOT = f"not ({ALONE})"
+#: The alone phase's steps, in order: (name, marker expression, extra pytest arguments).
+#: One at a time the cluster tests kept about a sixth of the two cores busy (100 s of CPU in 293 s,
+#: 2026-12-07), so :data:`ALONE_WORKERS` of them share the machine, each worker taking a whole
+#: module (its fixtures' clusters) at a time; the timing tests follow, one at a time.
+ALONE_WORKERS = 3
+ALONE_STEPS: tuple[tuple[str, str, list[str]], ...] = (
+    (
+        f"cluster tests, {ALONE_WORKERS} at a time",
+        "cluster and not timing",
+        ["--tx", f"{ALONE_WORKERS}*popen//python={sys.executable} -bb", "--dist", "loadfile"],
+    ),
+    ("timing tests alone", "timing", []),
+)
 #: How a test module (or a conftest.py, for its directory) marks tests ``timing`` or ``cluster``.
 ALONE_MARK = re.compile(r"\bmark\.(timing|cluster)\b")
 #: ``--checks``: the static checks (``make checks``: generated code current, ruff, mypy) run beside
@@ -312,9 +327,10 @@ def main(argv: list[str]) -> int:
     threads += [_start(name, steps, output, codes) for name, steps in lanes.items()]
     for thread in threads:
         thread.join()
-    alone: dict[str, int] = {}
-    _lane(first, [(first, [*PYTEST, "-m", ALONE, *alone_run_args(argv)])], output, alone)
-    codes[f"{first}, timing and cluster tests alone"] = alone[first]
+    for step, marks, extra in ALONE_STEPS:
+        alone: dict[str, int] = {}
+        _lane(first, [(first, [*PYTEST, "-m", marks, *extra, *alone_run_args(argv)])], output, alone)
+        codes[f"{first}, {step}"] = alone[first]
     if background is not None:
         background.join()
     if any(code != NOTHING_SELECTED for code in codes.values()):  # argv may choose tests of one kind only
