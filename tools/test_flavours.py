@@ -15,6 +15,10 @@ find, so a build that silently fell back to pure Python fails the compiled run. 
 extensions (or the C compiler to build them) the whole suite runs once on pure Python, and the
 script says so.
 
+The modules whose tests mostly wait on timers and throttled clients (:data:`WAITING`) run in a third
+pytest process, on the compiled flavour from when it is built, a few modules at a time: beside the
+other two they fill the CPU those leave idle instead of lengthening either.
+
 The deterministic, CPU-bound tests that neither start processes nor look at a clock
 (:data:`BACKGROUND`: the simulator's seeds, the compiled codec against the pure one, the kio
 differential, round trips, the mutator, the engine's unit tests, the layering check) run in a fourth
@@ -58,14 +62,13 @@ PURE_ONLY = [
 ]
 #: Flavour-independent tests run in the pure process rather than the compiled one, so that the two
 #: processes take about as long (the compiled one also builds its flavour first): the engine's unit
-#: tests (they drive the engine through its public API), the transactions of real clients (their
-#: brokers and clusters run the flavour they inherit), the Spark data source (its Python workers
+#: tests (they drive the engine through its public API), the Spark data source (its Python workers
 #: decode with the flavour they inherit), the fuzz harnesses (atheris instruments Python code only,
 #: so they are pure-flavour work anyway), the network fuzzer, ``kafka_wire.testing``'s generators,
 #: the differential suite (raw requests to Kafka and kafka-wire), the proxy's tests, the KIP-848
 #: groups on a 3-node cluster (a minute of waiting on rebalances, at the end of the longer run),
-#: and the e2e suites of share groups, TLS, OAUTHBEARER and the ACL differential (real clients and
-#: Kafka 4.4 nodes: with them the compiled run took twice the pure one's time).
+#: and the e2e suites of TLS, OAUTHBEARER and the ACL differential (real clients and Kafka 4.4
+#: nodes: with them the compiled run took twice the pure one's time).
 MOVED_TO_PURE = [
     "tests/broker",
     "tests/txn",
@@ -76,13 +79,28 @@ MOVED_TO_PURE = [
     "tests/differential",
     "tests/proxy",
     "tests/cluster/test_consumer_groups.py",
-    "tests/e2e/test_share_groups.py",
     "tests/e2e/test_share_errors.py",
     "tests/e2e/test_tls.py",
     "tests/e2e/test_tls_cluster.py",
     "tests/e2e/test_acl_answers.py",
     "tests/e2e/test_oauth.py",
 ]
+#: The modules whose tests mostly wait: on timers (transaction, session, share-lock and quota
+#: windows), on clients a quota holds back, on brokers restarting. Run one at a time with the machine
+#: otherwise idle, each kept 6-18% of the two cores busy (``txn/test_clients.py`` 153 s of wall for
+#: 25 s of CPU, 2026-12-07), so in either flavour's run they held it back while the CPU idled. They
+#: run in a third run of their own (:data:`WAITING_WORKERS` pytest-xdist workers, a module per
+#: worker at a time), on the compiled flavour, from when it is built.
+WAITING = [
+    "tests/txn/test_clients.py",
+    "tests/e2e/test_share_groups.py",
+    "tests/e2e/test_client_quotas.py",
+    "tests/e2e/test_group_rebalance.py",
+    "tests/e2e/test_restart.py",
+    "tests/e2e/test_client_quota_limits.py",
+    "tests/e2e/test_storage_faults.py",
+]
+WAITING_WORKERS = 2
 #: What the background run (``nice`` 19) takes out of the others, per flavour: in-process,
 #: deterministic and CPU-bound, no broker or client processes, no wall-clock bound.
 BACKGROUND = {
@@ -129,12 +147,16 @@ ALONE_NOT = f"not ({ALONE})"
 #: 2026-12-07), so :data:`ALONE_WORKERS` of them share the machine, each worker taking a whole
 #: module (its fixtures' clusters) at a time; the timing tests follow, one at a time.
 ALONE_WORKERS = 3
+
+
+def workers(count: int) -> list[str]:
+    """pytest-xdist's arguments for ``count`` workers (with ``-bb``, as every run here), each
+    taking a whole module at a time."""
+    return ["--tx", f"{count}*popen//python={sys.executable} -bb", "--dist", "loadfile"]
+
+
 ALONE_STEPS: tuple[tuple[str, str, list[str]], ...] = (
-    (
-        f"cluster tests, {ALONE_WORKERS} at a time",
-        "cluster and not timing",
-        ["--tx", f"{ALONE_WORKERS}*popen//python={sys.executable} -bb", "--dist", "loadfile"],
-    ),
+    (f"cluster tests, {ALONE_WORKERS} at a time", "cluster and not timing", workers(ALONE_WORKERS)),
     ("timing tests alone", "timing", []),
 )
 #: How a test module (or a conftest.py, for its directory) marks tests ``timing`` or ``cluster``.
@@ -291,8 +313,8 @@ def main(argv: list[str]) -> int:
     if c_compiler() if build else compiled_extensions():
         first = "compiled"
         background_paths = [path for paths in BACKGROUND.values() for path in paths]
-        ignored = [f"--ignore={path}" for path in PURE_ONLY + MOVED_TO_PURE + background_paths]
-        pure_ignored = [f"--ignore={path}" for path in background_paths]
+        ignored = [f"--ignore={path}" for path in PURE_ONLY + MOVED_TO_PURE + WAITING + background_paths]
+        pure_ignored = [f"--ignore={path}" for path in background_paths + WAITING]
         built = threading.Event()
         compiled_steps: list[Step] = [("compiled", BUILD_COMPILED)] if build else []
         if not build:
@@ -314,7 +336,14 @@ def main(argv: list[str]) -> int:
                 output,
                 codes,
                 done=built,  # already set without a build
-            )
+            ),
+            _start(
+                "waiting",
+                [("compiled", [*PYTEST, "-m", ALONE_NOT, *workers(WAITING_WORKERS), *WAITING, *argv])],
+                output,
+                codes,
+                after=built,
+            ),
         ]
     else:
         print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
