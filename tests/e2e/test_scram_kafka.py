@@ -141,6 +141,25 @@ ALTERATIONS: Final = [
     ([_delete("erin", SHA_256), _delete("erin2")], [_upsert("ok", SHA_512)]),
 ]
 DESCRIPTIONS: Final = [None, [], ["ok", "ok", "erin", "dave"], ["ok", "nobody"]]
+#: How long a broker may take to show the last alteration: Kafka's answers once its controller has
+#: committed the records, and its broker describes from a metadata image that catches up later
+#: (on a loaded machine a describe right after the alteration still listed ``erin2``).
+CAUGHT_UP_S: Final = 30.0
+
+
+async def _wait_for_last_alteration(client: KafkaClient) -> None:
+    """Until a describe shows the last of :data:`ALTERATIONS`: ``erin2`` gone, ``ok`` with both
+    mechanisms."""
+    users = [DescribeUserScramCredentialsRequestUserName(name=u) for u in ("erin2", "ok")]
+    deadline = asyncio.get_running_loop().time() + CAUGHT_UP_S
+    while True:
+        described = await client.request(DescribeUserScramCredentialsRequest(users=users))
+        assert isinstance(described, DescribeUserScramCredentialsResponse)
+        shown = {r.user: (r.error_code, len(r.credential_infos)) for r in described.results}
+        if shown == {"erin2": (ErrorCode.RESOURCE_NOT_FOUND, 0), "ok": (ErrorCode.NONE, 2)}:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"the last alteration not shown: {shown}"
+        await asyncio.sleep(0.05)
 
 
 async def _answers(broker: BrokerProcess) -> dict[str, object]:
@@ -153,6 +172,7 @@ async def _answers(broker: BrokerProcess) -> dict[str, object]:
             answer = await client.request(request)
             assert isinstance(answer, AlterUserScramCredentialsResponse)
             alters.append([(r.user, r.error_code, r.error_message) for r in answer.results])
+        await _wait_for_last_alteration(client)
         for users in DESCRIPTIONS:
             named = (
                 None
