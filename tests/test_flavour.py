@@ -20,7 +20,7 @@ from kafka_wire.codec.structs import Message
 from kafka_wire.messages import CreateTopicsRequest, MetadataResponse
 from kafka_wire.records import columnar, loops
 from tools.build_backend import MYPYC
-from tools.test_flavours import RECAP_LINES, Output
+from tools.test_flavours import RECAP_LINES, WAITING, Output, waiting_run_args
 
 PACKAGE = Path(kafka_wire.__file__).parent
 
@@ -85,3 +85,16 @@ def test_the_runs_failures_are_printed_again_at_the_end(capsys: pytest.CaptureFi
         "test_flavours: recap [pure] FAILED tests/a.py::test_a - assert 13 == 0",
         "test_flavours: recap [compiled] FAILED tests/b.py::test_b - AssertionError: no",
     ]
+
+
+def test_the_waiting_run_takes_the_named_tests_of_its_modules_only() -> None:
+    """The other runs leave the waiting modules out, so the waiting run takes those of the named
+    tests that are in them (and no others, which the other runs take)."""
+    assert waiting_run_args(["--durations=5"]) == [*WAITING, "--durations=5"]
+    assert waiting_run_args(["tests/codec", "-x"]) == []
+    assert waiting_run_args(["tests/e2e/test_restart.py::test_a", "-x"]) == [
+        "tests/e2e/test_restart.py::test_a",
+        "-x",
+    ]
+    assert waiting_run_args(["tests/e2e"]) == [path for path in WAITING if path.startswith("tests/e2e/")]
+    assert waiting_run_args(["tests"]) == WAITING

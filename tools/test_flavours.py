@@ -221,8 +221,28 @@ def alone_paths() -> list[str]:
 
 def alone_run_args(argv: list[str]) -> list[str]:
     """``argv``, after :func:`alone_paths` unless ``argv`` names tests itself."""
-    names_tests = any(not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists() for arg in argv)
-    return argv if names_tests else [*alone_paths(), *argv]
+    return argv if any(map(_names_tests, argv)) else [*alone_paths(), *argv]
+
+
+def _names_tests(arg: str) -> bool:
+    return not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists()
+
+
+def waiting_run_args(argv: list[str]) -> list[str]:
+    """:data:`WAITING` and ``argv``; when ``argv`` names tests, the waiting run takes those of them
+    in :data:`WAITING` modules (the other runs leave them out) and nothing else."""
+    named = [arg for arg in argv if _names_tests(arg)]
+    if not named:
+        return [*WAITING, *argv]
+    options = [arg for arg in argv if arg not in named]
+    inside = [arg for arg in named if any(_within(arg.split("::")[0], path) for path in WAITING)]
+    around = [path for path in WAITING if any(_within(path, arg) for arg in named if "::" not in arg)]
+    chosen = list(dict.fromkeys(inside + around))
+    return [*chosen, *options] if chosen else []
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder.rstrip("/") or path.startswith(folder.rstrip("/") + "/")
 
 
 def compiled_extensions() -> list[Path]:
@@ -329,6 +349,7 @@ def main(argv: list[str]) -> int:
         lanes: dict[str, list[Step]] = {
             "pure": [("pure", [*PYTEST, "-m", ALONE_NOT, *PURE_TESTS, *MOVED_TO_PURE, *pure_ignored, *argv])],
         }
+        waiting = waiting_run_args(argv)
         threads = [
             _start(
                 "compiled",
@@ -337,14 +358,10 @@ def main(argv: list[str]) -> int:
                 codes,
                 done=built,  # already set without a build
             ),
-            _start(
-                "waiting",
-                [("compiled", [*PYTEST, "-m", ALONE_NOT, *workers(WAITING_WORKERS), *WAITING, *argv])],
-                output,
-                codes,
-                after=built,
-            ),
         ]
+        if waiting:
+            waiting_step = ("compiled", [*PYTEST, "-m", ALONE_NOT, *workers(WAITING_WORKERS), *waiting])
+            threads.append(_start("waiting", [waiting_step], output, codes, after=built))
     else:
         print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
         first = "pure"
