@@ -353,12 +353,13 @@ def _kafka_broker_rate(broker: BrokerProcess, rate: int) -> Iterator[None]:
         wire.close()
 
 
-def _connection_waits(broker: BrokerProcess, waits: int) -> tuple[int, list[float]]:
+def _connection_waits(broker: BrokerProcess, waits: int) -> tuple[int, list[float], float]:
     """Connections opened one after the other, each asking ApiVersions, until ``waits`` of them
     were answered 0.1 s or more after the one before (at most 100): how many went before the
-    first wait, and the waits (s)."""
+    first wait, the waits (s), and how long those that went at once took (s)."""
     prompt, late = 0, []
-    last = time.monotonic()
+    start = last = time.monotonic()
+    prompt_s = 0.0
     for i in range(100):
         wire = _Wire(broker, f"rate-{i}")
         try:
@@ -372,8 +373,9 @@ def _connection_waits(broker: BrokerProcess, waits: int) -> tuple[int, list[floa
                 break
         elif not late:
             prompt += 1
+            prompt_s = now - start
         last = now
-    return prompt, late
+    return prompt, late, prompt_s
 
 
 def test_connections_over_the_broker_rate_wait_to_be_served_as_on_kafka(
@@ -387,8 +389,10 @@ def test_connections_over_the_broker_rate_wait_to_be_served_as_on_kafka(
         kafka = _connection_waits(apache_kafka_node, 3)
     facts = {"kafka": kafka, "kafka_wire": _connection_waits(rate_limited_broker, 3)}
     print(facts)
-    for name, (prompt, late) in facts.items():
+    for name, (prompt, late, prompt_s) in facts.items():
         # Served at once up to the burst (fewer when the broker's connections of the last seconds
-        # count too: Kafka 4.4 and kafka-wire alike), then 0.2 s or more each, at most a window.
-        assert 20 <= prompt <= 52, (name, facts)
+        # count too: Kafka 4.4 and kafka-wire alike), and the 5 per second of the time the burst
+        # itself took (about 0.3 s on an idle machine, longer on a loaded one), then 0.2 s or more
+        # each, at most a window.
+        assert 20 <= prompt <= 50 + 5 * prompt_s + 2, (name, facts)
         assert len(late) == 3 and max(late) <= 2.5, (name, facts)
