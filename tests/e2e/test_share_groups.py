@@ -415,8 +415,9 @@ def test_a_broker_killed_mid_queue_loses_no_acknowledgement(
     consumers.append(member)
     deadline = time.monotonic() + DRAIN_TIMEOUT_S
     while time.monotonic() < deadline and member.process.poll() is None:
-        # 500 confirmed, and records held: delivered since the last commit (right after a commit
-        # of all it held the member holds nothing until its next fetch, slow on a loaded machine).
+        # 500 confirmed, and records held: delivered, not yet committed (the driver reports a
+        # poll's records when it returns them; right after a commit the member holds nothing
+        # until its next poll returns, which a loaded machine makes slow).
         events = member.snapshot()
         confirmed = confirmed_acks(events, int(time.time() * 1000) + 1)
         delivered = {(e["partition"], e["offset"]) for e in events if e["event"] == "delivered"}

@@ -13,7 +13,8 @@
 // With --earliest it first sets the group config share.auto.offset.reset=earliest (Admin's
 // incrementalAlterConfigs on the GROUP resource); with --config-only it then exits. It polls until
 // its standard input closes (or the timeout), then closes the consumer; --work-ms-per-record
-// stands for the time processing a record takes (so that several members share the work).
+// stands for the time processing a record takes (so that several members share the work): the
+// records a poll returned are reported delivered at once, then worked on, then acknowledged.
 // --lock-ms sets the group config share.record.lock.duration.ms (with --earliest's admin call).
 // --hold: a member that stops working: it polls until it gets records, reports them delivered, and
 // then neither acknowledges nor polls again until it is killed or its stdin closes (then it halts
@@ -133,14 +134,21 @@ public final class ShareDriver {
             while (!stop.get() && System.nanoTime() < deadline) {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
                 if (records.isEmpty()) continue;
-                if (workMs > 0) Thread.sleep(workMs * records.count());
                 for (ConsumerRecord<byte[], byte[]> r : records) {
                     String value = new String(r.value(), StandardCharsets.UTF_8);
                     int count = r.deliveryCount().map(Short::intValue).orElse(-1);
                     emit("{\"event\":\"delivered\",\"member\":" + quote(member) + ",\"partition\":" + r.partition()
                         + ",\"offset\":" + r.offset() + ",\"value\":" + quote(value) + ",\"count\":" + count
                         + ",\"t\":" + now() + "}");
-                    if (hold) continue;
+                }
+                if (hold) {
+                    while (!stop.get()) Thread.sleep(50);
+                    Runtime.getRuntime().halt(0);
+                }
+                if (workMs > 0) Thread.sleep(workMs * records.count());
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    String value = new String(r.value(), StandardCharsets.UTF_8);
+                    int count = r.deliveryCount().map(Short::intValue).orElse(-1);
                     AcknowledgeType type;
                     if (value.equals("poison")) type = AcknowledgeType.RELEASE;
                     else if (value.startsWith("reject-")) type = AcknowledgeType.REJECT;
@@ -150,10 +158,6 @@ public final class ShareDriver {
                         + r.partition() + ",\"offset\":" + r.offset() + ",\"type\":" + quote(type.name())
                         + ",\"t\":" + now() + "}");
                     consumer.acknowledge(r, type);
-                }
-                if (hold) {
-                    while (!stop.get()) Thread.sleep(50);
-                    Runtime.getRuntime().halt(0);
                 }
                 int errors = 0;
                 for (var result : consumer.commitSync(Duration.ofSeconds(30)).values()) {
