@@ -142,10 +142,9 @@ NICE = ["nice", "-n", "19"]
 #: clusters of tests/cluster (three brokers and their clients would share the two cores otherwise).
 ALONE = "timing or cluster"
 ALONE_NOT = f"not ({ALONE})"
-#: The alone phase's steps, in order: (name, marker expression, extra pytest arguments).
-#: One at a time the cluster tests kept about a sixth of the two cores busy (100 s of CPU in 293 s,
-#: 2026-12-07), so :data:`ALONE_WORKERS` of them share the machine, each worker taking a whole
-#: module (its fixtures' clusters) at a time; the timing tests follow, one at a time.
+#: How many cluster tests share the machine in the alone phase: one at a time they kept about a
+#: sixth of the two cores busy (100 s of CPU in 293 s, 2026-12-07). Each worker takes a whole module
+#: (its fixtures' clusters) at a time.
 ALONE_WORKERS = 3
 
 
@@ -155,6 +154,8 @@ def workers(count: int) -> list[str]:
     return ["--tx", f"{count}*popen//python={sys.executable} -bb", "--dist", "loadfile"]
 
 
+#: The alone phase's steps, in order: (name, marker expression, extra pytest arguments): the cluster
+#: tests in :data:`ALONE_WORKERS` workers, then the timing tests one at a time.
 ALONE_STEPS: tuple[tuple[str, str, list[str]], ...] = (
     (f"cluster tests, {ALONE_WORKERS} at a time", "cluster and not timing", workers(ALONE_WORKERS)),
     ("timing tests alone", "timing", []),

@@ -17,12 +17,7 @@ SEEDS = (1, 2, 25)
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_transactional_seeds_run_clean_under_faults(seed: int) -> None:
-    clients, checker = workload("txn")
-    options = SimOptions(
-        seed=seed, events=5000, clients=clients, checker=checker, settings=workload_settings("txn")
-    )
-    result = simulate(options)
-    assert result.ok, f"kafka-wire simulate --seed {seed} --workload txn --trace: {result.violations}"
+    result = _run_clean(seed)
     assert sum(result.fault_counts.values()) > 0
 
 
@@ -47,21 +42,19 @@ def test_a_bit_flipped_in_a_fsynced_batch_is_cut_at_restart() -> None:
     assert sum(result.fault_counts.values()) > 0
 
 
-def _run_clean(seed: int, faults: set[int]) -> SimResult:
-    """The transactional workload's ``seed`` with only ``faults`` (a shrunk schedule), which
-    must run with no violation."""
+def _run_clean(seed: int, faults: set[int] | None = None) -> SimResult:
+    """The transactional workload's ``seed`` (with only ``faults``, a shrunk schedule, when
+    given), which must run with no violation."""
     clients, checker = workload("txn")
     options = SimOptions(
         seed=seed,
         events=5000,
-        script=frozenset(faults),
+        script=None if faults is None else frozenset(faults),
         clients=clients,
         checker=checker,
         settings=workload_settings("txn"),
     )
     result = simulate(options)
-    listed = ",".join(str(f) for f in sorted(faults))
-    assert result.ok, (
-        f"kafka-wire simulate --seed {seed} --workload txn --faults {listed} --trace: {result.violations}"
-    )
+    listed = "" if faults is None else " --faults " + ",".join(str(f) for f in sorted(faults))
+    assert result.ok, f"kafka-wire simulate --seed {seed} --workload txn{listed} --trace: {result.violations}"
     return result
