@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import fcntl
 import os
 import random
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -305,23 +307,63 @@ class Node:
 #: not started listening yet ("Address already in use").
 _EPHEMERAL_RANGE: Final = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _PORTS: Final = random.SystemRandom()
-_TAKEN: set[int] = set()
+#: A port handed out is reserved for the rest of the process by a lock on a file named after it
+#: here, so that no other test process (the suite runs several at once) hands it out while its
+#: node has not bound it yet or is stopped; the kernel drops the lock when the process ends.
+_RESERVATIONS: Final = Path(tempfile.gettempdir()) / "kafka-wire-test-ports"
+_HELD: dict[int, int] = {}  # port -> descriptor of its locked reservation file
+
+
+def _reserve(port: int) -> bool:
+    if port in _HELD:
+        return False
+    _RESERVATIONS.mkdir(exist_ok=True)
+    descriptor = os.open(_RESERVATIONS / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # another process holds it
+        os.close(descriptor)
+        return False
+    _HELD[port] = descriptor
+    return True
+
+
+def _release(port: int) -> None:
+    os.close(_HELD.pop(port))
+
+
+def _bindable(port: int, host: str) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def listener_ports(count: int, host: str = HOST) -> int:
+    """The first of ``count`` consecutive ports outside the ephemeral range, free now and
+    reserved against every other test process for the rest of this one."""
+    low = int(_EPHEMERAL_RANGE.read_text().split()[0]) if _EPHEMERAL_RANGE.exists() else 32768
+    for _ in range(1000):
+        base = _PORTS.randrange(10_000, low - count)
+        reserved: list[int] = []
+        for port in range(base, base + count):
+            if not _reserve(port):
+                break
+            reserved.append(port)
+            if not _bindable(port, host):
+                break
+        else:
+            return base
+        for port in reserved:
+            _release(port)
+    raise AssertionError(f"no {count} consecutive free ports below {low}")
 
 
 def listener_port(host: str = HOST) -> int:
-    """A port outside the ephemeral range, free now, and not handed out before in this run."""
-    low = int(_EPHEMERAL_RANGE.read_text().split()[0]) if _EPHEMERAL_RANGE.exists() else 32768
-    while True:
-        port = _PORTS.randrange(10_000, low)
-        if port in _TAKEN:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind((host, port))
-            except OSError:
-                continue
-        _TAKEN.add(port)
-        return port
+    """A port outside the ephemeral range, free now and reserved (see ``listener_ports``)."""
+    return listener_ports(1, host)
 
 
 class LocalCluster:

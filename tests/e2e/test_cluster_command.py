@@ -20,29 +20,9 @@ from confluent_kafka.admin import AdminClient
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.errors import AuthenticationError
 from kafka_wire.protocol.sasl import ScramClient
-from tests.cluster.harness import listener_port, wait_until
+from tests.cluster.harness import listener_ports, wait_until
 from tests.e2e.brokers import kafka_wire_cli
 from tests.e2e.sasl_setup import ADMIN, client_settings, create_scram_users, sasl_properties
-
-
-def free_ports(count: int) -> int:
-    """A base port with ``count`` consecutive ports free (checked by binding them), below the
-    ephemeral range (see ``tests.cluster.harness.listener_port``)."""
-    for _ in range(50):
-        base = listener_port()
-        sockets = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise AssertionError(f"no {count} consecutive free ports")
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -114,7 +94,7 @@ def test_a_new_cluster_node_needs_the_cluster_id(tmp_path: Path) -> None:
 
 
 def test_a_node_that_exits_is_reported_and_the_others_stopped(tmp_path: Path) -> None:
-    base = free_ports(4)
+    base = listener_ports(4)
     blocker = socket.socket()  # node 1's broker port is taken: node 1 cannot start
     blocker.bind(("127.0.0.1", base + 2))
     blocker.listen()
@@ -163,7 +143,7 @@ def test_sigint_stops_every_child(tmp_path: Path) -> None:
 
 
 def test_the_cluster_starts_and_ctrl_c_stops_it(tmp_path: Path) -> None:
-    base = free_ports(6)
+    base = listener_ports(6)
     parent = subprocess.Popen(
         [
             str(kafka_wire_cli()),
@@ -231,7 +211,7 @@ def kill_nodes_of(data_dir: Path) -> None:
 def test_the_cluster_serves_sasl_clients(tmp_path: Path) -> None:
     """``--sasl-listener``: every node's SASL_PLAINTEXT listener (BASE+2N+i) serves the SASL
     properties given with ``--set``; a SCRAM user created through one node logs in on each."""
-    base = free_ports(9)
+    base = listener_ports(9)
     sets = [arg for key, value in sasl_properties().items() for arg in ("--set", f"{key}={value}")]
     parent = subprocess.Popen(
         [

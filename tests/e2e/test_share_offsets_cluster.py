@@ -26,15 +26,16 @@ from pathlib import Path
 from typing import IO, Final
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.broker.share.state_records import ShareStateKey
 from kafka_wire.messages import FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest
+from tests.cluster.harness import listener_ports, metadata_brokers, wait_until
 from tests.e2e.apache_kafka import KafkaNode, format_storage, random_cluster_id
 from tests.e2e.brokers import kafka_wire_cli
-from tests.e2e.test_cluster_command import free_ports, kill_nodes_of
+from tests.e2e.test_cluster_command import kill_nodes_of
 from tests.e2e.test_share_groups import ShareConsumer, accepted_values
 from tests.interop.harness import Address, free_port, java_command
 
@@ -122,7 +123,7 @@ def _kafka_cluster(workdir: Path) -> tuple[str, list[KafkaNode]]:
 
 
 def _kafka_wire_cluster(workdir: Path, log: IO[bytes]) -> tuple[str, subprocess.Popen[bytes]]:
-    base = free_ports(2 * NODES)
+    base = listener_ports(2 * NODES)
     parent = subprocess.Popen(
         [
             str(kafka_wire_cli()),
@@ -136,17 +137,17 @@ def _kafka_wire_cluster(workdir: Path, log: IO[bytes]) -> tuple[str, subprocess.
     return ",".join(f"127.0.0.1:{base + 2 * i}" for i in range(NODES)), parent
 
 
-def _wait_for_brokers(bootstrap: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    brokers: set[int] = set()
-    while len(brokers) < NODES:
-        assert time.monotonic() < deadline, f"{NODES} brokers not registered within {READY_TIMEOUT_S} s"
-        try:
-            brokers = set(admin.list_topics(timeout=5).brokers)
-        except KafkaException:  # no answer yet: the quorum is electing
-            pass
-        time.sleep(0.2)  # polling the registrations under the deadline
+def _wait_for_brokers(bootstrap: str, expected: set[int]) -> None:
+    """Until every node's Metadata lists all the brokers: a client that asks a node still
+    catching up on the registrations drops the brokers it does not list, and fails the requests
+    it had sent them (librdkafka: ``_DESTROY_BROKER``)."""
+    addresses = [address.rsplit(":", 1) for address in bootstrap.split(",")]
+
+    def listed() -> bool | None:
+        every = [asyncio.run(metadata_brokers(host, int(port))) for host, port in addresses]
+        return True if all(brokers == expected for brokers in every) else None
+
+    wait_until(f"brokers {sorted(expected)} in every node's Metadata", listed, READY_TIMEOUT_S)
 
 
 @pytest.fixture(scope="module", params=["apache_kafka", "kafka_wire"])
@@ -155,7 +156,7 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     if request.param == "apache_kafka":
         bootstrap, nodes = _kafka_cluster(workdir)
         try:
-            _wait_for_brokers(bootstrap)
+            _wait_for_brokers(bootstrap, {1, 2, 3})
             yield bootstrap
         finally:
             for node in nodes:
@@ -164,7 +165,7 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     with (workdir / "cluster.log").open("wb") as log:
         bootstrap, parent = _kafka_wire_cluster(workdir, log)
         try:
-            _wait_for_brokers(bootstrap)
+            _wait_for_brokers(bootstrap, set(range(NODES)))
             yield bootstrap
         finally:
             kill_nodes_of(workdir)  # the nodes (in their own session): the parent then exits
