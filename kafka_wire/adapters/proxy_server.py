@@ -8,7 +8,7 @@ socket to its upstream. The loop's clock gives ``now_ms``. TLS: ``client_ssl`` (
 
 Both sockets of a client are asyncio protocols, not streams: the bytes a socket read go to the
 pair in the transport's own callback, and what the pair has for either socket is written there
-and then (no task switch, no stream buffer copying each read twice; the transports set
+and then (no task switch, no stream buffer copying each read twice; both sockets have
 TCP_NODELAY). Reading a client pauses while its pair holds as much of its input as it may and
 while the upstream socket's write buffer is over its high-water mark (and the other way round),
 so memory per connection is bounded.
@@ -162,6 +162,16 @@ class ProxyServer:
         self._links.discard(link)
 
 
+def no_delay(transport: asyncio.BaseTransport) -> None:
+    """TCP_NODELAY on the transport's socket. asyncio sets it only on sockets whose protocol
+    number is TCP's, and a socket accepted from a listener made without one has none: without
+    it, an answer written while the client had not yet acknowledged the previous one waited for
+    that acknowledgement (a delayed ACK, about 40 ms)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 class _Side(asyncio.Protocol):
     """One socket of a link (the client's or the upstream's), as an asyncio protocol."""
 
@@ -178,6 +188,7 @@ class _Side(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        no_delay(transport)
         self.link.made(self)
 
     def data_received(self, data: bytes) -> None:

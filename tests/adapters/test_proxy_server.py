@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import struct
 
 from kafka_wire.adapters.proxy_server import ProxyServer, _Link
@@ -151,5 +152,36 @@ def test_a_new_brokers_port_is_served_when_the_connection_that_named_it_closes_a
             writer.close()
         finally:
             await server.close()
+
+    asyncio.run(main())
+
+
+def test_both_sockets_of_a_client_send_without_delay() -> None:
+    """TCP_NODELAY on the client's socket (accepted from the proxy's listener, which asyncio
+    leaves alone) and the upstream's: with Nagle's algorithm on the client's, an answer written
+    while the client had not acknowledged the one before waited for its delayed ACK (about
+    40 ms; the first single produce after a new producer's first through the proxy to Tansu)."""
+
+    async def main() -> None:
+        upstream = await asyncio.start_server(_upstream, "127.0.0.1", 0)
+        upstream_port = upstream.sockets[0].getsockname()[1]
+        server = ProxyServer(
+            lambda allocate: Proxy([("127.0.0.1", upstream_port, None)], [], ProxyConfig(), allocate)
+        )
+        await server.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.routes[0].port)
+            header = RequestHeader(request_api_key=18, request_api_version=3, correlation_id=0, client_id="c")
+            writer.write(encode_request(header, ApiVersionsRequest(), 3))
+            await asyncio.wait_for(_read_frame(reader), 10)  # answered: both sockets are up
+            [link] = server._links
+            for side in (link.client, link.up):
+                assert side is not None and side.transport is not None
+                sock = side.transport.get_extra_info("socket")
+                assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0, side
+            writer.close()
+        finally:
+            await server.close()
+            upstream.close()
 
     asyncio.run(main())
