@@ -156,7 +156,7 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     if request.param == "apache_kafka":
         bootstrap, nodes = _kafka_cluster(workdir)
         try:
-            _wait_for_brokers(bootstrap, {1, 2, 3})
+            _wait_for_brokers(bootstrap, set(range(1, NODES + 1)))  # node ids 1..NODES
             yield bootstrap
         finally:
             for node in nodes:
