@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import random
+import uuid
 from collections.abc import Callable
 
 from kafka_wire.broker import Broker, BrokerConfig
@@ -17,6 +18,10 @@ from kafka_wire.messages import (
     FindCoordinatorRequest,
     JoinGroupRequest,
     JoinGroupResponse,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
@@ -405,6 +410,30 @@ def test_a_position_past_the_log_is_an_info_poll_and_a_reset_to_the_start() -> N
         if o.kind is OpKind.SEND and o.type is OpType.OK and o.partition == 0
     )
     assert polled == acked == list(range(len(acked))) and acked
+
+
+def test_metadata_from_a_node_behind_does_not_move_a_leader_back_to_an_older_epoch() -> None:
+    """Seed 9839 of the transactional workload: a node cut off from the quorum still answered
+    Metadata naming itself leader at epoch 0 after another node led at epoch 1; the worker fetched
+    from it past its log end, got OFFSET_OUT_OF_RANGE and read its inputs again from the start.
+    Kafka's clients keep the newer leader of a partition (KIP-320); a new topic id starts afresh."""
+    client = ClientBase("c", History(), random.Random(1), [ADDRESS], ["t1"])
+    first, second = uuid.uuid4(), uuid.uuid4()
+
+    def answer(topic_id: uuid.UUID, leader: int, epoch: int) -> None:
+        partition = MetadataResponsePartition(partition_index=0, leader_id=leader, leader_epoch=epoch)
+        topic = MetadataResponseTopic(name="t1", topic_id=topic_id, partitions=[partition])
+        brokers = [MetadataResponseBroker(node_id=n, host=f"node{n}", port=9092) for n in (1, 2)]
+        client._on_metadata(MetadataResponse(brokers=brokers, topics=[topic]), START_MS)
+
+    answer(first, 1, 0)
+    answer(first, 2, 1)
+    answer(first, 1, 0)  # from the node behind
+    assert (client.partitions["t1", 0].leader, client.partitions["t1", 0].leader_epoch) == (2, 1)
+    answer(first, 1, 2)
+    assert client.partitions["t1", 0].leader == 1
+    answer(second, 2, 0)  # deleted and created again
+    assert (client.partitions["t1", 0].leader, client.partitions["t1", 0].leader_epoch) == (2, 0)
 
 
 def test_a_member_that_dies_leaves_its_partitions_to_the_other_from_the_committed_offsets() -> None:

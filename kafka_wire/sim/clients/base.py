@@ -239,9 +239,14 @@ class ClientBase:
                 complete = False
                 continue
             self.partition_counts[topic.name] = len(topic.partitions)
+            same_topic = self.topic_ids.get(topic.name) == topic.topic_id
             self.topic_ids[topic.name] = topic.topic_id
             for p in topic.partitions:
-                self.partitions[topic.name, p.partition_index] = PartitionInfo(p.leader_id, p.leader_epoch)
+                key = (topic.name, p.partition_index)
+                known = self.partitions.get(key)
+                if same_topic and known is not None and p.leader_epoch < known.leader_epoch:
+                    continue  # a node behind on the metadata log: Kafka's clients keep the newer leader
+                self.partitions[key] = PartitionInfo(p.leader_id, p.leader_epoch)
                 if p.leader_id < 0:
                     complete = False
         self.metadata_wanted = not complete
