@@ -235,8 +235,8 @@ class FaultPlan:
             if any(not h.up for h in hosts) or (kind == "disk-fault" and len(hosts) == 1):
                 return None
             if kind != "kill" and self._nodes_cut():
-                # Registrations read across a partition are stale: the ISRs may already be
-                # shrinking towards the node about to lose its bytes (seed 2390).
+                # Registrations read across a partition (or a spike) are stale: the ISRs may
+                # already be shrinking towards the node about to lose its bytes (seeds 2390, 8099).
                 return None
             if kind != "kill" or self._lossy:
                 # A node that lost stored bytes is failed until it holds the committed records
@@ -307,6 +307,12 @@ class FaultPlan:
             self.network.reset(conn)
             return Fault(index, now, kind, target)
         if kind == "latency-spike":
+            if len(hosts) > 1 and self._lossy:
+                # A spike cuts a node's heartbeats and fetches as a partition does: not while the
+                # node that lost bytes may be left the last replica standing (as partitions).
+                if not isr_full(hosts):
+                    return None
+                self._lossy = False
             where = host.location
             extra = self.network.extra_ms
             extra[where] = extra.get(where, 0) + draw.amount_ms
@@ -326,8 +332,15 @@ class FaultPlan:
         return Fault(index, now, kind, host.location, f"+{jump}ms")
 
     def _nodes_cut(self) -> bool:
-        """Whether a partition in force blocks a direction between two nodes."""
+        """Whether a partition in force blocks a direction between two nodes, or a latency spike
+        slows a node of several. A spike of a few hundred ms each way outlasts the 1 s requests of
+        heartbeats and quorum fetches, so it cuts as a partition does: in seed 8099 the active
+        controller, slowed by +486 ms, fenced the two live brokers and kept the one whose last
+        heartbeats, sent before it lost power, arrived late; the ISRs shrank to that node, which
+        was elected on its return with what its power loss left."""
         nodes = {h.location for h in self.hosts}
+        if len(nodes) > 1 and any(where in nodes for where in self.network.extra_ms):
+            return True
         return any(a in nodes and b in nodes for a, b in self._blocks)
 
     def _restart(self, host: NodeHost) -> None:

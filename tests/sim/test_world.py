@@ -197,6 +197,33 @@ def test_after_a_storage_loss_no_partition_cuts_nodes_apart_until_the_node_caugh
     assert killed is not None and killed.target == "n1"
 
 
+def test_a_latency_spike_between_nodes_counts_as_a_partition_for_storage_losses() -> None:
+    # Seed 8099 (transactional workload): node 1, the active controller, slowed by +486 ms each
+    # way, heard its brokers' heartbeats late or not at all (1 s requests), while node 3 lost
+    # power. It fenced brokers 2 and 1 and kept broker 3, whose last heartbeats (sent before the
+    # power loss) came in late: the ISRs shrank to node 3's dead incarnation. The records, not
+    # committed then, were committed when node 1 won the election of epoch 5 (Raft commits a new
+    # leader's earlier entries with its own); node 3 returned, was elected with what its power
+    # loss left, and the others truncated committed records (Kafka without ELR does the same).
+    world, _ = loaded_world()
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+    plan = FaultPlan(world.scheduler, world.network, world.hosts, lambda: [], derived_rng(4, "faults"))
+    spike = plan._apply(1, _Draw("latency-spike", 0, 0, 1000, 486, 1))
+    assert spike is not None and spike.target == "n1"
+    assert plan._apply(2, _Draw("power-loss", 2, 0, 500, 20, 2)) is None
+    assert plan._apply(3, _Draw("disk-fault", 2, 0, 500, 20, 3)) is None
+    killed = plan._apply(4, _Draw("kill", 2, 0, 500, 20, 4))  # a kill loses nothing stored
+    assert killed is not None and killed.target == "n3"
+    assert world.run_until(lambda: not world.network.extra_ms and isr_full(world.hosts), world.now_ms + FORM_MS)
+    lost = plan._apply(5, _Draw("power-loss", 2, 0, 500, 20, 5))
+    assert lost is not None and lost.target == "n3"
+    # And no spike between nodes until the node that lost bytes caught up (as partitions).
+    assert world.run_until(lambda: world.hosts[2].up, world.now_ms + 1000)
+    assert plan._apply(6, _Draw("latency-spike", 0, 0, 1000, 486, 6)) is None
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+    assert plan._apply(7, _Draw("latency-spike", 0, 0, 1000, 486, 7)) is not None
+
+
 def test_no_storage_loss_while_a_leader_proposes_a_smaller_isr() -> None:
     # Seed 6172: node 2's clock jumped 4.5 s, past replica.lag.time.max.ms, while a latency spike
     # kept node 1 a fetch behind, so as leader of __consumer_offsets-2 it saw its followers out
