@@ -214,7 +214,9 @@ def test_a_latency_spike_between_nodes_counts_as_a_partition_for_storage_losses(
     assert plan._apply(3, _Draw("disk-fault", 2, 0, 500, 20, 3)) is None
     killed = plan._apply(4, _Draw("kill", 2, 0, 500, 20, 4))  # a kill loses nothing stored
     assert killed is not None and killed.target == "n3"
-    assert world.run_until(lambda: not world.network.extra_ms and isr_full(world.hosts), world.now_ms + FORM_MS)
+    assert world.run_until(
+        lambda: not world.network.extra_ms and isr_full(world.hosts), world.now_ms + FORM_MS
+    )
     lost = plan._apply(5, _Draw("power-loss", 2, 0, 500, 20, 5))
     assert lost is not None and lost.target == "n3"
     # And no spike between nodes until the node that lost bytes caught up (as partitions).
