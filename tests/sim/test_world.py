@@ -50,6 +50,15 @@ def loaded_world(seed: int = 1) -> tuple[World, Loader]:
     return world, loader
 
 
+def faulty_world(clients: list[str] | None = None) -> tuple[World, FaultPlan]:
+    """A loaded world whose every ISR is full, and a fault plan over it (faults applied by hand)."""
+    world, _ = loaded_world()
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+    names = clients or []
+    plan = FaultPlan(world.scheduler, world.network, world.hosts, lambda: names, derived_rng(4, "faults"))
+    return world, plan
+
+
 def controller_of(world: World) -> int:
     node = world.hosts[0].node
     assert node is not None
@@ -158,9 +167,7 @@ def test_after_a_storage_loss_no_node_crashes_until_the_node_that_lost_bytes_cau
     # the controller still named it in every ISR; nodes 2 and 1 were then killed in turn. The
     # controller fenced all three old incarnations, node 3 last, so it stayed alone in every ISR
     # and was elected with what its power loss had left: Kafka without ELR does the same.
-    world, _ = loaded_world()
-    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
-    plan = FaultPlan(world.scheduler, world.network, world.hosts, lambda: [], derived_rng(4, "faults"))
+    world, plan = faulty_world()
     lost = plan._apply(1, _Draw("power-loss", 2, 0, 500, 20, 1))
     assert lost is not None and lost.target == "n3"
     assert world.run_until(lambda: world.hosts[2].up, world.now_ms + 1000)
@@ -176,9 +183,7 @@ def test_after_a_storage_loss_no_partition_cuts_nodes_apart_until_the_node_caugh
     # then kept node 3, the leader, from the controller. The controller fenced node 3 and the
     # ISR kept only node 2's dead incarnation, elected on its return with what its power loss
     # had left (Kafka without ELR does the same): no live in-sync copy was left.
-    world, _ = loaded_world()
-    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
-    plan = FaultPlan(world.scheduler, world.network, world.hosts, lambda: ["c"], derived_rng(4, "faults"))
+    world, plan = faulty_world(["c"])
     lost = plan._apply(1, _Draw("power-loss", 1, 0, 500, 20, 1))
     assert lost is not None and lost.target == "n2"
     assert world.run_until(lambda: world.hosts[1].up, world.now_ms + 1000)
@@ -205,9 +210,7 @@ def test_a_latency_spike_between_nodes_counts_as_a_partition_for_storage_losses(
     # committed then, were committed when node 1 won the election of epoch 5 (Raft commits a new
     # leader's earlier entries with its own); node 3 returned, was elected with what its power
     # loss left, and the others truncated committed records (Kafka without ELR does the same).
-    world, _ = loaded_world()
-    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
-    plan = FaultPlan(world.scheduler, world.network, world.hosts, lambda: [], derived_rng(4, "faults"))
+    world, plan = faulty_world()
     spike = plan._apply(1, _Draw("latency-spike", 0, 0, 1000, 486, 1))
     assert spike is not None and spike.target == "n1"
     assert plan._apply(2, _Draw("power-loss", 2, 0, 500, 20, 2)) is None
