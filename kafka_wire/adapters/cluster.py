@@ -22,12 +22,14 @@ from kafka_wire.client.cluster import (
     RETRY_BACKOFF_MS,
     Address,
     ClusterMetadata,
+    Leadership,
     NoLeader,
     SaslFactory,
+    metadata_from,
     parse_bootstrap,
 )
 from kafka_wire.client.types import KafkaCallError, TopicPartition
-from kafka_wire.messages import ApiKey, ErrorCode, MetadataRequest, MetadataRequestTopic
+from kafka_wire.messages import ApiKey, MetadataRequest, MetadataRequestTopic
 
 
 class Cluster:
@@ -46,6 +48,8 @@ class Cluster:
         self._ssl = ssl
         self._clients: dict[Address, KafkaClient] = {}
         self.metadata = ClusterMetadata()
+        #: Each partition's leader of the newest epoch any answer named (kept across refreshes).
+        self._newest: dict[TopicPartition, Leadership] = {}
         self.timeout_ms = timeout_ms
         self.deadline = time.monotonic() + timeout_ms / 1000
 
@@ -104,15 +108,8 @@ class Cluster:
             allow_auto_topic_creation=False,
         )
         response = await client.request(request, self.version(client, ApiKey.METADATA, METADATA_VERSION))
-        meta = ClusterMetadata(brokers={b.node_id: (b.host, b.port) for b in response.brokers})
-        for topic in response.topics:
-            if topic.error_code != ErrorCode.NONE or topic.name is None:
-                continue
-            meta.partitions[topic.name] = len(topic.partitions)
-            for p in topic.partitions:
-                meta.leaders[TopicPartition(topic.name, p.partition_index)] = p.leader_id
-        self.metadata = meta
-        return meta
+        self.metadata = metadata_from(response, self._newest)
+        return self.metadata
 
     async def partitions(self) -> list[TopicPartition]:
         """Every topic-partition of the cluster (internal topics included), sorted."""

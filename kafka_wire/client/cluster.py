@@ -6,12 +6,13 @@ The connections, the clock and the retry waits are :class:`kafka_wire.adapters.c
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 from kafka_wire.client.types import TopicPartition
-from kafka_wire.messages import ErrorCode
+from kafka_wire.messages import ErrorCode, MetadataResponse
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
 
 # Highest versions this client speaks: the last ones that name topics (later ones use topic ids).
@@ -56,11 +57,46 @@ def parse_bootstrap(servers: str) -> list[Address]:
 
 @dataclass
 class ClusterMetadata:
-    """What the last Metadata response said."""
+    """What the last Metadata response said (each partition's leader as :func:`metadata_from`
+    keeps it)."""
 
     brokers: dict[int, Address] = field(default_factory=dict)
     leaders: dict[TopicPartition, int] = field(default_factory=dict)
     partitions: dict[str, int] = field(default_factory=dict)
+    #: The leader epoch of each partition's leader (-1: the broker named none).
+    epochs: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Leadership:
+    """A partition's leader as a Metadata response named it."""
+
+    topic_id: uuid.UUID
+    leader: int
+    epoch: int
+
+
+def metadata_from(response: MetadataResponse, newest: dict[TopicPartition, Leadership]) -> ClusterMetadata:
+    """What ``response`` says, keeping for each partition the leader of the newest epoch seen
+    (``newest``, updated here). A broker behind on the metadata log may still name an earlier
+    leader; Kafka's clients keep the newer one (KIP-320), or a read goes to a node that no longer
+    leads and finds its log too short. A new topic id (the topic deleted and created again)
+    starts afresh."""
+    meta = ClusterMetadata(brokers={b.node_id: (b.host, b.port) for b in response.brokers})
+    for topic in response.topics:
+        if topic.error_code != ErrorCode.NONE or topic.name is None:
+            continue
+        meta.partitions[topic.name] = len(topic.partitions)
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            seen = Leadership(topic.topic_id, p.leader_id, p.leader_epoch)
+            known = newest.get(tp)
+            if known is not None and known.topic_id == seen.topic_id and known.epoch > seen.epoch:
+                seen = known
+            newest[tp] = seen
+            meta.leaders[tp] = seen.leader
+            meta.epochs[tp] = seen.epoch
+    return meta
 
 
 class NoLeader(Exception):

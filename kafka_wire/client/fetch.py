@@ -78,8 +78,10 @@ class RangeRead:
     def done(self) -> bool:
         return self.offset >= self.end
 
-    def request(self) -> FetchRequest:
-        """The Fetch of the rest of the range, from :attr:`offset`."""
+    def request(self, leader_epoch: int = -1) -> FetchRequest:
+        """The Fetch of the rest of the range, from :attr:`offset`, to the leader of
+        ``leader_epoch`` (-1: any; a broker that leads another epoch answers FENCED_LEADER_EPOCH
+        or UNKNOWN_LEADER_EPOCH, as to Kafka's consumer)."""
         return FetchRequest(
             replica_id=-1,
             max_wait_ms=FETCH_MAX_WAIT_MS,
@@ -92,6 +94,7 @@ class RangeRead:
                     partitions=[
                         FetchRequestPartition(
                             partition=self.tp.partition,
+                            current_leader_epoch=leader_epoch,
                             fetch_offset=self.offset,
                             partition_max_bytes=self.max_bytes,
                         )
@@ -175,7 +178,7 @@ async def fetch_batches(
         address, client = found
         try:
             version = cluster.version(client, ApiKey.FETCH, FETCH_VERSION)
-            response = await client.request(read.request(), version)
+            response = await client.request(read.request(cluster.metadata.epochs.get(tp, -1)), version)
         except (TimeoutError, ConnectionError, OSError) as e:
             await cluster.drop(address)
             await cluster.retry_wait(f"Fetch {tp} from {address}: {e}")

@@ -71,6 +71,8 @@ def test_batches_already_read_are_skipped_and_the_next_request_asks_from_there()
     partition = request.topics[0].partitions[0]
     assert (request.topics[0].topic, partition.partition, partition.fetch_offset) == ("t", 0, 12)
     assert (request.max_bytes, partition.partition_max_bytes) == (1000, 1000)
+    assert partition.current_leader_epoch == -1
+    assert read.request(7).topics[0].partitions[0].current_leader_epoch == 7  # KIP-320's fencing
 
 
 def test_nothing_new_waits_or_ends() -> None:
