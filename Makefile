@@ -55,12 +55,14 @@ peers: $(PEERS_STAMP)
 # The compiled flavour (docs/internals/compiled.md): when a C compiler is present, mypyc compiles the
 # modules listed in setup.py (the records loops, the message bases and the hot message modules) next
 # to their sources (about a minute of CPU on 2 cores; docs/internals/compiled.md has the figures),
-# then the guard checks mypyc's C for generic calls in hot functions. Without a compiler the
-# package stays pure Python. Rebuilt when the compiled sources change.
+# then the guard checks mypyc's C for generic calls in hot functions (the records extension links
+# libdeflate, Debian's libdeflate-dev, installed when missing). Without a compiler the package
+# stays pure Python. Rebuilt when the compiled sources change.
 COMPILED_STAMP := build/.compiled
 COMPILED_SOURCES := setup.py $(wildcard kafka_wire/_compiled/*.py kafka_wire/_compiled/*.c kafka_wire/_compiled/recordwalk/*.[ch] kafka_wire/_compiled/columnar/*.[ch] kafka_wire/_compiled/messages/*.py kafka_wire/codec/*.py)
 $(COMPILED_STAMP): $(STAMP) $(COMPILED_SOURCES)
 	@if command -v "$${CC:-cc}" >/dev/null 2>&1; then \
+		[ -e /usr/include/libdeflate.h ] || $(APT_INSTALL) libdeflate-dev; \
 		echo "compiling the mypyc flavour (about a minute)"; \
 		start=$$(date +%s); \
 		KAFKA_WIRE_COMPILE=1 $(PY) setup.py -q build_ext --inplace >build.log 2>&1 || { tail -50 build.log; exit 1; }; \

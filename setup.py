@@ -44,7 +44,8 @@ RECORDWALK = Extension(
     sorted(str(p.relative_to(HERE)) for p in (HERE / "kafka_wire" / "_compiled" / "recordwalk").glob("*.c")),
     depends=["kafka_wire/_compiled/recordwalk/recordwalk.h"],
     extra_compile_args=["-O2", "-std=c11", "-Wall", "-fvisibility=hidden"],
-    libraries=["z"],
+    # libdeflate's CRC-32 (legacy messages): 16 ns for a 140-byte message where zlib's takes 130.
+    libraries=["deflate"],
 )
 
 ext_modules = []

@@ -11,7 +11,7 @@
  */
 #include "recordwalk.h"
 #include <structmember.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 /* ---- CRC-32C (Castagnoli), as the crc32c package computes it ------------------------------- */
 
@@ -206,7 +206,7 @@ static PyObject *make_batch(BatchIterator *self, PyObject *buf, PyObject *config
     int magic = b[16];
     if (size < (magic == 0 ? 14 : 22)) Py_RETURN_NONE;
     uint32_t crc = (uint32_t)be32(b + 12);
-    if (self->verify_crc && (uint32_t)crc32(0L, b + 16, (uInt)(size - 4)) != crc) Py_RETURN_NONE;
+    if (self->verify_crc && libdeflate_crc32(0, b + 16, (size_t)size - 4) != crc) Py_RETURN_NONE;
     PyObject *start = PyLong_FromSsize_t(pos);
     PyObject *v[L_COUNT] = {
         Py_NewRef(buf), Py_NewRef(config), Py_NewRef(Py_None), start, Py_NewRef(Py_False), Py_XNewRef(start),
@@ -311,6 +311,7 @@ int batches_init(void) {
  * exactly what it does without this module (errors included). */
 typedef struct {
     PyObject_HEAD
+    vectorcallfunc vectorcall;
     int kind;
 } ViewIter;
 
@@ -346,6 +347,33 @@ static PyObject *v2_records(PyObject *b) {
     return result;
 }
 
+/* The iterator of a legacy message's one record (one object where a tuple and its iterator were two). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *record; /* NULL once taken */
+} OneRecord;
+
+static PyObject *one_record_next(OneRecord *self) {
+    PyObject *r = self->record;
+    self->record = NULL;
+    return r;
+}
+
+static void one_record_dealloc(OneRecord *self) {
+    Py_XDECREF(self->record);
+    PyObject_Free(self);
+}
+
+static PyTypeObject OneRecordType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kafka_wire._compiled.recordwalk.OneRecord",
+    .tp_basicsize = sizeof(OneRecord),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The iterator of a legacy message's one record.",
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)one_record_next,
+    .tp_dealloc = (destructor)one_record_dealloc,
+};
+
 static PyObject *legacy_records(PyObject *b) {
     if (!all_set(b, legacy_at, L_COUNT)) return NULL;
     PyObject *buf = SLOT(b, legacy_at[L_BUF]), *attributes = SLOT(b, legacy_at[L_ATTRIBUTES]);
@@ -355,31 +383,27 @@ static PyObject *legacy_records(PyObject *b) {
     Py_ssize_t start = PyLong_AsSsize_t(SLOT(b, legacy_at[L_START]));
     Py_ssize_t length = PyLong_AsSsize_t(SLOT(b, legacy_at[L_BATCH_LENGTH]));
     if (PyErr_Occurred() || (attrs & 0x07) != 0) return NULL;
-    PyObject *key_pos = PyLong_FromSsize_t(start + (magic == 0 ? 18 : 26)), *end = PyLong_FromSsize_t(start + length + 12);
-    PyObject *result = NULL;
-    if (key_pos != NULL && end != NULL) {
-        PyObject *args[5] = {buf, key_pos, end, SLOT(b, legacy_at[L_LAST_OFFSET]), SLOT(b, legacy_at[L_TIMESTAMP])};
-        PyObject *record = legacy_record(NULL, args, 5);
-        if (record != NULL) {
-            PyObject *one = PyTuple_Pack(1, record);
-            Py_DECREF(record);
-            if (one != NULL) {
-                result = PyObject_GetIter(one);
-                Py_DECREF(one);
-            }
-        }
-    }
-    Py_XDECREF(key_pos);
-    Py_XDECREF(end);
-    return result;
-}
-
-static PyObject *viewiter_call(ViewIter *self, PyObject *args, PyObject *kwargs) {
-    PyObject *b;
-    if (kwargs != NULL || !PyArg_UnpackTuple(args, "__iter__", 1, 1, &b)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "__iter__ takes no arguments");
+    PyObject *record = legacy_record_at(buf, start + (magic == 0 ? 18 : 26), start + length + 12,
+                                        SLOT(b, legacy_at[L_LAST_OFFSET]), SLOT(b, legacy_at[L_TIMESTAMP]));
+    if (record == NULL) return NULL;
+    OneRecord *it = PyObject_New(OneRecord, &OneRecordType);
+    if (it == NULL) {
+        Py_DECREF(record);
         return NULL;
     }
+    it->record = record;
+    return (PyObject *)it;
+}
+
+/* iter(view): called with the view as its one argument. The type is a method descriptor, so
+ * `for r in view` calls it with the view directly (no bound method, no argument tuple). */
+static PyObject *viewiter_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    ViewIter *self = (ViewIter *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "__iter__ takes no arguments");
+        return NULL;
+    }
+    PyObject *b = args[0];
     PyTypeObject *type = self->kind == 2 ? v2_type : legacy_type;
     PyObject *it = NULL;
     if (type != NULL && Py_IS_TYPE(b, type)) it = self->kind == 2 ? v2_records(b) : legacy_records(b);
@@ -396,19 +420,21 @@ static PyObject *viewiter_get(PyObject *self, PyObject *obj, PyObject *type) {
 PyTypeObject ViewIterType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kafka_wire._compiled.recordwalk.ViewIter",
     .tp_basicsize = sizeof(ViewIter),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "The records of a batch view (its __iter__), made in C for the common case.",
-    .tp_call = (ternaryfunc)viewiter_call,
+    .tp_vectorcall_offset = offsetof(ViewIter, vectorcall),
+    .tp_call = PyVectorcall_Call,
     .tp_descr_get = viewiter_get,
 };
 
 /* The two methods, as module attributes v2_iter and legacy_iter. */
 int add_view_iters(PyObject *module) {
-    if (PyType_Ready(&ViewIterType) < 0) return -1;
+    if (PyType_Ready(&ViewIterType) < 0 || PyType_Ready(&OneRecordType) < 0) return -1;
     for (int kind = 1; kind <= 2; kind++) {
         ViewIter *m = PyObject_New(ViewIter, &ViewIterType);
         if (m == NULL) return -1;
         m->kind = kind;
+        m->vectorcall = viewiter_vectorcall;
         if (PyModule_AddObject(module, kind == 2 ? "v2_iter" : "legacy_iter", (PyObject *)m) < 0) {
             Py_DECREF(m);
             return -1;

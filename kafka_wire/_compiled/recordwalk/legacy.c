@@ -1,30 +1,24 @@
 /* Legacy (magic 0/1) records: one message's record, and plain message sets written in one call. */
 #include "recordwalk.h"
-#include <zlib.h>
+#include <libdeflate.h>
 
 /* ---- legacy records --------------------------------------------------------------------------- */
 
-/* legacy_record(data, key_pos, end, offset, timestamp) -> Record: see records.py's legacy_record. */
-PyObject *legacy_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "legacy_record takes 5 arguments");
-        return NULL;
-    }
-    Py_ssize_t key_pos = PyLong_AsSsize_t(args[1]);
-    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
-    if (PyErr_Occurred()) return NULL;
+/* The record of the message whose key length is at data[key_pos:] and which ends at `end` (its
+ * offset and timestamp given, borrowed); NULL with CorruptBatchError or IndexError set. */
+PyObject *legacy_record_at(PyObject *data, Py_ssize_t key_pos, Py_ssize_t end, PyObject *offset, PyObject *timestamp) {
     Walk w;
     memset(&w, 0, sizeof(w));
     Py_buffer buf = {0};
-    int is_bytes = PyBytes_Check(args[0]);
+    int is_bytes = PyBytes_Check(data);
     if (is_bytes) {
-        w.d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-        w.n = PyBytes_GET_SIZE(args[0]);
+        w.d = (const unsigned char *)PyBytes_AS_STRING(data);
+        w.n = PyBytes_GET_SIZE(data);
     } else {
-        if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0) return NULL;
+        if (PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE) < 0) return NULL;
         w.d = buf.buf;
         w.n = buf.len;
-        w.view = args[0];
+        w.view = data;
     }
     PyObject *key = NULL, *value = NULL;
     if (end - key_pos < 8) {
@@ -60,7 +54,7 @@ PyObject *legacy_record(PyObject *module, PyObject *const *args, Py_ssize_t narg
     }
     PyObject *headers = PyTuple_New(0);
     if (headers == NULL) goto done;
-    PyObject *r = record_make(Py_NewRef(args[3]), Py_NewRef(args[4]), key, value, headers);
+    PyObject *r = record_make(Py_NewRef(offset), Py_NewRef(timestamp), key, value, headers);
     if (!is_bytes) PyBuffer_Release(&buf);
     return r;
 done:
@@ -68,6 +62,18 @@ done:
     Py_XDECREF(value);
     if (!is_bytes) PyBuffer_Release(&buf);
     return NULL;
+}
+
+/* legacy_record(data, key_pos, end, offset, timestamp) -> Record: see records.py's legacy_record. */
+PyObject *legacy_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "legacy_record takes 5 arguments");
+        return NULL;
+    }
+    Py_ssize_t key_pos = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    return legacy_record_at(args[0], key_pos, end, args[3], args[4]);
 }
 
 /* ---- legacy message sets: writing ------------------------------------------------------------- */
@@ -172,7 +178,7 @@ PyObject *encode_legacy_plain(PyObject *module, PyObject *const *args, Py_ssize_
         if (v > 0) memcpy(p, PyBytes_AS_STRING(value), (size_t)v);
         if (v > 0) p += v;
         put_be32(start + 8, (uint32_t)(p - start - 12));
-        put_be32(start + 12, (uint32_t)crc32(0L, start + 16, (uInt)(p - start - 16)));
+        put_be32(start + 12, libdeflate_crc32(0, start + 16, (size_t)(p - start - 16)));
     }
     return out;
 }
