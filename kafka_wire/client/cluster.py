@@ -78,10 +78,10 @@ class Leadership:
 
 def metadata_from(response: MetadataResponse, newest: dict[TopicPartition, Leadership]) -> ClusterMetadata:
     """What ``response`` says, keeping for each partition the leader of the newest epoch seen
-    (``newest``, updated here). A broker behind on the metadata log may still name an earlier
-    leader; Kafka's clients keep the newer one (KIP-320), or a read goes to a node that no longer
-    leads and finds its log too short. A new topic id (the topic deleted and created again)
-    starts afresh."""
+    (``newest``, updated here, by :func:`newer_leadership`). A broker behind on the metadata log
+    may still name an earlier leader; Kafka's clients keep the newer one, or a read goes to a
+    node that no longer leads and finds its log too short. A new topic id (the topic deleted and
+    created again) starts afresh."""
     meta = ClusterMetadata(brokers={b.node_id: (b.host, b.port) for b in response.brokers})
     for topic in response.topics:
         if topic.error_code != ErrorCode.NONE or topic.name is None:
@@ -89,14 +89,21 @@ def metadata_from(response: MetadataResponse, newest: dict[TopicPartition, Leade
         meta.partitions[topic.name] = len(topic.partitions)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            seen = Leadership(topic.topic_id, p.leader_id, p.leader_epoch)
-            known = newest.get(tp)
-            if known is not None and known.topic_id == seen.topic_id and known.epoch > seen.epoch:
-                seen = known
-            newest[tp] = seen
-            meta.leaders[tp] = seen.leader
-            meta.epochs[tp] = seen.epoch
+            kept = newest[tp] = newer_leadership(
+                newest.get(tp), Leadership(topic.topic_id, p.leader_id, p.leader_epoch)
+            )
+            meta.leaders[tp] = kept.leader
+            meta.epochs[tp] = kept.epoch
     return meta
+
+
+def newer_leadership(known: Leadership | None, seen: Leadership) -> Leadership:
+    """The leadership a client keeps of the one it knew and the one an answer names: the answer's,
+    unless it names an earlier epoch of the same topic (KIP-320: the answer came from a broker
+    behind on the metadata log)."""
+    if known is not None and known.topic_id == seen.topic_id and known.epoch > seen.epoch:
+        return known
+    return seen
 
 
 class NoLeader(Exception):

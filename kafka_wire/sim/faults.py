@@ -257,16 +257,14 @@ class FaultPlan:
         if kind in ("partition", "partition-one-way"):
             if len(hosts) < 2:  # no other node to cut it from
                 return None
-            if self._lossy:
+            if not self._lossy_caught_up():
                 # The node that lost bytes is still named in the ISRs while it has not caught
                 # up, its old incarnation perhaps not fenced yet; a partition now takes the
                 # others out (a leader shrinks its ISR, the controller fences a broker it no
                 # longer hears) and leaves it the last replica standing, elected with what its
                 # unclean shutdown left (no ELR): Kafka's guarantee needs a live in-sync copy,
                 # and there is none (seed 2390).
-                if not isr_full(hosts):
-                    return None
-                self._lossy = False
+                return None
             others = [h.location for h in hosts if h is not host]
             if kind == "partition":
                 pairs = [(host.location, o) for o in others] + [(o, host.location) for o in others]
@@ -307,12 +305,10 @@ class FaultPlan:
             self.network.reset(conn)
             return Fault(index, now, kind, target)
         if kind == "latency-spike":
-            if len(hosts) > 1 and self._lossy:
+            if len(hosts) > 1 and not self._lossy_caught_up():
                 # A spike cuts a node's heartbeats and fetches as a partition does: not while the
                 # node that lost bytes may be left the last replica standing (as partitions).
-                if not isr_full(hosts):
-                    return None
-                self._lossy = False
+                return None
             where = host.location
             extra = self.network.extra_ms
             extra[where] = extra.get(where, 0) + draw.amount_ms
@@ -330,6 +326,14 @@ class FaultPlan:
         jump = draw.amount_ms * 10
         host.jump_clock(jump)
         return Fault(index, now, kind, host.location, f"+{jump}ms")
+
+    def _lossy_caught_up(self) -> bool:
+        """No node counts as failed for lost bytes: none lost any since :func:`isr_full` last
+        held, or it holds now (which ends the node's failed state)."""
+        if self._lossy and not isr_full(self.hosts):
+            return False
+        self._lossy = False
+        return True
 
     def _nodes_cut(self) -> bool:
         """Whether a partition in force blocks a direction between two nodes, or a latency spike

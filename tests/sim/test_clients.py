@@ -429,11 +429,11 @@ def test_metadata_from_a_node_behind_does_not_move_a_leader_back_to_an_older_epo
     answer(first, 1, 0)
     answer(first, 2, 1)
     answer(first, 1, 0)  # from the node behind
-    assert (client.partitions["t1", 0].leader, client.partitions["t1", 0].leader_epoch) == (2, 1)
+    assert (client.partitions["t1", 0].leader, client.partitions["t1", 0].epoch) == (2, 1)
     answer(first, 1, 2)
     assert client.partitions["t1", 0].leader == 1
     answer(second, 2, 0)  # deleted and created again
-    assert (client.partitions["t1", 0].leader, client.partitions["t1", 0].leader_epoch) == (2, 0)
+    assert (client.partitions["t1", 0].leader, client.partitions["t1", 0].epoch) == (2, 0)
 
 
 def test_a_member_that_dies_leaves_its_partitions_to_the_other_from_the_committed_offsets() -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from kafka_wire.client.cluster import Leadership, newer_leadership
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.messages import ApiKey, MetadataRequest, MetadataRequestTopic, MetadataResponse
@@ -46,12 +47,6 @@ METADATA_MAX_AGE_MS: Final = 5_000
 Address = tuple[str, int]
 #: Gets the response body, or None when none will come (connection lost, timed out).
 Handler = Callable[[Message | None, int], None]
-
-
-@dataclass(slots=True)
-class PartitionInfo:
-    leader: int
-    leader_epoch: int
 
 
 @dataclass(slots=True)
@@ -88,7 +83,7 @@ class ClientBase:
         self.quiescing = False
         #: node id -> address, from the last Metadata response.
         self.brokers: dict[int, Address] = {}
-        self.partitions: dict[tuple[str, int], PartitionInfo] = {}
+        self.partitions: dict[tuple[str, int], Leadership] = {}
         self.partition_counts: dict[str, int] = {}
         #: Topic ids by name, from Metadata (KIP-848 heartbeats name partitions by topic id).
         self.topic_ids: dict[str, uuid.UUID] = {}
@@ -239,15 +234,12 @@ class ClientBase:
                 complete = False
                 continue
             self.partition_counts[topic.name] = len(topic.partitions)
-            same_topic = self.topic_ids.get(topic.name) == topic.topic_id
             self.topic_ids[topic.name] = topic.topic_id
             for p in topic.partitions:
                 key = (topic.name, p.partition_index)
-                known = self.partitions.get(key)
-                if same_topic and known is not None and p.leader_epoch < known.leader_epoch:
-                    continue  # a node behind on the metadata log: Kafka's clients keep the newer leader
-                self.partitions[key] = PartitionInfo(p.leader_id, p.leader_epoch)
-                if p.leader_id < 0:
+                seen = Leadership(topic.topic_id, p.leader_id, p.leader_epoch)
+                kept = self.partitions[key] = newer_leadership(self.partitions.get(key), seen)
+                if kept is seen and seen.leader < 0:  # an older answer's leaderless partition does not count
                     complete = False
         self.metadata_wanted = not complete
 

@@ -108,7 +108,7 @@ class Fetcher(ClientBase):
             topics.setdefault(topic, []).append(
                 FetchRequestPartition(
                     partition=partition,
-                    current_leader_epoch=-1 if info is None else info.leader_epoch,
+                    current_leader_epoch=-1 if info is None else info.epoch,
                     fetch_offset=read.offset,
                     log_start_offset=-1,
                     partition_max_bytes=PARTITION_MAX_BYTES,
