@@ -1,14 +1,22 @@
-"""gzip as Kafka uses it: RFC 1952 streams (``GZIPOutputStream`` / ``GZIPInputStream``)."""
+"""gzip as Kafka uses it: RFC 1952 streams (``GZIPOutputStream`` / ``GZIPInputStream``).
+
+Deflate and inflate by zlib-ng (the ``zlib-ng`` package, zlib's API): inflating a 10,000-record
+batch takes 4.5 ms where zlib takes 6.5, and deflating at level 6 half zlib's time (measured in
+``docs/benchmarks/columnar.md``). Its streams are standard deflate, read by every zlib.
+"""
 
 from __future__ import annotations
 
-import zlib
+from typing import Final, cast
+
+from zlib_ng import zlib_ng as zlib
 
 from kafka_wire.errors import InvalidValueError, LimitExceededError
 from kafka_wire.records.record import BufferLike
 
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
 _GZIP_MAGIC = b"\x1f\x8b"
+_INFLATE_ERROR: Final = cast(type[Exception], zlib.error)  # its stub declares an instance
 DEFAULT_GZIP_LEVEL = 6
 """``Deflater.DEFAULT_COMPRESSION``, which Kafka's gzip codec uses unless configured."""
 
@@ -41,6 +49,6 @@ def gzip_decompress(data: BufferLike, max_bytes: int) -> bytes:
             rest = d.unused_data
             if rest[:2] != _GZIP_MAGIC:
                 break
-    except zlib.error as e:
+    except _INFLATE_ERROR as e:
         raise InvalidValueError(f"gzip data is invalid: {e}") from None
     return parts[0] if len(parts) == 1 else b"".join(parts)
