@@ -32,6 +32,8 @@ static PyMethodDef module_methods[] = {
      "decode_records_v2(data, view, pos, end, count, base_offset, base_timestamp, log_append_time) -> (records, end)"},
     {"iterate_records_v2", (PyCFunction)(void (*)(void))iterate_records_v2, METH_FASTCALL,
      "iterate_records_v2(...) -> (iterator, end): decode_records_v2's records as an iterator"},
+    {"summarize_records_v2", (PyCFunction)(void (*)(void))summarize_records_v2, METH_FASTCALL,
+     "summarize_records_v2(...) -> (end, lowest timestamp, highest timestamp, first offset gap, first keyless, key and value bytes)"},
     {"legacy_record", (PyCFunction)(void (*)(void))legacy_record, METH_FASTCALL,
      "legacy_record(data, key_pos, end, offset, timestamp) -> Record"},
     {"encode_legacy_plain", (PyCFunction)(void (*)(void))encode_legacy_plain, METH_FASTCALL,

@@ -50,6 +50,7 @@ static inline int32_t be32(const unsigned char *p) {
 
 PyObject *decode_records_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *iterate_records_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *summarize_records_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *legacy_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *legacy_record_at(PyObject *data, Py_ssize_t key_pos, Py_ssize_t end, PyObject *offset, PyObject *timestamp);
 PyObject *encode_legacy_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

@@ -50,6 +50,7 @@ from kafka_wire.quick_dataclass import dataclass
 from kafka_wire.records import (
     LegacyBatch,
     RecordBatch,
+    RecordsReader,
     build_batch,
     read_batches,
     reoffset_batch_in_place,
@@ -69,6 +70,7 @@ from kafka_wire.records.constants import (
     TimestampType,
 )
 from kafka_wire.records.crc import crc32
+from kafka_wire.records.loops import summarize_records_v2
 from kafka_wire.records.record import Record
 
 AppendOrigin = Literal["client", "coordinator", "replication"]
@@ -144,10 +146,11 @@ class ValidRecords:
 
 @dataclass(frozen=True, slots=True)
 class _Decoded:
-    """A batch's records as the leader checks decoded them, for recompression."""
+    """A batch the leader checked, with its records decoded for recompression (``None``: the batch
+    is kept as it is, its records were checked without being made)."""
 
     batch: RecordBatch[bytes] | LegacyBatch[bytes]
-    records: list[Record[bytes]]
+    records: list[Record[bytes]] | None
     work_bytes: int
 
 
@@ -252,6 +255,10 @@ def _check_for_leader(
         if header.attributes & TRANSACTIONAL_MASK and header.producer_id < 0:
             return Rejection(ErrorCode.INVALID_RECORD, f"{where}: a transactional batch needs a producer id")
     bound = max_inflated_bytes(config)
+    if header.magic == 2 and summarize_records_v2 is not None:
+        passed = _passes_as_is(view, header, config, now_ms, log_append_time, bound)
+        if passed is not None:
+            return passed
     try:
         batches = list(read_batches(view, max_decompressed_bytes=bound))
         records: list[Record[bytes]] = [r for b in batches for r in b.records()]
@@ -306,6 +313,39 @@ def _check_for_leader(
     return _Decoded(batches[0], records, work)
 
 
+def _passes_as_is(
+    view: memoryview, header: BatchHeader, config: LogConfig, now_ms: int, log_append_time: bool, bound: int
+) -> _Decoded | None:
+    """The common case of :func:`_check_for_leader` without a Python object per record: a v2 batch
+    stored in its own codec (CRC checked before) whose records all pass, walked once in C. Any
+    other outcome is ``None``, and the full check decides (with its errors and record errors)."""
+    codec = header.attributes & COMPRESSION_MASK
+    is_control = bool(header.attributes & CONTROL_MASK)
+    if stored_codec(config, codec) != codec and not is_control:
+        return None  # recompressed: the records are made for it
+    assert summarize_records_v2 is not None, "the caller checked"
+    try:
+        batch = next(iter(RecordsReader(view, verify_crc=False, max_decompressed_bytes=bound)))
+        assert isinstance(batch, RecordBatch), "magic 2"
+        data, records_view, pos, end, _, lat = batch._source()
+        count = batch.record_count
+        after, low, high, gap, keyless, kv_bytes = summarize_records_v2(
+            data, records_view, pos, end, count, batch.base_offset, batch.base_timestamp, lat
+        )
+    except (DecodeError, IndexError, UnicodeDecodeError, StopIteration):
+        return None
+    if after != end or gap >= 0 or (config.compact and not is_control and keyless >= 0):
+        return None
+    if not log_append_time and not is_control and low is not None and high is not None:
+        if not (
+            now_ms - config.message_timestamp_before_max_ms <= low
+            and high <= now_ms + config.message_timestamp_after_max_ms
+        ):
+            return None
+    work = RECORD_WORK_BYTES * count + (kv_bytes if header.compressed else 0)
+    return _Decoded(batch, None, work)
+
+
 def _assign_offsets(
     data: bytes,
     headers: list[BatchHeader],
@@ -334,7 +374,7 @@ def _assign_offsets(
                         f"{COMPRESSION_NAMES[target]}, larger than max.message.bytes ({config.max_message_bytes})",
                         work_bytes=work,
                     )
-                offset += len(checked.records)
+                offset += header.last_offset - header.base_offset + 1  # dense: checked
             elif header.magic == 2:
                 offset = reoffset_batch_in_place(chunk, offset, leader_epoch, log_append_time=log_append_time)
             else:
@@ -367,6 +407,7 @@ def _recompress(
     ``LogValidator.buildRecordsAndAssignOffsets``)."""
     batch = checked.batch
     assert isinstance(batch, RecordBatch), "only v2 batches are recompressed"
+    assert checked.records is not None, "a batch to recompress has its records made"
     return build_batch(
         [(r.key, r.value, r.headers, r.timestamp) for r in checked.records],
         compression=COMPRESSION_NAMES[codec],
