@@ -45,8 +45,8 @@ only (anything else is the reader's own ``__next__``)."""
 v2_iter: Final[Any] = getattr(_walk, "v2_iter", None)
 """Compiled only (else ``None``): ``RecordBatch.__iter__`` in C for the common case (an uncompressed
 batch of a ``bytes`` payload), the class's ``_iterate`` for everything else."""
-summarize_records_v2: Final[Callable[..., tuple[int, int | None, int | None, int, int, int]] | None] = getattr(
-    _walk, "summarize_records_v2", None
+summarize_records_v2: Final[Callable[..., tuple[int, int | None, int | None, int, int, int]] | None] = (
+    getattr(_walk, "summarize_records_v2", None)
 )
 """Compiled only (else ``None``): every record of a v2 batch checked as ``decode_records_v2`` checks
 it, none made; ``(end position, lowest timestamp, highest timestamp, first offset gap, first

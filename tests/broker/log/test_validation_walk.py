@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from kafka_wire.broker.log import validation
 from kafka_wire.broker.log.config import LogConfig
-from kafka_wire.records import TimestampType, build_batch, build_commit_marker
+from kafka_wire.records import TimestampType, build_batch, build_commit_marker, loops
 from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD
 from kafka_wire.records.crc import crc32c
 from tests.records.helpers import CODECS_V2, EXAMPLES, v2_records
 
 pytestmark = pytest.mark.skipif(
-    validation.summarize_records_v2 is None,
+    loops.summarize_records_v2 is None,
     reason="the C walk is the compiled flavour's (KAFKA_WIRE_COMPILE=1, KAFKA_WIRE_PURE unset)",
 )
 
