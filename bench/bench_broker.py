@@ -12,6 +12,9 @@ Not a test. For each broker:
 * **consume**: one ``Consumer`` assigned partition 0 from the beginning (no group join, so no
   rebalance delay is counted) reads them all; timed from ``assign()`` until the last record.
 * produce and consume run ``--rounds`` times (a fresh topic each round) and the median counts.
+* **produce CPU**: the CPU time (user + system, medians of the rounds) the client process (its
+  Python loop and librdkafka's threads) and the broker's processes spent while producing; on a
+  2-core machine a client near a core's worth of its wall time is what limits the produce figure.
 * **client ceiling**: the same ``produce()`` + ``poll(0)`` loop against no broker at all (records
   only queue), to show where the client itself limits the produce figure.
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -68,9 +72,44 @@ class Result:
     consume_s: float
     records: int
     value_bytes: int
+    produce_client_cpu_s: float
+    """CPU time of this process (the client's Python loop and librdkafka's threads) while producing."""
+    produce_broker_cpu_s: float
+    """CPU time of the broker's processes while producing."""
 
     def rate(self, seconds: float) -> tuple[float, float]:
         return self.records / seconds, self.records * self.value_bytes / seconds / 1e6
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` and every process below it, so far."""
+    parents: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        spent[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+
+    def below(p: int) -> bool:
+        while p > 1:
+            if p == pid:
+                return True
+            p = parents.get(p, 0)
+        return False
+
+    return sum(cpu for p, cpu in spent.items() if below(p))
+
+
+def client_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def measure_start(make: MakeBroker, workdir: Path, starts: int) -> float:
@@ -185,12 +224,17 @@ def run(name: str, make: MakeBroker, workdir: Path, args: argparse.Namespace) ->
     start_s = measure_start(make, workdir, args.starts)
     broker = make(workdir / "throughput")
     broker.start()
-    produce_s, consume_s = [], []
+    produce_s, consume_s, client_s, broker_s = [], [], [], []
+    assert broker.process is not None, "started"
+    pid = broker.process.pid
     try:
         for round_ in range(args.rounds):
             topic = f"{TOPIC}-{round_}"
             create_topic(broker.bootstrap, topic)
+            client, served = client_cpu_s(), tree_cpu_s(pid)
             produce_s.append(produce(broker.bootstrap, topic, args.records, value_of(args.value_bytes)))
+            client_s.append(client_cpu_s() - client)
+            broker_s.append(tree_cpu_s(pid) - served)
             consume_s.append(consume(broker.bootstrap, topic, args.records, args.value_bytes))
     finally:
         broker.close()
@@ -201,6 +245,8 @@ def run(name: str, make: MakeBroker, workdir: Path, args: argparse.Namespace) ->
         statistics.median(consume_s),
         args.records,
         args.value_bytes,
+        statistics.median(client_s),
+        statistics.median(broker_s),
     )
 
 
@@ -260,13 +306,17 @@ def main() -> None:
         f"{os.cpu_count()} CPUs; load average (1 min) {load_before:.2f} before the run, "
         f"{os.getloadavg()[0]:.2f} after\n"
     )
-    print("| broker | start ms | produce rec/s | produce MB/s | consume rec/s | consume MB/s |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        "| broker | start ms | produce rec/s | produce MB/s | produce: client CPU s | produce: broker CPU s"
+        " | consume rec/s | consume MB/s |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         p_rec, p_mb = r.rate(r.produce_s)
         c_rec, c_mb = r.rate(r.consume_s)
         print(
-            f"| {r.broker} | {r.start_s * 1000:.0f} | {p_rec:,.0f} | {p_mb:.1f} | {c_rec:,.0f} | {c_mb:.1f} |"
+            f"| {r.broker} | {r.start_s * 1000:.0f} | {p_rec:,.0f} | {p_mb:.1f} | {r.produce_client_cpu_s:.2f}"
+            f" | {r.produce_broker_cpu_s:.2f} | {c_rec:,.0f} | {c_mb:.1f} |"
         )
     print(f"\nclient ceiling (the produce loop with no broker): {ceiling:,.0f} rec/s")
     ours = next((r for r in results if r.broker == "kafka-wire"), None)
