@@ -111,23 +111,25 @@ class Columns:
             ts = log_append_time * scale  # type: ignore[operator]  # lat: not None
             lat_ts = ts if _I64_MIN <= ts <= high else _wrap64(ts)
         key_text: dict[bytes, str] = {}
+        every = lo <= base_offset - (1 << 31) and base_offset + (1 << 31) <= hi  # any int32 delta is kept
         zigzag = _ZIGZAG
-        last_raw, last_key = b"", ""  # the previous header key (most records repeat it)
+        last_raw, last_len, last_key = b"", 0, ""  # the previous header key (most records repeat it)
         try:
             for i in range(count):
                 if pos >= end:
                     raise _corrupt(f"batch ends after {i} of {count} declared records", pos)
                 v = data[pos]
                 if v < 0x80:
+                    length = zigzag[v]
                     pos += 1
                 else:
                     b = data[pos + 1]
                     if b < 0x80:
-                        v = (v & 0x7F) | (b << 7)
+                        length = zigzag[(v & 0x7F) | (b << 7)]
                         pos += 2
                     else:
                         v, pos = read_uvarint32(data, pos)
-                length = zigzag[v] if v < 0x4000 else (v >> 1) ^ -(v & 1)
+                        length = (v >> 1) ^ -(v & 1)
                 rec_end = pos + length
                 if rec_end > end:
                     raise _corrupt(f"record length {length} overruns the batch ({end - pos} bytes left)", pos)
@@ -165,16 +167,17 @@ class Columns:
                             od, pos = read_uvarint32(data, pos)
                 v = data[pos]
                 if v < 0x80:
+                    klen = zigzag[v]
                     pos += 1
                 else:
                     b = data[pos + 1]
                     if b < 0x80:
-                        v = (v & 0x7F) | (b << 7)
+                        klen = zigzag[(v & 0x7F) | (b << 7)]
                         pos += 2
                     else:
                         v, pos = read_uvarint32(data, pos)
+                        klen = (v >> 1) ^ -(v & 1)
                 kpos = pos
-                klen = zigzag[v] if v < 0x4000 else (v >> 1) ^ -(v & 1)
                 if klen < -1:
                     raise _corrupt(f"negative key length {klen}", pos)
                 if klen > 0:
@@ -184,16 +187,17 @@ class Columns:
                 kend = pos
                 v = data[pos]
                 if v < 0x80:
+                    vlen = zigzag[v]
                     pos += 1
                 else:
                     b = data[pos + 1]
                     if b < 0x80:
-                        v = (v & 0x7F) | (b << 7)
+                        vlen = zigzag[(v & 0x7F) | (b << 7)]
                         pos += 2
                     else:
                         v, pos = read_uvarint32(data, pos)
+                        vlen = (v >> 1) ^ -(v & 1)
                 vpos = pos
-                vlen = zigzag[v] if v < 0x4000 else (v >> 1) ^ -(v & 1)
                 if vlen < -1:
                     raise _corrupt(f"negative value length {vlen}", pos)
                 if vlen > 0:
@@ -203,12 +207,13 @@ class Columns:
                 vend = pos
                 hc = data[pos]
                 if hc < 0x80:
+                    hc = zigzag[hc]
                     pos += 1
                 else:
                     hc, pos = read_uvarint32(data, pos)
-                hc = zigzag[hc] if hc < 0x4000 else (hc >> 1) ^ -(hc & 1)
+                    hc = (hc >> 1) ^ -(hc & 1)
                 offset = base_offset + (zigzag[od] if od < 0x4000 else (od >> 1) ^ -(od & 1))
-                keep = lo <= offset < hi
+                keep = every or lo <= offset < hi
                 hc_left = hc
                 if hc:
                     if hc < 0:
@@ -228,8 +233,9 @@ class Columns:
                         n = pos + (v >> 1)
                         if n > rec_end:
                             raise _corrupt("header key overruns its record", pos)
-                        if n - pos != len(last_raw) or not data.startswith(last_raw, pos):
+                        if n - pos != last_len or not data.startswith(last_raw, pos):
                             last_raw = data[pos:n]
+                            last_len = n - pos
                             known = key_text.get(last_raw)
                             if known is None:
                                 try:
