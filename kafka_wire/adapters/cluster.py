@@ -113,14 +113,14 @@ class Cluster:
 
     async def partitions(self) -> list[TopicPartition]:
         """Every topic-partition of the cluster (internal topics included), sorted."""
-        return sorted((await self.refresh(None)).leaders)
+        return sorted((await self.refresh(None)).leadership)
 
     async def leader(self, tp: TopicPartition) -> tuple[Address, KafkaClient]:
         """The leader of ``tp`` and a connection to it; :class:`NoLeader` when none is known."""
-        node = self.metadata.leaders.get(tp, -1)
+        node = self.metadata.leader(tp)
         if node < 0 or node not in self.metadata.brokers:
             await self.refresh([tp.topic])
-            node = self.metadata.leaders.get(tp, -1)
+            node = self.metadata.leader(tp)
         if node < 0 or node not in self.metadata.brokers:
             raise NoLeader(f"no leader for {tp}")
         address = self.metadata.brokers[node]
@@ -138,5 +138,5 @@ class Cluster:
         """Forget the leaders and wait a backoff; :class:`KafkaCallError` once the time is up."""
         if time.monotonic() > self.deadline:
             raise KafkaCallError(f"gave up retrying: {why}")
-        self.metadata.leaders.clear()
+        self.metadata.leadership.clear()
         await asyncio.sleep(RETRY_BACKOFF_MS / 1000)

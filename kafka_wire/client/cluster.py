@@ -55,18 +55,6 @@ def parse_bootstrap(servers: str) -> list[Address]:
     return out
 
 
-@dataclass
-class ClusterMetadata:
-    """What the last Metadata response said (each partition's leader as :func:`metadata_from`
-    keeps it)."""
-
-    brokers: dict[int, Address] = field(default_factory=dict)
-    leaders: dict[TopicPartition, int] = field(default_factory=dict)
-    partitions: dict[str, int] = field(default_factory=dict)
-    #: The leader epoch of each partition's leader (-1: the broker named none).
-    epochs: dict[TopicPartition, int] = field(default_factory=dict)
-
-
 @dataclass(frozen=True, slots=True)
 class Leadership:
     """A partition's leader as a Metadata response named it."""
@@ -74,6 +62,26 @@ class Leadership:
     topic_id: uuid.UUID
     leader: int
     epoch: int
+
+
+@dataclass
+class ClusterMetadata:
+    """What the last Metadata response said (each partition's leader as :func:`metadata_from`
+    keeps it)."""
+
+    brokers: dict[int, Address] = field(default_factory=dict)
+    partitions: dict[str, int] = field(default_factory=dict)
+    leadership: dict[TopicPartition, Leadership] = field(default_factory=dict)
+
+    def leader(self, tp: TopicPartition) -> int:
+        """The node leading ``tp`` (-1: none known)."""
+        known = self.leadership.get(tp)
+        return -1 if known is None else known.leader
+
+    def epoch(self, tp: TopicPartition) -> int:
+        """The leader epoch of ``tp``'s leader (-1: none known, or the broker named none)."""
+        known = self.leadership.get(tp)
+        return -1 if known is None else known.epoch
 
 
 def metadata_from(response: MetadataResponse, newest: dict[TopicPartition, Leadership]) -> ClusterMetadata:
@@ -89,11 +97,9 @@ def metadata_from(response: MetadataResponse, newest: dict[TopicPartition, Leade
         meta.partitions[topic.name] = len(topic.partitions)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            kept = newest[tp] = newer_leadership(
+            meta.leadership[tp] = newest[tp] = newer_leadership(
                 newest.get(tp), Leadership(topic.topic_id, p.leader_id, p.leader_epoch)
             )
-            meta.leaders[tp] = kept.leader
-            meta.epochs[tp] = kept.epoch
     return meta
 
 

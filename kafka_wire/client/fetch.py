@@ -178,7 +178,7 @@ async def fetch_batches(
         address, client = found
         try:
             version = cluster.version(client, ApiKey.FETCH, FETCH_VERSION)
-            response = await client.request(read.request(cluster.metadata.epochs.get(tp, -1)), version)
+            response = await client.request(read.request(cluster.metadata.epoch(tp)), version)
         except (TimeoutError, ConnectionError, OSError) as e:
             await cluster.drop(address)
             await cluster.retry_wait(f"Fetch {tp} from {address}: {e}")

@@ -28,7 +28,7 @@ async def produce(
     """Send each partition's batches (built with :func:`kafka_wire.records.build_batch`) in
     order, one request each; returns the base offset the broker gave each partition's first
     batch (-1 with ``acks=0``, which has no response)."""
-    unknown = sorted({tp.topic for tp in batches if tp not in cluster.metadata.leaders})
+    unknown = sorted({tp.topic for tp in batches if tp not in cluster.metadata.leadership})
     if unknown:
         await cluster.refresh(unknown)
     first: dict[TopicPartition, int] = {}

@@ -38,16 +38,16 @@ def test_a_partition_keeps_the_leader_of_the_newest_epoch_seen() -> None:
     meta = metadata_from(_answer(topic_id, 1, 0), newest)
     assert meta.brokers == {1: ("127.0.0.1", 9091), 2: ("127.0.0.1", 9092)}
     assert meta.partitions == {"t": 2}  # the topic in error is left out
-    assert (meta.leaders[TP], meta.epochs[TP]) == (1, 0)
-    assert metadata_from(_answer(topic_id, 2, 1), newest).leaders[TP] == 2
+    assert (meta.leader(TP), meta.epoch(TP)) == (1, 0)
+    assert metadata_from(_answer(topic_id, 2, 1), newest).leader(TP) == 2
     # A broker behind on the metadata log still names node 1 at epoch 0: node 2 stays the leader.
     behind = metadata_from(_answer(topic_id, 1, 0), newest)
-    assert (behind.leaders[TP], behind.epochs[TP]) == (2, 1)
-    assert metadata_from(_answer(topic_id, 1, 2), newest).leaders[TP] == 1
+    assert (behind.leader(TP), behind.epoch(TP)) == (2, 1)
+    assert metadata_from(_answer(topic_id, 1, 2), newest).leader(TP) == 1
 
 
 def test_a_topic_created_again_starts_from_its_own_epochs() -> None:
     newest: dict[TopicPartition, Leadership] = {}
     metadata_from(_answer(uuid.uuid4(), 2, 5), newest)
     again = metadata_from(_answer(uuid.uuid4(), 1, 0), newest)
-    assert (again.leaders[TP], again.epochs[TP]) == (1, 0)
+    assert (again.leader(TP), again.epoch(TP)) == (1, 0)

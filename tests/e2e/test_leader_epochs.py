@@ -33,7 +33,7 @@ def test_fetches_name_the_leader_epoch_and_a_newer_one_is_unknown(disk_target: B
     async def run() -> tuple[list[bytes | None], int, int, int]:
         async with Cluster(disk_target.bootstrap, timeout_ms=30_000) as cluster:
             values = [r.value async for _, records in fetch_range(cluster, tp, 0, RECORDS) for r in records]
-            epoch = cluster.metadata.epochs[tp]
+            epoch = cluster.metadata.epoch(tp)
             _, client = await cluster.leader(tp)
             version = cluster.version(client, ApiKey.FETCH, FETCH_VERSION)
             codes = []
