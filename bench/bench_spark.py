@@ -23,9 +23,14 @@ turns after a warm-up count, the median):
   its tasks yields one Arrow batch that ``read_arrow`` made (the same schema and rows) again and
   again, as many rows as a partition holds. What Spark's Python data source path costs by itself,
   whatever the source does: the ceiling of the row above.
+* ``spark, live``: the same records produced (untimed, the log's batches given offset 0, a few
+  batches per Produce request, by ``kafka_wire.client.produce``) into a ``kafka-wire serve``
+  broker on this machine (``tests/e2e/brokers.py``'s, its data in the temporary directory), then
+  the first query with ``kafka.bootstrap.servers`` instead of ``path``: Fetch requests to the
+  broker, which shares the machine's cores with Spark (``--no-live`` leaves it out).
 
-Usage: ``python bench/bench_spark.py [--records N] [--partitions N] [--cores N] [--rounds N]``; prints a
-Markdown table.
+Usage: ``python bench/bench_spark.py [--records N] [--partitions N] [--cores N] [--rounds N] [--no-live]``;
+prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -47,10 +52,21 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from kafka_wire.records import build_batch, read_batches
-from kafka_wire.spark import logs
-from kafka_wire.spark.plan import Settings, Source, read_arrow
-from kafka_wire.spark.source import KafkaWireDataSource
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # for tests.e2e.brokers (the broker processes of the e2e suite)
+
+import asyncio  # noqa: E402
+
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402  # not in its stubs' exports
+
+from kafka_wire.adapters.cluster import Cluster  # noqa: E402
+from kafka_wire.client.produce import produce  # noqa: E402
+from kafka_wire.client.types import TopicPartition  # noqa: E402
+from kafka_wire.records import build_batch, read_batches, reoffset_batch_in_place  # noqa: E402
+from kafka_wire.spark import logs  # noqa: E402
+from kafka_wire.spark.plan import Settings, Source, read_arrow  # noqa: E402
+from kafka_wire.spark.source import KafkaWireDataSource  # noqa: E402
+from tests.e2e.brokers import BrokerProcess, kafka_wire  # noqa: E402
 
 BATCH_RECORDS = 1_000
 SEGMENT_BYTES = 64 * 1024 * 1024
@@ -192,7 +208,56 @@ def _pre_decoded_batch(root: Path) -> tuple[Path, list[int]]:
     return path, [r.end - r.start for r in ranges]
 
 
-def bench_spark(root: Path, cores: int, rounds: int) -> list[tuple[str, int, float]]:
+#: Batches of the log handed to one ``produce`` call when loading the live broker (one
+#: Produce request each: a v2 Produce request holds one batch per partition).
+BATCHES_PER_CALL = 100
+
+
+def live_broker(root: Path, partitions: int, workdir: Path) -> BrokerProcess:
+    """A started ``kafka-wire serve`` holding the log's records in topic ``TOPIC``, the same
+    batches (given offset 0 again, as a producer sends them) in the same partitions; checked:
+    each partition's offsets start at 0 and end where the log's do."""
+    broker = kafka_wire(workdir)
+    broker.start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    # The log's timestamps are of 2023: without retention.ms=-1 the broker's retention would
+    # delete the rolled segments (by their records' timestamps, as Kafka's does).
+    topic = NewTopic(TOPIC, num_partitions=partitions, replication_factor=1, config={"retention.ms": "-1"})
+    admin.create_topics([topic])[TOPIC].result(timeout=30)
+
+    def calls(directory: Path) -> Iterator[list[bytes]]:
+        pending: list[bytes] = []
+        for path in sorted(directory.glob("*.log")):
+            data = path.read_bytes()
+            for batch in read_batches(data):
+                chunk = bytearray(data[batch.position : batch.position + batch.batch_length + 12])
+                reoffset_batch_in_place(chunk, 0, -1)
+                pending.append(bytes(chunk))
+                if len(pending) == BATCHES_PER_CALL:
+                    yield pending
+                    pending = []
+        if pending:
+            yield pending
+
+    async def load() -> None:
+        async with Cluster(broker.bootstrap, timeout_ms=120_000) as cluster:
+            for p in range(partitions):
+                for batches in calls(root / f"{TOPIC}-{p}"):
+                    await produce(cluster, {TopicPartition(TOPIC, p): batches})
+
+    asyncio.run(load())
+    settings = Settings.parse({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": TOPIC})
+    held = sorted((r.partition, r.start, r.end) for r in Source(settings).plan())
+    written = sorted((tp.partition, 0, logs.latest_offset(log)) for tp, log in logs.discover([root]).items())
+    if held != written:
+        broker.close()
+        raise SystemExit(f"the live broker holds {held}, not the log's {written}")
+    return broker
+
+
+def bench_spark(
+    root: Path, cores: int, rounds: int, live: BrokerProcess | None
+) -> list[tuple[str, int, float]]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -222,6 +287,14 @@ def bench_spark(root: Path, cores: int, rounds: int) -> list[tuple[str, int, flo
             .load()
         ),
     }
+    if live is not None:
+        frames[f"Spark local[{cores}], live through kafka-wire serve, noop sink"] = (
+            spark.read.format("kafka_wire")
+            .option("kafka.bootstrap.servers", live.bootstrap)
+            .option("subscribe", TOPIC)
+            .option("includeHeaders", "true")
+            .load()
+        )
     try:
         counts = {name: df.count() for name, df in frames.items()}  # warm-up: workers, file cache
         seconds: dict[str, list[float]] = {name: [] for name in frames}
@@ -245,6 +318,7 @@ def main() -> int:
     parser.add_argument(
         "--dir", type=Path, help="keep the generated log here (default: a temporary directory)"
     )
+    parser.add_argument("--no-live", action="store_true", help="no query through a kafka-wire serve broker")
     args = parser.parse_args()
     cores = min(args.cores, args.partitions)
     with tempfile.TemporaryDirectory(prefix="kw-bench-spark-") as tmp:
@@ -254,16 +328,25 @@ def main() -> int:
             make_log(root, args.records, args.partitions, args.compression)
             print(f"made {args.records} records in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         size = sum(p.stat().st_size for p in root.glob(f"{TOPIC}-*/*.log"))
-        bench_records(root)  # warm the file cache
-        rows = [
-            ("kafka_wire.records (decode only)", *bench_records(root), 1),
-            ("kafka_wire.spark.logs.read_range", *bench_read_range(root), 1),
-            ("kafka_wire.spark.plan.read_arrow", *bench_read_arrow(root), 1),
-            *(
-                (name, count, seconds, cores)
-                for name, count, seconds in bench_spark(root, cores, args.rounds)
-            ),
-        ]
+        live = None
+        if not args.no_live:
+            t = time.perf_counter()
+            live = live_broker(root, args.partitions, Path(tmp) / "live")
+            print(f"loaded the live broker in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        try:
+            bench_records(root)  # warm the file cache
+            rows = [
+                ("kafka_wire.records (decode only)", *bench_records(root), 1),
+                ("kafka_wire.spark.logs.read_range", *bench_read_range(root), 1),
+                ("kafka_wire.spark.plan.read_arrow", *bench_read_arrow(root), 1),
+                *(
+                    (name, count, seconds, cores)
+                    for name, count, seconds in bench_spark(root, cores, args.rounds, live)
+                ),
+            ]
+        finally:
+            if live is not None:
+                live.close()
     print(
         f"{args.records:,} records, {args.partitions} partitions, {args.compression}, {size / 2**20:.0f} MiB of"
         f" segments; Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores\n"

@@ -64,6 +64,30 @@ def test_live_read_equals_what_librdkafka_sent(spark: SparkSession, cluster: Clu
     assert {r.timestampType for r in df.select("timestampType").distinct().collect()} == {0}
 
 
+def test_nothing_to_read_is_an_empty_frame(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
+    """A batch query with no offset range to read (an empty topic; a log at rest read from its
+    latest offsets) has no rows, as Spark's Kafka source answers: PySpark then runs one task with a
+    placeholder partition, which the source reads as nothing."""
+    cluster.create("empty-topic")
+    live = (
+        spark.read.format("kafka_wire")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", "empty-topic")
+        .load()
+    )
+    assert live.rdd.getNumPartitions() == 1 and live.count() == 0
+    data = tmp_path / "data"
+    write_partition(data, "full", 0, [[build_batch([(None, b"v", (), 1_700_000_000_000)])]])
+    at_rest = (
+        spark.read.format("kafka_wire")
+        .option("path", str(data))
+        .option("subscribe", "full")
+        .option("startingOffsets", "latest")
+        .load()
+    )
+    assert at_rest.collect() == []
+
+
 def test_logs_at_rest_read_equals_what_librdkafka_sent(spark: SparkSession, cluster: Cluster) -> None:
     cluster.broker.stop()  # a data directory at rest: no broker running
     try:
