@@ -8,7 +8,7 @@ share-partitions' state at the share coordinator of another node: a new leader r
 accepted records (7) or counted deliveries from one again (12: an accept answered as failed had
 been stored), and seed 349 of the share workload, whose records acquired a third time were
 stored and archived by the next leader while the member was told the fetch failed
-(``share-unsettled``)."""
+(``share-unsettled``), and seed 2986 (below)."""
 
 from __future__ import annotations
 
@@ -28,11 +28,14 @@ STRICT_SEEDS = (7, 12)
 REGRESSION_SEEDS = (34, 349)
 
 
-def _options(seed: int, nodes: int = 3, name: str = "share") -> SimOptions:
+def _options(
+    seed: int, nodes: int = 3, name: str = "share", faults: frozenset[int] | None = None
+) -> SimOptions:
     clients, checker = workload(name)
     return SimOptions(
         seed=seed,
         events=5000,
+        script=faults,
         nodes=nodes,
         rf=min(3, nodes),
         clients=clients,
@@ -71,3 +74,19 @@ def test_strict_share_seeds_run_clean_across_failovers(seed: int) -> None:
 def test_share_seeds_that_once_failed_run_clean(seed: int) -> None:
     result = simulate(_options(seed))
     assert result.ok, f"kafka-wire simulate --seed {seed} --workload share --trace: {result.violations}"
+
+
+def test_a_member_takes_the_partitions_of_topics_it_learns_the_ids_of_later() -> None:
+    """Seed 2986 with its one fault, found by the 10,000 seed run: share-2, cut off from n1 from
+    before it joined, was assigned partition 1 of each topic before metadata had named the topics'
+    ids; it dropped them and never saw the assignment again (a heartbeat answer names it only when
+    it changes), so no member fetched them and their records stayed unsettled
+    (``share-unsettled``). A member now keeps the assignment by topic id and takes those
+    partitions once metadata names the topics, as Kafka's consumers do."""
+    result = simulate(_options(2986, faults=frozenset({1})))
+    assert result.ok, (
+        f"kafka-wire simulate --seed 2986 --workload share --faults 1 --trace: {result.violations}"
+    )
+    marker = " share-2 ok assign"
+    assigned = [line.partition(marker)[2].strip() for line in result.trace or [] if marker in line]
+    assert assigned[0] == "" and "topic-1:1" in assigned[-1]  # empty until the ids were known

@@ -22,6 +22,7 @@ closes or is lost (each may release what the member holds there). See ``sim/chec
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -118,6 +119,12 @@ class ShareConsumer(ClientBase):
         self.heartbeat_at_ms = 0
         self.restart_at_ms: int | None = None
         self.assignment: set[Key] = set()
+        #: The last assignment the coordinator sent, by topic id (a heartbeat answer names it only
+        #: when it changes): the partitions of topics whose names are not known yet are taken once
+        #: metadata names them, as Kafka's consumers resolve an assignment's topic ids.
+        self.assigned_ids: list[tuple[uuid.UUID, list[int]]] = []
+        #: The topic ids of :attr:`assigned_ids` metadata has not named yet.
+        self.unresolved: set[uuid.UUID] = set()
         self.sessions: dict[Address, _Session] = {}
         self.retry_at_ms: dict[Address, int] = {}
         #: What the member holds and the acknowledgements it sent.
@@ -136,6 +143,8 @@ class ShareConsumer(ClientBase):
 
     def pump(self, now_ms: int) -> None:
         super().pump(now_ms)
+        if self.unresolved and not self.unresolved.isdisjoint(self.topic_ids.values()):
+            self._resolve(now_ms)
         self._group(now_ms)
         if self.epoch > 0 and not self.leaving:
             self._fetch_all(now_ms)
@@ -222,35 +231,45 @@ class ShareConsumer(ClientBase):
                 self.coordinator = None
             elif body.error_code in _REJOIN:
                 self.epoch = 0
-                self.assignment = set()
+                self._drop_assignment()
             self.group_retry_at_ms = now_ms + RETRY_BACKOFF_MS
             return
         self.epoch = body.member_epoch
         self.heartbeat_at_ms = now_ms + min(body.heartbeat_interval_ms, HEARTBEAT_INTERVAL_MS)
         if body.assignment is not None:
-            names = {topic_id: name for name, topic_id in self.topic_ids.items()}
-            self.assignment = {
-                (names[tp.topic_id], p)
-                for tp in body.assignment.topic_partitions
-                if tp.topic_id in names
-                for p in tp.partitions
-            }
-            if any(tp.topic_id not in names for tp in body.assignment.topic_partitions):
-                self.want_metadata()
-                self.heartbeat_at_ms = now_ms + RETRY_BACKOFF_MS  # asked again once the ids are known
-            self.record(
-                Op(
-                    now_ms,
-                    self.name,
-                    OpType.OK,
-                    OpKind.ASSIGN,
-                    value=",".join(f"{t}:{p}" for t, p in sorted(self.assignment)),
-                    # no group: a share group's partition has several owners at once, so the
-                    # group checks of classic and consumer groups do not apply
-                    generation=self.epoch,
-                    member=self.member_id,
-                )
+            self.assigned_ids = [
+                (tp.topic_id, list(tp.partitions)) for tp in body.assignment.topic_partitions
+            ]
+            self._resolve(now_ms)
+
+    def _resolve(self, now_ms: int) -> None:
+        """Take the partitions of :attr:`assigned_ids` whose topics have known names (metadata
+        is asked for the others) and note the assignment."""
+        names = {topic_id: name for name, topic_id in self.topic_ids.items()}
+        self.assignment = {
+            (names[i], p) for i, partitions in self.assigned_ids if i in names for p in partitions
+        }
+        self.unresolved = {i for i, _ in self.assigned_ids if i not in names}
+        if self.unresolved:
+            self.want_metadata()
+        self.record(
+            Op(
+                now_ms,
+                self.name,
+                OpType.OK,
+                OpKind.ASSIGN,
+                value=",".join(f"{t}:{p}" for t, p in sorted(self.assignment)),
+                # no group: a share group's partition has several owners at once, so the
+                # group checks of classic and consumer groups do not apply
+                generation=self.epoch,
+                member=self.member_id,
             )
+        )
+
+    def _drop_assignment(self) -> None:
+        self.assignment = set()
+        self.assigned_ids = []
+        self.unresolved = set()
 
     def _leave(self, now_ms: int) -> None:
         """Close every share session (epoch -1), then leave the group (epoch -1), then join again
@@ -277,7 +296,7 @@ class ShareConsumer(ClientBase):
             self.incarnation += 1
             self.member_id = f"{self.name}-{self.incarnation}"
             self.epoch = 0
-            self.assignment = set()
+            self._drop_assignment()
             self.sessions = {}
             self.acks.drop_all()
 
