@@ -14,6 +14,7 @@ from kafka_wire.records import build_abort_marker, build_batch, build_commit_mar
 from kafka_wire.spark.logs import (
     discover,
     earliest_offset,
+    iter_segment,
     last_stable_offset,
     latest_offset,
     offset_for_timestamp,
@@ -209,6 +210,34 @@ def test_truncated_and_corrupt_tails(tmp_path: Path) -> None:
     log_file.write_bytes(data[:-1] + b"\x00")  # flipped byte: CRC mismatch
     with pytest.raises(CorruptBatchError):
         _read(tmp_path, tp, 0, 6)
+
+
+@pytest.mark.parametrize("chunk", [100, 700, 5_000, 1 << 20])
+def test_a_segment_is_read_whole_whatever_the_chunk_size(tmp_path: Path, chunk: int) -> None:
+    """Batches of many sizes, one far larger than the chunk, read ``chunk`` bytes at a time from
+    the start or a batch's position: the same batches at the same positions, a partial batch and a
+    zero-filled tail ending the segment quietly."""
+    sizes = [1, 3, 40, 2, 1, 7, 1, 25, 1, 1]
+    batches, base = [], 0
+    for n in sizes:
+        batches.append(
+            build_batch([(b"k", b"v" * 97, (), T0 + base + i) for i in range(n)], base_offset=base)
+        )
+        base += n
+    data = b"".join(batches)
+    log_file = write_partition(tmp_path, "t", 0, [batches]) / f"{0:020d}.log"
+    starts = list(itertools.accumulate([0, *map(len, batches[:-1])]))
+    expected = list(zip(starts, itertools.accumulate([0, *sizes[:-1]]), strict=True))
+
+    def read(start: int = 0) -> list[tuple[int, int]]:
+        return [(pos, b.base_offset) for pos, b in iter_segment(str(log_file), start, chunk_bytes=chunk)]
+
+    assert read() == expected
+    assert read(starts[5]) == expected[5:]
+    log_file.write_bytes(data + batches[0][:30])  # a partial batch after the last
+    assert read() == expected
+    log_file.write_bytes(data + bytes(3 * chunk))  # preallocated zeros
+    assert read() == expected
 
 
 def test_stream_reader_honours_spark_read_limits(tmp_path: Path) -> None:
