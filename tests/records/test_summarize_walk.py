@@ -1,7 +1,10 @@
-"""The leader's check of a v2 batch kept in its codec, walked in C without a record object
-(``validation._passes_as_is``, compiled flavour), decides every append exactly as the full check
-that makes every record: same offsets, bytes, errors, record errors and work, on valid, late,
-keyless, gapped, LogAppendTime, control and corrupted batches of every codec."""
+"""The records' C walk without record objects (``summarize_records_v2``, compiled flavour), as
+the broker's log validator uses it (``validation._passes_as_is``) for a v2 batch kept in its
+codec: every append is decided exactly as the full check that makes every record decides it
+(same offsets, bytes, errors, record errors and work), on valid, late, keyless, gapped,
+LogAppendTime, control and corrupted batches of every codec. Here rather than under
+``tests/broker`` (which ``tools/test_flavours.py`` runs on the pure flavour only), so that the
+compiled run has it; the pure run skips it, having no C walk."""
 
 from __future__ import annotations
 
