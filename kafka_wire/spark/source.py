@@ -64,17 +64,6 @@ class RangePartition(InputPartition):
         self.range = r
 
 
-def read_partition(
-    settings: Settings, partition: InputPartition, columns: list[str]
-) -> Iterator[pa.RecordBatch]:
-    """One task's Arrow batches. A batch query with no range to read (every partition empty, or
-    nothing between its starting and ending offsets) gets one task with PySpark's placeholder
-    partition instead of a :class:`RangePartition`: it reads nothing."""
-    if not isinstance(partition, RangePartition):
-        return iter(())
-    return read_arrow(settings, partition.range, columns)
-
-
 _KAFKA_TYPES: Final = {
     "key": "binary",
     "value": "binary",
@@ -109,7 +98,11 @@ class KafkaWireReader(DataSourceReader):
         return [RangePartition(r) for r in Source(self.settings).plan()]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(self.settings, partition, self.columns)
+        if not isinstance(partition, RangePartition):
+            # No range to read (every partition empty, or nothing between the starting and ending
+            # offsets): PySpark then runs one task with its placeholder partition. Reads nothing.
+            return iter(())
+        return read_arrow(self.settings, partition.range, self.columns)
 
 
 class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -192,7 +185,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(self.settings, partition, self.columns)
+        assert isinstance(partition, RangePartition)  # a micro-batch without ranges has no task
+        return read_arrow(self.settings, partition.range, self.columns)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: Spark keeps the offsets in its checkpoint."""
