@@ -12,7 +12,7 @@ import threading
 from collections import Counter
 from typing import Final
 
-from tests.interop.harness import Address, free_port
+from tests.interop.harness import Address
 
 SASL_HANDSHAKE: Final = 17
 SASL_AUTHENTICATE: Final = 36
@@ -23,21 +23,20 @@ class FrameTap:
 
     def __init__(self, target: Address, host: str = "127.0.0.1") -> None:
         self.target = target
-        self.address = Address(host, free_port(host))
+        # Bound (and listening) from the start: a port only picked here and bound later can be
+        # taken in between by anything on the machine, such as another test run's connection.
+        self._server = socket.create_server((host, 0))
+        self.address = Address(host, self._server.getsockname()[1])
         self._lock = threading.Lock()
         #: Per connection (numbered from 1), the api keys of its requests in order.
         self._requests: dict[int, list[int]] = {}
-        self._server: socket.socket | None = None
         self._sockets: list[socket.socket] = []
 
     def start(self) -> None:
-        server = socket.create_server(self.address, reuse_port=False)
-        self._server = server
-        threading.Thread(target=self._accept, args=(server,), daemon=True).start()
+        threading.Thread(target=self._accept, args=(self._server,), daemon=True).start()
 
     def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        self._server.close()
         with self._lock:
             for sock in self._sockets:
                 sock.close()

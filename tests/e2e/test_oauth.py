@@ -163,7 +163,7 @@ def _https_server(directory: Path, jwks: bytes) -> tuple[http.server.ThreadingHT
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port("127.0.0.1")), Handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(pki.broker.cert, pki.broker.key)
     server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
@@ -188,6 +188,7 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Targ
         for listener in LISTENERS:
             plain = kafka_wire(workdir / f"wire-{listener.lower()}")
             tap = FrameTap(plain.address)
+            taps.append(tap)
             settings = {
                 "listeners": f"{listener}://{plain.address.bootstrap}",
                 "advertised.listeners": f"{listener}://{tap.address.bootstrap}",
@@ -205,6 +206,7 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Targ
         kafka_taps = {
             listener: FrameTap(Address("127.0.0.1", port)) for listener, port in kafka.sasl_ports.items()
         }
+        taps += kafka_taps.values()
         kafka.overrides = (kafka.overrides or {}) | {
             "advertised.listeners": ",".join(
                 [
@@ -214,9 +216,8 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Targ
                 ]
             )
         }
-        for tap in [*wire_taps.values(), *kafka_taps.values()]:
+        for tap in taps:
             tap.start()
-            taps.append(tap)
         for process in [*wire, kafka]:
             process.start()
             started.append(process)
