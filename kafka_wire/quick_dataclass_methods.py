@@ -1571,25 +1571,27 @@ def broker_group_share_partition__Acquired(cls: Any, fields: tuple[Field[Any], .
 
 # kafka_wire.broker.group_link:_Replicating
 def broker_group_link___Replicating(cls: Any, fields: tuple[Field[Any], ...]) -> dict[str, Any]:
-    def __init__(self: Any, append_id: Any, partition: Any, end_offset: Any, deadline_ms: Any) -> None:
+    _dflt_appended = fields[4].default
+    def __init__(self: Any, append_id: Any, partition: Any, end_offset: Any, deadline_ms: Any, appended: Any=_dflt_appended) -> None:
         _object_setattr(self, 'append_id', append_id)
         _object_setattr(self, 'partition', partition)
         _object_setattr(self, 'end_offset', end_offset)
         _object_setattr(self, 'deadline_ms', deadline_ms)
+        _object_setattr(self, 'appended', appended)
     def __repr__(self: Any) -> Any:
-        return self.__class__.__qualname__ + f"(append_id={self.append_id!r}, partition={self.partition!r}, end_offset={self.end_offset!r}, deadline_ms={self.deadline_ms!r})"
+        return self.__class__.__qualname__ + f"(append_id={self.append_id!r}, partition={self.partition!r}, end_offset={self.end_offset!r}, deadline_ms={self.deadline_ms!r}, appended={self.appended!r})"
     def __eq__(self: Any, other: Any) -> Any:
         if other.__class__ is self.__class__:
-            return (self.append_id,self.partition,self.end_offset,self.deadline_ms,) == (other.append_id,other.partition,other.end_offset,other.deadline_ms,)
+            return (self.append_id,self.partition,self.end_offset,self.deadline_ms,self.appended,) == (other.append_id,other.partition,other.end_offset,other.deadline_ms,other.appended,)
         return NotImplemented
     def __hash__(self: Any) -> int:
-        return hash((self.append_id,self.partition,self.end_offset,self.deadline_ms,))
+        return hash((self.append_id,self.partition,self.end_offset,self.deadline_ms,self.appended,))
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        if type(self) is cls or name in ('append_id','partition','end_offset','deadline_ms',):
+        if type(self) is cls or name in ('append_id','partition','end_offset','deadline_ms','appended',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self: Any, name: str) -> None:
-        if type(self) is cls or name in ('append_id','partition','end_offset','deadline_ms',):
+        if type(self) is cls or name in ('append_id','partition','end_offset','deadline_ms','appended',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
@@ -4479,7 +4481,7 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.broker.group.records:GroupMetadataValue': (True, True, True, False, False, (('protocol_type', True, True, True, None, False, False, False), ('generation', True, True, True, None, False, False, False), ('protocol', True, True, True, None, False, False, False), ('leader', True, True, True, None, False, False, False), ('current_state_timestamp_ms', True, True, True, None, False, True, False), ('members', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.group.share_partition:InFlight': (False, True, True, False, False, (('state', True, True, True, None, False, True, False), ('delivery_count', True, True, True, None, False, True, False), ('member_id', True, True, True, None, False, True, False), ('deadline_ms', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.group.share_partition:Acquired': (True, True, True, False, False, (('first', True, True, True, None, False, False, False), ('last', True, True, True, None, False, False, False), ('delivery_count', True, True, True, None, False, False, False)), ()),
-    'kafka_wire.broker.group_link:_Replicating': (True, True, True, False, False, (('append_id', True, True, True, None, False, False, False), ('partition', True, True, True, None, False, False, False), ('end_offset', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False)), ()),
+    'kafka_wire.broker.group_link:_Replicating': (True, True, True, False, False, (('append_id', True, True, True, None, False, False, False), ('partition', True, True, True, None, False, False, False), ('end_offset', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False), ('appended', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.internal_topics:InternalTopicSpec': (True, True, True, False, False, (('name', True, True, True, None, False, False, False), ('partitions', True, True, True, None, False, False, False), ('configs', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.jaas:JaasEntry': (True, True, True, False, False, (('module', True, True, True, None, False, False, False), ('flag', True, True, True, None, False, False, False), ('options', True, False, True, None, False, False, False)), ()),
     'kafka_wire.broker.local_link:_Held': (False, True, True, False, False, (('outbound', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False), ('waiting', True, True, True, None, False, False, False)), ()),

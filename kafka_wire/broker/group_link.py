@@ -25,11 +25,14 @@ deltas it applies:
 A write is Kafka's acks=-1 append: refused (COORDINATOR_NOT_AVAILABLE) while the ISR is below
 ``min.insync.replicas``; once appended its outcome is reported when the partition's high
 watermark reaches the write's end (:func:`~kafka_wire.broker.offsets_topic.replication_outcome`;
-COORDINATOR_NOT_AVAILABLE if the ISR shrank below min ISR meanwhile, as Kafka 3's coordinator
-maps NOT_ENOUGH_REPLICAS_AFTER_APPEND), or after ``offsets.commit.timeout.ms``
-(REQUEST_TIMED_OUT: COORDINATOR_NOT_AVAILABLE). The link checks the high watermarks in
-:meth:`GroupLink.poll`, which the engine calls after every call that may move one (a follower's
-Fetch) and at :meth:`GroupLink.next_deadline_ms`.
+NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min ISR meanwhile), or after
+``offsets.commit.timeout.ms`` (REQUEST_TIMED_OUT); the coordinator maps both to
+COORDINATOR_NOT_AVAILABLE. A write without records (an answer drawn from what earlier writes
+stored) appends nothing: its outcome is reported once the high watermark reaches the log end
+offset it found, as Kafka's coordinator runtime completes such a write once its last written
+offset is committed. The link checks the high watermarks in :meth:`GroupLink.poll`, which the
+engine calls after every call that may move one (a follower's Fetch) and at
+:meth:`GroupLink.next_deadline_ms`.
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ class _Replicating:
     partition: int
     end_offset: int
     deadline_ms: int
+    #: False for a write without records: it only waits for the writes before it.
+    appended: bool = True
 
 
 class GroupLink:
@@ -337,9 +342,8 @@ class GroupLink:
                 self._commit_timeout_ms,
             )
             return ErrorCode.REQUEST_TIMED_OUT
-        if outcome == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
-            # Kafka 3's coordinator maps it to COORDINATOR_NOT_AVAILABLE, as NOT_ENOUGH_REPLICAS.
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if outcome == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND and not write.appended:
+            return ErrorCode.NONE  # what it waited for is stored; the ISR is its writers' concern
         return outcome
 
     def _continue_loads(self, now_ms: int) -> list[GroupAnswer]:
@@ -377,12 +381,19 @@ class GroupLink:
         """Append one write; its outcome now, or None when it waits for its replication."""
         if write.partition not in (self.coordinator.served_partitions or ()):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER  # the partition was lost: no append
-        appended = offsets_topic.append(self._state, write, now_ms, self._log)
-        if appended.error_code:
-            return appended.error_code
-        waiting = _Replicating(
-            write.append_id, write.partition, appended.end_offset, now_ms + self._commit_timeout_ms
-        )
+        deadline_ms = now_ms + self._commit_timeout_ms
+        if not write.records:
+            replica = self._state.replica(OFFSETS_TOPIC, write.partition)
+            if replica is None or not replica.is_leader:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            waiting = _Replicating(
+                write.append_id, write.partition, replica.log_end_offset, deadline_ms, appended=False
+            )
+        else:
+            appended = offsets_topic.append(self._state, write, now_ms, self._log)
+            if appended.error_code:
+                return appended.error_code
+            waiting = _Replicating(write.append_id, write.partition, appended.end_offset, deadline_ms)
         outcome = self._outcome(waiting, now_ms)
         if outcome is None:
             self._replicating.append(waiting)

@@ -21,7 +21,7 @@ CAUGHT = {
     "unclean-election": (210, "unclean-election"),
     "ack-before-isr": (17, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
-    "serve-above-hw": (10, "inconsistent-offsets"),
+    "serve-above-hw": (3, "inconsistent-offsets"),
     "offsets-not-loaded": (7, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
     "assign-before-revoke": (2, "double-ownership"),

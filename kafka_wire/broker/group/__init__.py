@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from kafka_wire.broker.group.config import GroupConfig, GroupConfigError
     from kafka_wire.broker.group.effects import (
         APPEND_ERRORS,
+        APPENDED_ERRORS,
         GroupEffect,
         KeyValue,
         Persist,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from kafka_wire.broker.group.states import GROUP_TRANSITIONS, GroupInput, GroupState
 
 __all__ = [
+    "APPENDED_ERRORS",
     "APPEND_ERRORS",
     "GROUP_API_KEYS",
     "GROUP_TRANSITIONS",
@@ -84,6 +86,7 @@ __getattr__ = exports(
     __name__,
     {
         "APPEND_ERRORS": "kafka_wire.broker.group.effects",
+        "APPENDED_ERRORS": "kafka_wire.broker.group.effects",
         "GROUP_API_KEYS": "kafka_wire.broker.group.api_keys",
         "GROUP_TRANSITIONS": "kafka_wire.broker.group.states",
         "CounterMemberIds": "kafka_wire.broker.group.model",

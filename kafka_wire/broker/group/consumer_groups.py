@@ -146,20 +146,24 @@ class ConsumerGroups:
         self, group_id: str, changes: list[Change], write: ConsumerWrite, raw: list[KeyValue] | None = None
     ) -> None:
         """Persist ``changes`` (already applied) after ``raw`` records of another kind (a classic
-        group's tombstone); answer at once when there is nothing to write."""
+        group's tombstone). With nothing to write, an answer still waits for the writes before it
+        (an empty write): it may show what they store."""
         if not changes and not raw:
             if write.waiter is not None and write.answer is not None:
-                self._rt.respond(write.waiter, write.answer)
+                self._persist(group_id, [], write)
             return
         self._latest[group_id] = write
         self._persist(group_id, [*(raw or ()), *_encode(changes)], write)
 
-    def written(self, write: ConsumerWrite, error: int) -> None:
+    def written(self, write: ConsumerWrite, error: int, revert: bool = True) -> None:
+        """The outcome of a write; a refused one puts the group back as it was before, if
+        ``revert`` (its records were not appended) and no later write of the group was handed
+        out since."""
         latest = self._latest.get(write.group_id)
         if latest is write:
             del self._latest[write.group_id]
-        if error and latest is write:
-            self._restore(write.group_id, write.before)
+            if error and revert:
+                self._restore(write.group_id, write.before)
         if write.waiter is not None and write.answer is not None:
             answer = write.answer
             if error and isinstance(answer, messages.ConsumerGroupHeartbeatResponse):

@@ -4,10 +4,12 @@
 :meth:`~kafka_wire.broker.group.service.GroupCoordinator.persisted` (its ``append_id`` and
 the log's error code, 0 when the records were appended) before it gives the coordinator its next
 input. Requests that depend on a write (an OffsetCommit, a SyncGroup leader's assignment, a
-DeleteGroups) are answered only once it succeeded. A refused write leaves the coordinator as it
-was before the write (what was applied when it was handed out is taken back, as Kafka's
-coordinator reverts to its last committed state) and its requests get the error Kafka's
-coordinator maps the log's error to (:data:`APPEND_ERRORS`).
+DeleteGroups, a group heartbeat) are answered only once it succeeded. A refused write leaves the
+coordinator as it was before the write (what was applied when it was handed out is taken back,
+as Kafka's coordinator reverts to its last committed state) and its requests get the error Kafka's
+coordinator maps the log's error to (:data:`APPEND_ERRORS`); a KIP-848 or share group keeps what
+a write appended but not stored in time changed (:data:`APPENDED_ERRORS`), as those records may
+yet be stored.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ class Respond:
 @dataclass(frozen=True, slots=True)
 class Persist:
     """Append ``records`` to the compacted internal log, as one batch, in order, then report the
-    outcome with ``coordinator.persisted(append_id, error_code, now_ms)``.
+    outcome with ``coordinator.persisted(append_id, error_code, now_ms)``. Empty ``records``
+    append nothing: report the outcome once what was appended to the partition before is
+    stored (a request that changed nothing is answered from what earlier writes stored).
 
     All records of one ``Persist`` belong to ``group_id``; ``partition`` is its
     ``__consumer_offsets`` partition (:func:`~kafka_wire.broker.coordinator_keys.partition_for_group`
@@ -65,6 +69,7 @@ GroupEffect = Respond | Persist
 APPEND_ERRORS: Final[dict[int, ErrorCode]] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
     ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
@@ -72,6 +77,13 @@ APPEND_ERRORS: Final[dict[int, ErrorCode]] = {
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
 }
+
+
+#: The log's errors for records that were appended but not stored in time (the high watermark did
+#: not reach them, or the ISR shrank meanwhile): they stay in the log and may yet be stored, so
+#: what they changed stays in memory (Kafka's coordinator runtime reverts its state only when an
+#: append itself fails; a write that times out completes with an error and reverts nothing).
+APPENDED_ERRORS: Final = frozenset({ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND})
 
 
 def client_error(append_error: int) -> int:

@@ -57,7 +57,7 @@ from kafka_wire.broker.group.consumer_groups import (
 )
 from kafka_wire.broker.group.consumer_model import ConsumerGroup, ConsumerGroupState
 from kafka_wire.broker.group.consumer_records import CONSUMER_KEY_VERSIONS
-from kafka_wire.broker.group.effects import GroupEffect, KeyValue, client_error
+from kafka_wire.broker.group.effects import APPENDED_ERRORS, GroupEffect, KeyValue, client_error
 from kafka_wire.broker.group.membership import Membership
 from kafka_wire.broker.group.model import (
     CounterMemberIds,
@@ -255,11 +255,11 @@ class GroupCoordinator:
             case GroupDeleted():
                 self._admin.deletion_written(write, error)
             case ConsumerWrite():
-                self._consumer.written(write, error)
+                self._consumer.written(write, error, revert=error_code not in APPENDED_ERRORS)
             case TxnOffsetWrite():
                 self._txn_offsets.written(write, error)
             case ShareWrite():
-                self._share.written(write, error)
+                self._share.written(write, error, revert=error_code not in APPENDED_ERRORS)
         self._run_timers()
         return self._rt.take()
 

@@ -180,11 +180,11 @@ class ShareGroups:
             and not any(k[1] == STATE_PARTITIONS_KEY for k, _ in records)
         ):
             records.append(state_partitions_record(group))  # asked again: written again, as Kafka does
+        write = ShareWrite(group_id, before, waiter, answer, initialize=initialize)
         if not records:
             if waiter is not None and answer is not None:
-                self._rt.respond(waiter, answer)
+                self._persist(group_id, [], write)  # an empty write: the answer waits for those before
             return
-        write = ShareWrite(group_id, before, waiter, answer, initialize=initialize)
         self._latest[group_id] = write
         self._persist(group_id, records, write)
 
@@ -197,13 +197,14 @@ class ShareGroups:
         self._latest[group_id] = write
         self._persist(group_id, records, write)
 
-    def written(self, write: ShareWrite, error: int) -> None:
-        """The outcome of a write: a refused one puts the group back (unless a later write of it
-        was handed out since) and its heartbeat gets the mapped error."""
+    def written(self, write: ShareWrite, error: int, revert: bool = True) -> None:
+        """The outcome of a write: a refused one puts the group back if ``revert`` (its records
+        were not appended) and no later write of it was handed out since; its heartbeat gets the
+        mapped error."""
         latest = self._latest.get(write.group_id)
         if latest is write:
             del self._latest[write.group_id]
-            if error:
+            if error and revert:
                 self._put_back(write.group_id, write.before)
         if not error and write.initialize is not None:
             self._initializations.append((write.group_id, *write.initialize))

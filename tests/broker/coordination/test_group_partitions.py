@@ -8,6 +8,8 @@ import pytest
 from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     ConsumerProtocolSubscription,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -325,3 +327,60 @@ def test_a_sync_group_assignment_is_given_out_once_replicated() -> None:
     node.poll()
     synced = node.answers.pop(sync)
     assert isinstance(synced, SyncGroupResponse) and (synced.error_code, synced.assignment) == (E.NONE, b"a")
+
+
+def consumer_heartbeat(group: str, member: str, epoch: int) -> ConsumerGroupHeartbeatRequest:
+    return ConsumerGroupHeartbeatRequest(
+        group_id=group,
+        member_id=member,
+        member_epoch=epoch,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_names=[DATA_TOPIC],
+        topic_partitions=[],
+    )
+
+
+def beat_answer(node: Node, token: int) -> tuple[int, int, list[int]]:
+    answer = node.answers.pop(token)
+    assert isinstance(answer, ConsumerGroupHeartbeatResponse)
+    owned = (
+        []
+        if answer.assignment is None
+        else [p for t in answer.assignment.topic_partitions for p in t.partitions]
+    )
+    return answer.error_code, answer.member_epoch, sorted(owned)
+
+
+def test_a_heartbeat_that_writes_nothing_waits_for_the_writes_before_it() -> None:
+    # Seed 3212 of the simulator: answered at once, such a heartbeat showed a member's assignment
+    # that no replica stored, and the next coordinator gave it to another member.
+    node = cluster_node()
+    node.take(node.link.partition_led(MINE, node.now))
+    replica = node.replica(MINE)
+    follower_fetched(replica, node.now, replica.log_end_offset)  # node 2 in the ISR, caught up
+    joined = node.send(consumer_heartbeat(G, "m1", 0), 1)
+    again = node.send(consumer_heartbeat(G, "m1", 0), 1)  # the same join again: nothing to write
+    end = replica.log_end_offset
+    assert joined not in node.answers and again not in node.answers
+    assert node.link.replicating == 2 and replica.log_end_offset == end  # the second appended nothing
+    follower_fetched(replica, node.now, end)
+    node.poll()
+    assert beat_answer(node, joined) == beat_answer(node, again) == (E.NONE, 1, [0, 1, 2])
+
+
+def test_a_consumer_group_write_not_replicated_in_time_is_kept_as_it_may_yet_be_stored() -> None:
+    node = cluster_node()
+    node.take(node.link.partition_led(MINE, node.now))
+    replica = node.replica(MINE)
+    follower_fetched(replica, node.now, replica.log_end_offset)
+    joined = node.send(consumer_heartbeat(G, "m1", 0), 1)
+    node.advance(node.state.config.offsets_commit_timeout_ms)
+    assert beat_answer(node, joined) == (E.COORDINATOR_NOT_AVAILABLE, 0, [])
+    # The records are in the log, uncommitted: the member stays, and an answer drawn from it waits
+    # for them to be stored (Kafka's coordinator reverts only what an append refused).
+    end = replica.log_end_offset
+    again = node.send(consumer_heartbeat(G, "m1", 0), 1)
+    assert again not in node.answers and replica.log_end_offset == end
+    follower_fetched(replica, node.now, end)
+    node.poll()
+    assert beat_answer(node, again) == (E.NONE, 1, [0, 1, 2])

@@ -160,7 +160,7 @@ class Harness:
         self.effects.extend(effects)
         for effect in effects:
             if isinstance(effect, Persist):
-                assert effect.records
+                assert effect.records or effect.producer_id < 0
                 assert effect.partition == partition_for_group(
                     effect.group_id, self.coord.config.offsets_topic_num_partitions
                 )

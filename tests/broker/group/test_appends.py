@@ -76,6 +76,8 @@ def test_the_error_table_is_kafkas() -> None:
     assert APPEND_ERRORS == {
         E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
         E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
+        # Kafka 3's mapping (Kafka 4's coordinator appends with acks=1 and never meets it).
+        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
         E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
         E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
         E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
