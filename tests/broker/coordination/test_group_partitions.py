@@ -3,10 +3,13 @@ loaded from the log at failover, dropped when leadership goes, writes answered o
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.group import partition_for_group
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -32,6 +35,8 @@ from kafka_wire.messages import (
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
     SyncGroupRequest,
     SyncGroupRequestAssignment,
     SyncGroupResponse,
@@ -340,9 +345,15 @@ def consumer_heartbeat(group: str, member: str, epoch: int) -> ConsumerGroupHear
     )
 
 
+def share_heartbeat(group: str, member: str, epoch: int) -> ShareGroupHeartbeatRequest:
+    return ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=[DATA_TOPIC]
+    )
+
+
 def beat_answer(node: Node, token: int) -> tuple[int, int, list[int]]:
     answer = node.answers.pop(token)
-    assert isinstance(answer, ConsumerGroupHeartbeatResponse)
+    assert isinstance(answer, ConsumerGroupHeartbeatResponse | ShareGroupHeartbeatResponse)
     owned = (
         []
         if answer.assignment is None
@@ -351,16 +362,19 @@ def beat_answer(node: Node, token: int) -> tuple[int, int, list[int]]:
     return answer.error_code, answer.member_epoch, sorted(owned)
 
 
-def test_a_heartbeat_that_writes_nothing_waits_for_the_writes_before_it() -> None:
+@pytest.mark.parametrize("heartbeat", [consumer_heartbeat, share_heartbeat])
+def test_a_heartbeat_that_writes_nothing_waits_for_the_writes_before_it(
+    heartbeat: Callable[[str, str, int], Message],
+) -> None:
     # Seed 3212 of the simulator: answered at once, such a heartbeat showed a member's assignment
     # that no replica stored, and the next coordinator gave it to another member.
     node = cluster_node()
     node.take(node.link.partition_led(MINE, node.now))
     replica = node.replica(MINE)
     follower_fetched(replica, node.now, replica.log_end_offset)  # node 2 in the ISR, caught up
-    joined = node.send(consumer_heartbeat(G, "m1", 0), 1)
-    again = node.send(consumer_heartbeat(G, "m1", 0), 1)  # the same join again: nothing to write
+    joined = node.send(heartbeat(G, "m1", 0), 1)
     end = replica.log_end_offset
+    again = node.send(heartbeat(G, "m1", 0), 1)  # the same join again: nothing to write
     assert joined not in node.answers and again not in node.answers
     assert node.link.replicating == 2 and replica.log_end_offset == end  # the second appended nothing
     follower_fetched(replica, node.now, end)
