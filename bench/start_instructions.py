@@ -19,11 +19,12 @@ Run: ``.venv/bin/python bench/start_instructions.py`` (needs ``valgrind``; about
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from kafka_wire.adapters.ports import free_port
 
 _RUN_UNTIL_ACCEPTING = r"""
 import os, socket, sys
@@ -41,13 +42,6 @@ def listen_then_leave(sock, backlog):
 socket.socket.listen = listen_then_leave
 main(["serve", "--host", "127.0.0.1", "--port", sys.argv[1], "--data-dir", sys.argv[2]])
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def instructions(command: list[str], cwd: str) -> int:

@@ -20,7 +20,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,17 +30,12 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from kafka_wire.adapters.ports import free_port
+
 TOPICS = {
     "orders": (3, {"retention.ms": "3153600000000", "max.message.bytes": "500000"}),
     "events": (1, {"cleanup.policy": "compact"}),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_for(predicate: object, what: str, timeout_s: float = 30.0) -> None:

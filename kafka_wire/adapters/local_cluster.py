@@ -20,7 +20,6 @@ import base64
 import logging
 import random
 import secrets
-import socket
 import threading
 import time
 import uuid
@@ -33,6 +32,7 @@ from typing import Any, Final, TypeVar
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.adapters.broker_server import BrokerServer
 from kafka_wire.adapters.fault_control import FaultError, describe_partition, move_leader
+from kafka_wire.adapters.ports import free_port
 from kafka_wire.broker.server_properties import load_server_properties
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -52,14 +52,6 @@ FAST_FAILOVER: Final[Mapping[str, str]] = {
     "replica.lag.time.max.ms": "5000",
 }
 _log = logging.getLogger("kafka_wire.adapters.local_cluster")
-
-
-def free_port() -> int:
-    """A port of 127.0.0.1 free now (bound and released)."""
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass(slots=True)

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple
 
+from kafka_wire.adapters.ports import free_port as free_port
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 CLIENTS_DIR: Final = Path(__file__).resolve().parent / "clients"
 
@@ -77,14 +79,6 @@ class Address(NamedTuple):
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago (the kernel's choice for an ephemeral bind)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_until_accepting(

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-import socket
 from pathlib import Path
 
 from kafka_wire.adapters.broker_server import BrokerServer
+from kafka_wire.adapters.ports import free_port
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.lifecycle import LifecycleState
 from kafka_wire.broker.node import Node, NodeParts, PartsContext
@@ -27,13 +27,6 @@ from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Respo
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import ServerConfig, ServerConnection, all_api_versions, api_versions_response
 from tests.broker.node.test_node import CLUSTER_ID, FakeController, FakeImage, FakeRaft, FakeReplication
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def config_for(broker_port: int, controller_port: int, peer_port: int) -> BrokerConfig:
