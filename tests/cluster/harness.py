@@ -27,14 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import fcntl
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -43,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any, Final, Literal, TypeVar
 
 from kafka_wire.adapters.asyncio import KafkaClient
+from kafka_wire.adapters.ports import free_ports
 from kafka_wire.logformat.checkpoints import REPLICATION_OFFSET_CHECKPOINT, parse_partition_checkpoint
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -305,60 +302,10 @@ class Node:
 #: Listener ports are drawn below the kernel's ephemeral range: the nodes' own outbound
 #: connections take ephemeral ports, and one of them could take a port chosen for a node that has
 #: not started listening yet ("Address already in use").
-_EPHEMERAL_RANGE: Final = Path("/proc/sys/net/ipv4/ip_local_port_range")
-_PORTS: Final = random.SystemRandom()
-#: A port handed out is reserved for the rest of the process by a lock on a file named after it
-#: here, so that no other test process (the suite runs several at once) hands it out while its
-#: node has not bound it yet or is stopped; the kernel drops the lock when the process ends.
-_RESERVATIONS: Final = Path(tempfile.gettempdir()) / "kafka-wire-test-ports"
-_HELD: dict[int, int] = {}  # port -> descriptor of its locked reservation file
-
-
-def _reserve(port: int) -> bool:
-    if port in _HELD:
-        return False
-    _RESERVATIONS.mkdir(exist_ok=True)
-    descriptor = os.open(_RESERVATIONS / str(port), os.O_CREAT | os.O_RDWR, 0o666)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:  # another process holds it
-        os.close(descriptor)
-        return False
-    _HELD[port] = descriptor
-    return True
-
-
-def _release(port: int) -> None:
-    os.close(_HELD.pop(port))
-
-
-def _bindable(port: int, host: str) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
 def listener_ports(count: int, host: str = HOST) -> int:
     """The first of ``count`` consecutive ports outside the ephemeral range, free now and
     reserved against every other test process for the rest of this one."""
-    low = int(_EPHEMERAL_RANGE.read_text().split()[0]) if _EPHEMERAL_RANGE.exists() else 32768
-    for _ in range(1000):
-        base = _PORTS.randrange(10_000, low - count)
-        reserved: list[int] = []
-        for port in range(base, base + count):
-            if not _reserve(port):
-                break
-            reserved.append(port)
-            if not _bindable(port, host):
-                break
-        else:
-            return base
-        for port in reserved:
-            _release(port)
-    raise AssertionError(f"no {count} consecutive free ports below {low}")
+    return free_ports(count, host)
 
 
 def listener_port(host: str = HOST) -> int:
