@@ -328,4 +328,4 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-__all__ = ["FaultError", "LocalCluster", "LocalNode", "free_port"]
+__all__ = ["FaultError", "LocalCluster", "LocalNode"]

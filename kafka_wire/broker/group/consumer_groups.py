@@ -146,19 +146,16 @@ class ConsumerGroups:
         self, group_id: str, changes: list[Change], write: ConsumerWrite, raw: list[KeyValue] | None = None
     ) -> None:
         """Persist ``changes`` (already applied) after ``raw`` records of another kind (a classic
-        group's tombstone). With nothing to write, an answer still waits for the writes before it
-        (an empty write): it may show what they store."""
-        if not changes and not raw:
-            if write.waiter is not None and write.answer is not None:
-                self._persist(group_id, [], write)
-            return
-        self._latest[group_id] = write
+        group's tombstone); with none, an answer still waits for the writes before it."""
+        if changes or raw:
+            self._latest[group_id] = write
+        elif write.waiter is None or write.answer is None:
+            return  # nothing to write, nobody to answer
         self._persist(group_id, [*(raw or ()), *_encode(changes)], write)
 
     def written(self, write: ConsumerWrite, error: int, revert: bool = True) -> None:
-        """The outcome of a write; a refused one puts the group back as it was before, if
-        ``revert`` (its records were not appended) and no later write of the group was handed
-        out since."""
+        """The outcome of a write; a refused one whose records were not appended (``revert``)
+        puts the group back as before, unless a later write of it was handed out since."""
         latest = self._latest.get(write.group_id)
         if latest is write:
             del self._latest[write.group_id]

@@ -181,11 +181,10 @@ class ShareGroups:
         ):
             records.append(state_partitions_record(group))  # asked again: written again, as Kafka does
         write = ShareWrite(group_id, before, waiter, answer, initialize=initialize)
-        if not records:
-            if waiter is not None and answer is not None:
-                self._persist(group_id, [], write)  # an empty write: the answer waits for those before
-            return
-        self._latest[group_id] = write
+        if records:
+            self._latest[group_id] = write
+        elif waiter is None or answer is None:
+            return  # nothing to write, nobody to answer
         self._persist(group_id, records, write)
 
     def delete(self, group_id: str, answer: DeleteGroupsAnswer, index: int) -> None:
