@@ -275,21 +275,23 @@ async def scenario(target: BrokerProcess) -> None:
         assert ok.responses[0].partitions[0].error_code == E.NONE
         # DescribeShareGroupOffsets: everything is done with, so no lag (the start offsets differ:
         # Kafka reports the one it last wrote); unknown topics and groups as Kafka answers them.
-        described_offsets = await client.request(
-            DescribeShareGroupOffsetsRequest(
-                groups=[
-                    DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),
-                    DescribeShareGroupOffsetsRequestGroup(
-                        group_id=group,
-                        topics=[
-                            DescribeShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[0])
-                        ],
-                    ),
-                    DescribeShareGroupOffsetsRequestGroup(group_id=f"{group}-none", topics=None),
-                ]
-            ),
-            1,
+        # Without topics it lists the share-partitions whose state the group coordinator
+        # initialized: Kafka's before it assigned them, kafka-wire's after (it assigns at once, and
+        # its initialization may still be under way): ask again until it is, under the deadline.
+        describe_offsets = DescribeShareGroupOffsetsRequest(
+            groups=[
+                DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),
+                DescribeShareGroupOffsetsRequestGroup(
+                    group_id=group,
+                    topics=[DescribeShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[0])],
+                ),
+                DescribeShareGroupOffsetsRequestGroup(group_id=f"{group}-none", topics=None),
+            ]
         )
+        deadline = time.monotonic() + 30
+        while not (described_offsets := await client.request(describe_offsets, 1)).groups[0].topics:
+            assert time.monotonic() < deadline, f"never initialized: {described_offsets}"
+            await asyncio.sleep(0.1)  # the initialization is under way: poll under the deadline
         ours, absent, nobody = described_offsets.groups
         assert [
             (t.topic_name, [(p.partition_index, p.lag, p.error_code) for p in t.partitions])
