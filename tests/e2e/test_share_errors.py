@@ -283,7 +283,9 @@ async def scenario(target: BrokerProcess) -> None:
                 DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),
                 DescribeShareGroupOffsetsRequestGroup(
                     group_id=group,
-                    topics=[DescribeShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[0])],
+                    topics=[
+                        DescribeShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[0])
+                    ],
                 ),
                 DescribeShareGroupOffsetsRequestGroup(group_id=f"{group}-none", topics=None),
             ]
