@@ -8,6 +8,13 @@ drops the batches of aborted transactions). Each partition's records in a respon
 ``poll`` op. Leadership errors and lost connections refresh the metadata and retry after a backoff;
 ``OFFSET_OUT_OF_RANGE`` is an ``info`` poll op and a reset to the log's start.
 
+As Kafka's consumer (KIP-320), a position carries the leader epoch of the last record consumed
+(its batch's), which the group members commit with the offset; a position read from a committed
+offset takes its epoch, and the partition is not fetched until the metadata has a leader epoch at
+least as high (older metadata, a node that has not heard of the newer leader, is asked again).
+Kafka's consumer also validates such a position with the leader (OffsetsForLeaderEpoch, to find
+a truncated log); the simulated ones do not.
+
 :class:`AssignConsumer` reads every partition of its topics from offset 0.
 """
 
@@ -75,14 +82,19 @@ class Fetcher(ClientBase):
         #: Fetch at read_committed: up to the last stable offset, aborted transactions skipped.
         self.read_committed = read_committed
         self.reads: dict[tuple[str, int], RangeRead] = {}
+        #: Per partition read, the leader epoch of the last record consumed, or the committed one
+        #: its position started from (-1: unknown; Kafka's ``FetchPosition.offsetEpoch``).
+        self.epochs: dict[tuple[str, int], int] = {}
         self.retry_at_ms: dict[tuple[str, int], int] = {}
         #: Addresses with a Fetch in flight.
         self.fetching: set[Address] = set()
         self.group = ""
         self.generation = -1
 
-    def read_from(self, key: tuple[str, int], offset: int) -> None:
+    def read_from(self, key: tuple[str, int], offset: int, epoch: int = -1) -> None:
+        """Read ``key`` from ``offset``, whose record was written at leader ``epoch`` or later."""
         self.reads[key] = RangeRead(TopicPartition(*key), offset, _NO_END, read_committed=self.read_committed)
+        self.epochs[key] = epoch
 
     def pump(self, now_ms: int) -> None:
         super().pump(now_ms)
@@ -93,7 +105,7 @@ class Fetcher(ClientBase):
                 self.wake_at(retry)
                 continue
             address = self.leader_address(*key)
-            if address is None:
+            if address is None or self.partitions[key].epoch < self.epochs.get(key, -1):
                 self.want_metadata()
                 continue
             if address not in self.fetching:
@@ -155,12 +167,12 @@ class Fetcher(ClientBase):
         code = part.error_code
         if code == ErrorCode.NONE:
             before = read.offset
-            records = tuple(
-                (r.offset, _value(r.value))
-                for _, batch in read.take(part)
-                for r in batch
-                if r.offset >= before
-            )
+            records: tuple[tuple[int, str], ...] = ()
+            for batch in read.take_batches(part):
+                taken = tuple((r.offset, _value(r.value)) for r in batch.records() if r.offset >= before)
+                if taken:
+                    records += taken
+                    self.epochs[key] = batch.partition_leader_epoch if batch.magic >= 2 else -1
             if records:
                 self.record(self._op(OpType.OK, key, now_ms, records=records))
                 self.took(key, records)

@@ -32,7 +32,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.sim.clients.base import RETRY_BACKOFF_MS, Address
 from kafka_wire.sim.clients.consumer import Fetcher
-from kafka_wire.sim.clients.group import REBALANCE_TIMEOUT_MS, GroupMember, MemberState
+from kafka_wire.sim.clients.group import REBALANCE_TIMEOUT_MS, GroupMember, MemberState, committed_positions
 from kafka_wire.sim.history import Op, OpKind, OpType
 
 if TYPE_CHECKING:
@@ -187,13 +187,11 @@ class ConsumerProtocolMember(GroupMember):
             else:
                 self.group_retry_at_ms = now_ms + RETRY_BACKOFF_MS
             return
-        offsets = {
-            (t.name, p.partition_index): max(p.committed_offset, 0) for t in body.topics for p in t.partitions
-        }
+        offsets = committed_positions(body)
         for key in self.assignment:
             if key not in self.reads:
-                offset = offsets.get(key, 0)
-                self.read_from(key, offset)
+                offset, epoch = offsets.get(key, (0, -1))
+                self.read_from(key, offset, epoch)
                 self.committed[key] = offset
         self.adding = []
         self.state = MemberState.STABLE

@@ -4,7 +4,8 @@ States: find the coordinator (FindCoordinator), join (JoinGroup, again with the 
 broker names on MEMBER_ID_REQUIRED), sync (SyncGroup; the leader sends the range assignment of
 the members' subscriptions), fetch the committed offsets (OffsetFetch; none: offset 0), then
 stable: fetch as :class:`~kafka_wire.sim.clients.consumer.Fetcher` does, heartbeat, and commit
-the next offset after each poll (OffsetCommit, one in flight). REBALANCE_IN_PROGRESS rejoins;
+the next offset after each poll with the leader epoch of the last record consumed (OffsetCommit,
+one in flight; a committed offset's epoch holds fetching back until the metadata is as new). REBALANCE_IN_PROGRESS rejoins;
 ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID rejoin as a new member; coordinator errors and lost
 connections find the coordinator again. A rejoin first gives up the assignment (eager).
 
@@ -122,6 +123,15 @@ def decode_assignment(data: bytes) -> list[tuple[str, int]] | None:
     except DecodeError:
         return None
     return sorted((tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions)
+
+
+def committed_positions(body: OffsetFetchResponse) -> dict[tuple[str, int], tuple[int, int]]:
+    """The committed offsets of an OffsetFetch answer with their leader epochs (none: 0, -1)."""
+    return {
+        (t.name, p.partition_index): (max(p.committed_offset, 0), p.committed_leader_epoch)
+        for t in body.topics
+        for p in t.partitions
+    }
 
 
 class GroupMember(Fetcher):
@@ -361,16 +371,15 @@ class GroupMember(Fetcher):
         if body.error_code != ErrorCode.NONE:
             self._group_error(body.error_code, now_ms)
             return
-        offsets: dict[tuple[str, int], int] = {}
         for topic in body.topics:
             for p in topic.partitions:
                 if p.error_code != ErrorCode.NONE:
                     self._group_error(p.error_code, now_ms)
                     return
-                offsets[topic.name, p.partition_index] = max(p.committed_offset, 0)
+        offsets = committed_positions(body)
         for key in self.assignment:
-            offset = offsets.get(key, 0)
-            self.read_from(key, offset)
+            offset, epoch = offsets.get(key, (0, -1))
+            self.read_from(key, offset, epoch)
             self.committed[key] = offset
         self.state = MemberState.STABLE
 
@@ -395,7 +404,11 @@ class GroupMember(Fetcher):
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
         for (topic, partition), offset in ahead.items():
             by_topic.setdefault(topic, []).append(
-                OffsetCommitRequestPartition(partition_index=partition, committed_offset=offset)
+                OffsetCommitRequestPartition(
+                    partition_index=partition,
+                    committed_offset=offset,
+                    committed_leader_epoch=self.epochs.get((topic, partition), -1),
+                )
             )
         request = OffsetCommitRequest(
             group_id=self.group,
