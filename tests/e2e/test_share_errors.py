@@ -21,6 +21,9 @@ from kafka_wire.messages import (
     DescribeShareGroupOffsetsRequestTopic,
     ErrorCode,
     FindCoordinatorRequest,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestAlterableConfig,
+    IncrementalAlterConfigsRequestAlterConfigsResource,
     JoinGroupRequest,
     JoinGroupRequestProtocol,
     ListGroupsRequest,
@@ -128,6 +131,25 @@ async def scenario(target: BrokerProcess) -> None:
             await asyncio.sleep(0.1)  # the coordinator is being set up: poll under the deadline
         metadata = await client.request(MetadataRequest(topics=None), 12)
         topic_id = next(t.topic_id for t in metadata.topics if t.name == topic)
+        # share.auto.offset.reset=earliest for the group: its share-partition starts at the log
+        # start whenever its leader starts it. With latest (the default) the records produced
+        # below are skipped when the leader starts it after they are written, which a loaded
+        # machine made Apache Kafka do once (it starts it as it handles the first share fetch, and
+        # finishes asynchronously).
+        earliest = IncrementalAlterConfigsRequest(
+            resources=[
+                IncrementalAlterConfigsRequestAlterConfigsResource(
+                    resource_type=32,  # GROUP
+                    resource_name=group,
+                    configs=[
+                        IncrementalAlterConfigsRequestAlterableConfig(
+                            name="share.auto.offset.reset", config_operation=0, value="earliest"
+                        )
+                    ],
+                )
+            ]
+        )
+        assert [r.error_code for r in (await client.request(earliest, 1)).responses] == [E.NONE]
 
         async def beat(
             member: str, epoch: int, topics: list[str] | None = None
@@ -252,7 +274,7 @@ async def scenario(target: BrokerProcess) -> None:
         ack0 = await client.request(ack_request(group, member, 0, topic_id, [(0, 0, [1])]), 2)
         assert ack0.error_code == E.INVALID_SHARE_SESSION_EPOCH
 
-        # Records: ten in one batch (the share-partition started at the end: latest).
+        # Records: ten in one batch, from the log start (earliest).
         producer = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 50})
         for i in range(10):
             producer.produce(topic, value=b"%d" % i, partition=0)
