@@ -93,11 +93,9 @@ def test_every_client_through_the_proxy(
             assert host == "127.0.0.1" and port != int(upstream.bootstrap.split(",")[0].rpartition(":")[2])
         produced = run.event("produced")
         consumed = run.event("consumed")
+        # A string, not a tuple: pytest shortens each item of a tuple message to a line.
         assert sorted(consumed["values"]) == sorted(f"{_name(client)}-{i}" for i in range(COUNT)), (
-            client,
-            codec,
-            run.describe(lines=80),
-            plain_proxy.log()[-4000:],
+            f"{client} {codec}: {run.describe(lines=80)}\nproxy log tail:\n{plain_proxy.log()[-4000:]}"
         )
         assert len(produced["records"]) == COUNT
     # Every broker the clients were told about is a port the proxy listens on: one per node.
