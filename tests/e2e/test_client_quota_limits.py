@@ -10,9 +10,8 @@ the test itself) and on ``kafka-wire serve``, the same test one broker after the
   answered with a throttle time, at most one quota window;
 - ``connection_creation_rate`` for an IP (KIP-612): the connection over the rate is held, then
   closed unanswered after its throttle time;
-- ``max.connection.creation.rate``: connections beyond the rate wait to be served (on the
-  session's Kafka node as a dynamic broker config, removed afterwards; on a ``kafka-wire serve``
-  of its own, which reads it at start only).
+- ``max.connection.creation.rate``: connections beyond the rate wait to be served (on a Kafka
+  node and a ``kafka-wire serve`` of their own, started with it).
 
 Every quota names its own client id or source address (127.0.0.x), so the session's brokers
 serve the other tests as before.
@@ -27,7 +26,6 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
@@ -49,26 +47,18 @@ from kafka_wire.messages import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasRequestComponentData,
     DescribeClientQuotasResponse,
-    DescribeConfigsRequest,
-    DescribeConfigsRequestResource,
-    DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsRequestAlterableConfig,
-    IncrementalAlterConfigsRequestAlterConfigsResource,
-    IncrementalAlterConfigsResponse,
     MetadataRequest,
     MetadataResponse,
     RequestHeader,
 )
 from kafka_wire.protocol.framing import decode_response, encode_request
+from tests.e2e.apache_kafka import apache_kafka
 from tests.e2e.brokers import BrokerProcess, kafka_wire
 from tests.interop.harness import java_command
 
 MUTATION_QUOTA: Final = Path(__file__).resolve().parent / "java" / "MutationQuota.java"
 ALTER, DESCRIBE, METADATA, API_VERSIONS, CREATE_TOPICS = 49, 48, 3, 18, 19
-ALTER_CONFIGS, DESCRIBE_CONFIGS, BROKER = 44, 32, 4
 BROKER_RATE: Final = "max.connection.creation.rate"
-UNLIMITED: Final = 2_147_483_647
 
 
 class _Wire:
@@ -301,56 +291,21 @@ def test_connections_over_their_ip_rate_are_closed_late_as_by_kafka(
 
 
 @pytest.fixture
-def rate_limited_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    broker = kafka_wire(tmp_path, settings={"max.connection.creation.rate": "5"})
-    broker.start()
+def rate_limited_brokers(tmp_path: Path) -> Iterator[dict[str, BrokerProcess]]:
+    """A Kafka 4.4 node and a ``kafka-wire serve`` of their own, each started with
+    ``max.connection.creation.rate=5``: connections other tests made in the last seconds would
+    count against a shared node's rate (the session's Kafka node once let only 2 go at once)."""
+    brokers: dict[str, BrokerProcess] = {
+        "kafka": apache_kafka(tmp_path / "kafka", overrides={BROKER_RATE: "5"}),
+        "kafka_wire": kafka_wire(tmp_path / "kafka_wire", settings={BROKER_RATE: "5"}),
+    }
     try:
-        yield broker
+        for broker in brokers.values():
+            broker.start()
+        yield brokers
     finally:
-        broker.close()
-
-
-def _describe_rate(wire: _Wire, node: str) -> str | None:
-    resource = DescribeConfigsRequestResource(
-        resource_type=BROKER, resource_name=node, configuration_keys=[BROKER_RATE]
-    )
-    answer = wire.ask(DescribeConfigsRequest(resources=[resource]), DESCRIBE_CONFIGS, 4)
-    assert isinstance(answer, DescribeConfigsResponse) and answer.results[0].error_code == 0, answer
-    return answer.results[0].configs[0].value
-
-
-@contextmanager
-def _kafka_broker_rate(broker: BrokerProcess, rate: int) -> Iterator[None]:
-    """``max.connection.creation.rate`` on the session's Kafka node as a dynamic config of its
-    broker (Kafka's socket server applies it at once), removed afterwards."""
-    wire = _Wire(broker, "rate-setter")
-    try:
-        metadata = wire.ask(MetadataRequest(topics=[]), METADATA, 12)
-        assert isinstance(metadata, MetadataResponse)
-        node = str(metadata.brokers[0].node_id)
-
-        def alter(operation: int, value: str | None) -> None:
-            config = IncrementalAlterConfigsRequestAlterableConfig(
-                name=BROKER_RATE, config_operation=operation, value=value
-            )
-            resource = IncrementalAlterConfigsRequestAlterConfigsResource(
-                resource_type=BROKER, resource_name=node, configs=[config]
-            )
-            answer = wire.ask(IncrementalAlterConfigsRequest(resources=[resource]), ALTER_CONFIGS, 1)
-            assert isinstance(answer, IncrementalAlterConfigsResponse), answer
-            assert [r.error_code for r in answer.responses] == [0], answer
-            deadline = time.monotonic() + 30.0
-            while _describe_rate(wire, node) != (value if value is not None else str(UNLIMITED)):
-                assert time.monotonic() < deadline, f"{BROKER_RATE} never became {value}"
-                time.sleep(0.05)
-
-        alter(0, str(rate))  # SET
-        try:
-            yield
-        finally:
-            alter(1, None)  # DELETE
-    finally:
-        wire.close()
+        for broker in brokers.values():
+            broker.close()
 
 
 def _connection_waits(broker: BrokerProcess, waits: int) -> tuple[int, list[float], float]:
@@ -379,15 +334,13 @@ def _connection_waits(broker: BrokerProcess, waits: int) -> tuple[int, list[floa
 
 
 def test_connections_over_the_broker_rate_wait_to_be_served_as_on_kafka(
-    apache_kafka_node: BrokerProcess, rate_limited_broker: BrokerProcess
+    rate_limited_brokers: dict[str, BrokerProcess],
 ) -> None:
     """5 connections per second over the 10 s the windows span at first: up to 50 connections
     go at once (fewer when the broker's other connections of the last seconds count too), then
     each waits for its throttle time (a fifth of a second; at most one window, 1 s) before it is
     served, and none is refused."""
-    with _kafka_broker_rate(apache_kafka_node, 5):
-        kafka = _connection_waits(apache_kafka_node, 3)
-    facts = {"kafka": kafka, "kafka_wire": _connection_waits(rate_limited_broker, 3)}
+    facts = {name: _connection_waits(broker, 3) for name, broker in rate_limited_brokers.items()}
     print(facts)
     for name, (prompt, late, prompt_s) in facts.items():
         # Served at once up to the burst (fewer when the broker's connections of the last seconds
