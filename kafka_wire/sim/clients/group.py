@@ -5,9 +5,10 @@ broker names on MEMBER_ID_REQUIRED), sync (SyncGroup; the leader sends the range
 the members' subscriptions), fetch the committed offsets (OffsetFetch; none: offset 0), then
 stable: fetch as :class:`~kafka_wire.sim.clients.consumer.Fetcher` does, heartbeat, and commit
 the next offset after each poll with the leader epoch of the last record consumed (OffsetCommit,
-one in flight; a committed offset's epoch holds fetching back until the metadata is as new). REBALANCE_IN_PROGRESS rejoins;
-ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID rejoin as a new member; coordinator errors and lost
-connections find the coordinator again. A rejoin first gives up the assignment (eager).
+one in flight; a committed offset's epoch holds fetching back until the metadata is as new).
+REBALANCE_IN_PROGRESS rejoins; ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID rejoin as a new member;
+coordinator errors and lost connections find the coordinator again. A rejoin first gives up the
+assignment (eager).
 
 History: ``assign`` on each new assignment (value ``"t:p,..."``, with the generation), ``commit``
 per partition on each acknowledged commit (``ok``) and on each commit whose fate is unknown
