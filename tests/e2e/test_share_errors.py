@@ -133,9 +133,9 @@ async def scenario(target: BrokerProcess) -> None:
         topic_id = next(t.topic_id for t in metadata.topics if t.name == topic)
         # share.auto.offset.reset=earliest for the group: its share-partition starts at the log
         # start whenever its leader starts it. With latest (the default) the records produced
-        # below are skipped when the leader starts it after they are written, which a loaded
-        # machine made Apache Kafka do once (it starts it as it handles the first share fetch, and
-        # finishes asynchronously).
+        # below are skipped if the leader starts it after they are written: Kafka starts it from
+        # the first share fetch and finishes asynchronously, our reading of a loaded run where
+        # Apache Kafka acquired none of them.
         earliest = IncrementalAlterConfigsRequest(
             resources=[
                 IncrementalAlterConfigsRequestAlterConfigsResource(
