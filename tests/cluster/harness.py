@@ -26,13 +26,11 @@ log_tails` gives the end of each (the fixture prints them when a test fails).
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +61,7 @@ from kafka_wire.messages import (
 from kafka_wire.records import RecordsReader, build_batch
 from kafka_wire.records.batch import RecordBatch
 from kafka_wire.spark.logs import discover, iter_segment
-from tests.e2e.apache_kafka import LOG4J2, format_storage, server_command
+from tests.e2e.apache_kafka import LOG4J2, format_storage, random_cluster_id, server_command
 
 T = TypeVar("T")
 #: What a node runs: ``kafka-wire serve`` or Apache Kafka 4.4.
@@ -104,11 +102,6 @@ CREATE_RETRIABLE: Final = frozenset(
 )
 PRODUCE_VERSION: Final = 9
 FETCH_VERSION: Final = 12
-
-
-def new_cluster_id() -> str:
-    """A cluster id as ``kafka-storage random-uuid`` prints one: a UUID in URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -327,7 +320,7 @@ class LocalCluster:
         implementation: Implementation = "kafka_wire",
     ) -> None:
         self.workdir = workdir
-        self.cluster_id = new_cluster_id()
+        self.cluster_id = random_cluster_id()
         self.nodes: dict[int, Node] = {}
         for node_id in range(1, size + controllers + 1):
             broker, controller = (
