@@ -16,7 +16,9 @@ at once), and once a burst's window expires (11 s later) the next burst may go. 
 measured here gives 1.15 to 1.22 times the quota over 30 s (a burst of 9 to 12 MiB about every
 12 s, about the quota in between), with or without the first burst. So the bounds are: both
 brokers throttled the client (a throttle time > 0 in its statistics), both within 0.9 and
-:data:`MAX_OVER` times the quota, and kafka-wire's rate within 10% of Kafka's. A loaded machine
+:data:`MAX_OVER` times the quota, and kafka-wire's rate within 10% of Kafka's (for one producer;
+two sharing their user's quota vary more on Kafka itself, see
+:func:`test_clients_of_one_user_share_its_quota_as_in_kafka`). A loaded machine
 can only make the client slower, which the lower bound tolerates no further than 10%.
 """
 
@@ -199,14 +201,25 @@ def _side_by_side(
 
 
 def _check(
-    kafka: tuple[float, int, list[float]], wire: tuple[float, int, list[float]], max_over: float = MAX_OVER
+    kafka: tuple[float, int, list[float]],
+    wire: tuple[float, int, list[float]],
+    max_over: float = MAX_OVER,
+    max_apart: float | None = 0.1,
 ) -> None:
+    """Both clients throttled, both rates within the bounds, and kafka-wire's rate within
+    ``max_apart`` of Kafka's (``None``: the bounds only)."""
     facts = {"kafka": kafka, "kafka_wire": wire}
-    print({name: (round(rate / QUOTA, 3), throttle) for name, (rate, throttle, _) in facts.items()})
+    print(
+        {
+            name: (round(rate / QUOTA, 3), throttle, per_second)
+            for name, (rate, throttle, per_second) in facts.items()
+        }
+    )
     for name, (rate, throttle_ms, _) in facts.items():
         assert throttle_ms > 0, name  # the client was told to slow down
-        assert 0.9 * QUOTA <= rate <= max_over * QUOTA, (name, rate / QUOTA, facts)
-    assert abs(wire[0] / kafka[0] - 1) <= 0.1, facts
+        assert 0.9 * QUOTA <= rate <= max_over * QUOTA, f"{name}: {rate / QUOTA:.3f} x the quota; {facts}"
+    if max_apart is not None:
+        assert abs(wire[0] / kafka[0] - 1) <= max_apart, f"{wire[0] / kafka[0]:.3f}; {facts}"
 
 
 def test_a_produce_quota_holds_as_in_kafka(
@@ -260,6 +273,9 @@ def test_clients_of_one_user_share_its_quota_as_in_kafka(
         expected, found = _side_by_side(_shared_run, kafka, kafka_wire_broker)
     finally:
         kafka.close()
-    # Two producers in one burst window take more of it than one (Kafka 4.4: 1.36 times the quota
-    # over the run, measured here); each with a quota of its own, they would take twice that.
-    _check(expected, found, max_over=1.6)
+    # Two producers in one burst window take more of it than one, and how much more depends on
+    # when their bursts fall: Kafka 4.4 gave 1.36 times the quota over the run in one run here and
+    # 1.00 in another (kafka-wire beside it 1.30), so the rates are held to the bounds, not to
+    # each other. Each with a quota of its own, the two would take about twice one's rate (2.3 times
+    # the quota and more), which the upper bound refuses.
+    _check(expected, found, max_over=1.6, max_apart=None)
