@@ -310,7 +310,13 @@ def test_every_request_the_replicas_send_encodes_at_every_version_kafka_uses(see
             kinds.add("pre-vote")
         for version in range(low, max(versions) + 1):
             type(body).decode(body.encode(version), version)
-    assert {"VoteRequest", "pre-vote", "BeginQuorumEpochRequest", "EndQuorumEpochRequest", "FetchRequest"} <= kinds
+    assert {
+        "VoteRequest",
+        "pre-vote",
+        "BeginQuorumEpochRequest",
+        "EndQuorumEpochRequest",
+        "FetchRequest",
+    } <= kinds
 
 
 def test_outbound_replies_come_back_through_bound_methods() -> None:
