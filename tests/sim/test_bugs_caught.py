@@ -22,7 +22,7 @@ CAUGHT = {
     "ack-before-isr": (17, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
     "serve-above-hw": (3, "inconsistent-offsets"),
-    "offsets-not-loaded": (7, "committed-offset-lost"),
+    "offsets-not-loaded": (3, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
     "assign-before-revoke": (2, "double-ownership"),
     "lso-ignores-open-txn": (1, "precommitted-read"),
