@@ -17,7 +17,7 @@ from kafka_wire.sim.run import SimOptions, simulate
 #: bug -> (seed, the anomaly the checker reports)
 CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
-    "skip-truncation": (3, "committed-truncated"),
+    "skip-truncation": (6, "committed-truncated"),
     "unclean-election": (210, "unclean-election"),
     "ack-before-isr": (17, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
@@ -27,9 +27,9 @@ CAUGHT = {
     "assign-before-revoke": (2, "double-ownership"),
     "lso-ignores-open-txn": (1, "precommitted-read"),
     "marker-before-prepare": (200, "poll-skip"),
-    "zombie-produce-accepted": (2, "G1a"),
-    "txn-offsets-before-commit": (1, "eos-lost"),
-    "share-lock-ignored": (4, "share-double-acquire"),
+    "zombie-produce-accepted": (4, "G1a"),
+    "txn-offsets-before-commit": (10, "eos-lost"),
+    "share-lock-ignored": (2, "share-double-acquire"),
     "share-past-delivery-limit": (5, "share-delivery-limit"),
     "share-accepted-redelivered": (1, "share-redelivered-accepted"),
 }
