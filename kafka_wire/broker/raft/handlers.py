@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kafka_wire import messages
 from kafka_wire.broker.raft.config import METADATA_PARTITION, METADATA_TOPIC
+from kafka_wire.broker.raft.quorum_state import NO_NODE
 from kafka_wire.broker.raft.replica_state import ReplicaProgress
 from kafka_wire.broker.raft.snapshots import SnapshotId
 from kafka_wire.broker.raft.states import QuorumRole
@@ -82,35 +83,55 @@ class RequestHandlers(QuorumTransitions):
             return messages.VoteResponse(error_code=ErrorCode.INVALID_REQUEST)
         part = request.topics[0].partitions[0]
         candidate, candidate_epoch = part.replica_id, part.replica_epoch
-        if part.last_offset < 0 or part.last_offset_epoch < 0 or part.last_offset_epoch >= candidate_epoch:
+        pre_vote = part.pre_vote  # decoded from v2 on, False before
+        # A candidate bumped its epoch, which no leader has written in yet; a prospective asks in
+        # its current epoch, which may already be its log's last (Kafka's ``handleVoteRequest``).
+        epoch_illegal = (
+            part.last_offset_epoch > candidate_epoch
+            if pre_vote
+            else part.last_offset_epoch >= candidate_epoch
+        )
+        if part.last_offset < 0 or part.last_offset_epoch < 0 or epoch_illegal:
             return self._vote_response(version, ErrorCode.INVALID_REQUEST, False)
         error = self._voter_only_error(candidate, candidate_epoch)
         if error:
             return self._vote_response(version, error, False)
         if candidate_epoch > self.epoch:
-            # Raft's rule: a vote request moves this voter to the new epoch, but only a granted
-            # vote restarts its election timer; else a candidate whose log is behind (and can never
-            # win) would keep every voter from standing.
-            running = (
-                self._election_deadline if self.role is not QuorumRole.FOLLOWER else self._fetch_deadline
-            )
+            # any request of a higher epoch moves this voter there, a pre-vote's too: that epoch
+            # exists, the prospective learnt it from another node (the election timer is kept
+            # or not as :meth:`_become_unattached` says)
             self._become_unattached(candidate_epoch, now_ms)
-            if running is not None and self.role is QuorumRole.UNATTACHED:
-                self._election_deadline = running
         up_to_date = (part.last_offset_epoch, part.last_offset) >= (
             self.last_epoch(),
             self._log.log_end_offset,
         )
-        role = self.role
-        if role is QuorumRole.UNATTACHED:
-            granted = up_to_date
-        elif role is QuorumRole.VOTED:
-            granted = self.voted_id == candidate
-        else:
-            granted = False
-        if granted and role is QuorumRole.UNATTACHED:
+        granted = self._can_grant_vote(candidate, up_to_date, pre_vote)
+        if (
+            granted
+            and not pre_vote
+            and self.voted_id == NO_NODE
+            and self.role in (QuorumRole.UNATTACHED, QuorumRole.PROSPECTIVE)
+        ):
             self._become_voted(candidate, now_ms)
         return self._vote_response(version, ErrorCode.NONE, granted)
+
+    def _can_grant_vote(self, candidate: int, up_to_date: bool, pre_vote: bool) -> bool:
+        """Kafka's ``canGrantVote`` of each ``EpochState``. A pre-vote is granted to any log at least
+        as up to date as this one, except by a leader, and by a follower that has heard from its
+        leader; it changes nothing here (no vote is cast, nothing is persisted). A vote is granted
+        once per epoch, while no leader is known."""
+        role = self.role
+        if role is QuorumRole.LEADER:
+            return False
+        if pre_vote:
+            if role is QuorumRole.FOLLOWER:
+                return up_to_date and not self._fetched_from_leader
+            return up_to_date
+        if role in (QuorumRole.VOTED, QuorumRole.PROSPECTIVE) and self.voted_id != NO_NODE:
+            return self.voted_id == candidate
+        if role is QuorumRole.UNATTACHED or (role is QuorumRole.PROSPECTIVE and self.leader_id == NO_NODE):
+            return up_to_date
+        return False  # a follower, a candidate (its vote is its own), a resigned leader
 
     def _vote_response(self, version: int, error: int, granted: bool) -> VoteResponse:
         endpoint = self._leader_endpoint()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
 from kafka_wire.broker.cluster_settings import Voter
@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     )
 
 
+#: The first Vote version with PreVote (KIP-996, Kafka 4.0).
+PRE_VOTE_MIN_VERSION: Final = 2
+
+
 @dataclass(slots=True)
 class _Call:
     """One request in flight; ``on_reply`` is what :class:`Outbound` calls back."""
@@ -62,10 +66,11 @@ class OutboundRequests(RequestHandlers):
         out: list[Outbound] = []
         role = self.role
         others = [v for v in self._voters if v != self.node_id]
-        if role is QuorumRole.CANDIDATE:
-            for voter in others:
-                if voter not in self._granted and voter not in self._rejected:
-                    self._send(out, ApiKey.VOTE, voter, partial(self._vote_request, voter), now_ms)
+        if role in (QuorumRole.PROSPECTIVE, QuorumRole.CANDIDATE):
+            if not self._majority_rejected():  # asking on is of use while the election can be won
+                for voter in others:
+                    if voter not in self._granted and voter not in self._rejected:
+                        self._send(out, ApiKey.VOTE, voter, partial(self._vote_request, voter), now_ms)
         elif role is QuorumRole.LEADER:
             for voter in others:
                 if voter not in self._acked:
@@ -112,7 +117,15 @@ class OutboundRequests(RequestHandlers):
         timeout = self.config.request_timeout_ms
         if api == ApiKey.FETCH:
             timeout = max(timeout, self.config.fetch_max_wait_ms + timeout)
-        out.append(Outbound(destination, self.config.listener, build(), call.on_reply, timeout))
+        body = build()
+        # a pre-vote needs the version carrying PreVote: never negotiated down to one without it
+        version = (
+            PRE_VOTE_MIN_VERSION if isinstance(body, messages.VoteRequest) and self._pre_voting() else None
+        )
+        out.append(Outbound(destination, self.config.listener, body, call.on_reply, timeout, version))
+
+    def _pre_voting(self) -> bool:
+        return self.role is QuorumRole.PROSPECTIVE
 
     def _vote_request(self, voter: int) -> VoteRequest:
         return messages.VoteRequest(
@@ -124,10 +137,11 @@ class OutboundRequests(RequestHandlers):
                     partitions=[
                         messages.VoteRequestPartitionData(
                             partition_index=METADATA_PARTITION,
-                            replica_epoch=self.epoch,
+                            replica_epoch=self.epoch,  # a candidate's is bumped, a prospective's not
                             replica_id=self.node_id,
                             last_offset_epoch=self.last_epoch(),
                             last_offset=self._log.log_end_offset,
+                            pre_vote=self._pre_voting(),
                         )
                     ],
                 )
@@ -272,13 +286,21 @@ class OutboundRequests(RequestHandlers):
                 return True
             if vote.error_code:
                 return False
-            if self.role is QuorumRole.CANDIDATE:
+            if self.role is QuorumRole.PROSPECTIVE:
+                if vote.vote_granted:
+                    self._granted.add(call.destination)
+                    self._maybe_pre_elected(now_ms)
+                else:
+                    self._rejected.add(call.destination)
+                    if self._majority_rejected():
+                        self._lose_pre_vote(now_ms)
+            elif self.role is QuorumRole.CANDIDATE:
                 if vote.vote_granted:
                     self._granted.add(call.destination)
                     self._maybe_elected(now_ms)
-                else:
+                elif not self._majority_rejected():  # backing off already
                     self._rejected.add(call.destination)
-                    if len(self._rejected) * 2 >= len(self._voters):
+                    if self._majority_rejected():  # back off, then ask for pre-votes again
                         self._election_deadline = now_ms + self._election_backoff()
             return True
         if isinstance(body, messages.BeginQuorumEpochResponse | messages.EndQuorumEpochResponse):
@@ -352,6 +374,7 @@ class OutboundRequests(RequestHandlers):
                 if new_hw > self._hw:
                     self._hw = new_hw
         self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
+        self._fetched_from_leader = True
         return True
 
     def _append_as_follower(self, records: bytes, now_ms: int) -> bool:
@@ -398,6 +421,7 @@ class OutboundRequests(RequestHandlers):
             return True
         fetching.data += part.unaligned_records
         self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
+        self._fetched_from_leader = True
         if len(fetching.data) >= part.size:
             self._snapshot_fetch = None
             self._install_snapshot(fetching.snapshot_id, bytes(fetching.data))

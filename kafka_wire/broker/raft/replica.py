@@ -13,7 +13,8 @@ The rules are Kafka's KRaft (``KafkaRaftClient``, ``QuorumState``, ``LeaderState
   ``quorum-state`` before anything that depends on them leaves.
 - A voter grants one vote per epoch, to a candidate whose log is at least as up to date as its own
   (last epoch, then end offset). A voter that hears from no leader for the election timeout (plus
-  jitter), or from its leader for the fetch timeout, stands for election in the next epoch.
+  jitter), or from its leader for the fetch timeout, first asks the voters for pre-votes in its
+  current epoch (KIP-996); only with a majority of them does it stand for election in the next.
 - A new leader writes a LeaderChangeMessage control batch, tells the voters with
   BeginQuorumEpoch, and serves Fetch: followers and observers fetch from their end offset with the
   epoch of their last batch; a mismatch answers DivergingEpoch (the follower truncates and fetches
@@ -93,8 +94,8 @@ class KRaftReplica(OutboundRequests):
             self.role = QuorumRole.UNATTACHED
             if self.is_voter:
                 self._election_deadline = now_ms + self._random_timeout()
-        if lone:
-            self._become_candidate(now_ms)
+        if lone:  # its own majority: the pre-vote and the vote are won at once
+            self._become_prospective(now_ms)
         self._flush()
 
     def _load_snapshot(self) -> None:
@@ -255,13 +256,16 @@ class KRaftReplica(OutboundRequests):
         if role is QuorumRole.FOLLOWER:
             if self._fetch_deadline is not None and now_ms >= self._fetch_deadline:
                 if self.is_voter:
-                    self._become_candidate(now_ms)
+                    self._become_prospective(now_ms)
                 else:
                     self._become_unattached(self.epoch, now_ms)
         elif role is QuorumRole.LEADER:
             if self._check_quorum_deadline is not None and now_ms >= self._check_quorum_deadline:
                 self._resign(now_ms, [])
         elif self.is_voter and self._election_deadline is not None and now_ms >= self._election_deadline:
-            self._become_candidate(now_ms)
+            if role is QuorumRole.PROSPECTIVE:
+                self._lose_pre_vote(now_ms)
+            else:
+                self._become_prospective(now_ms)
         self._log.maintain(now_ms, high_watermark=self._hw)
         self._flush()

@@ -97,7 +97,7 @@ class ReplicaState:
         # requests
         self._inflight: set[tuple[ApiKey, int]] = set()
         self._retry_at: dict[tuple[ApiKey, int], int] = {}
-        # candidate
+        # prospective and candidate: the (pre-)votes granted and rejected in this round
         self._granted: set[int] = set()
         self._rejected: set[int] = set()
         self._election_retries = 0
@@ -109,6 +109,9 @@ class ReplicaState:
         self._preferred: list[int] = []
         # follower
         self._snapshot_fetch: SnapshotFetch | None = None
+        #: A Fetch (or FetchSnapshot) answer came from the leader since this replica began
+        #: following it: it rejects pre-votes then (Kafka's ``FollowerState.hasFetchedFromLeader``).
+        self._fetched_from_leader = False
 
     # -- reading the state ------------------------------------------------------------------------
     @property

@@ -31,6 +31,7 @@ class QuorumTransitions(LeaderFetch):
         self._retry_at.clear()
         self._election_deadline = self._fetch_deadline = self._check_quorum_deadline = None
         self._snapshot_fetch = None
+        self._fetched_from_leader = False
 
     def _persist(self) -> None:
         write_quorum_state(
@@ -41,24 +42,63 @@ class QuorumTransitions(LeaderFetch):
         )
 
     def _become_unattached(self, epoch: int, now_ms: int) -> None:
+        # Kafka's ``QuorumState.transitionToUnattached``: a voter that was waiting for an election
+        # (Unattached, Voted, Candidate, or Prospective with its pre-vote not yet rejected) keeps
+        # its running election timer, so the requests of a voter that cannot win do not put off
+        # the others' elections; one coming from another role draws a new timeout.
+        keeps = self.role in (QuorumRole.UNATTACHED, QuorumRole.VOTED, QuorumRole.CANDIDATE) or (
+            self.role is QuorumRole.PROSPECTIVE and not self._majority_rejected()
+        )
+        running = self._election_deadline if keeps else None
         self._move(QuorumInput.NEW_EPOCH)
         if epoch != self.epoch:
             self.voted_id = NO_NODE
         self.epoch, self.leader_id = epoch, NO_NODE
         self._persist()
         if self.is_voter:
-            self._election_deadline = now_ms + self._random_timeout()
+            self._election_deadline = running if running is not None else now_ms + self._random_timeout()
 
     def _become_voted(self, candidate: int, now_ms: int) -> None:
+        """Grant this epoch's vote (Unattached, or Prospective, which goes on asking for pre-votes
+        in a new round); the election timer restarts, as the candidate may well win."""
         self._move(QuorumInput.GRANT_VOTE)
         self.voted_id = candidate
         self._persist()
+        self._granted, self._rejected = {self.node_id}, set()
         self._election_deadline = now_ms + self._random_timeout()
 
-    def _become_candidate(self, now_ms: int) -> None:
+    def _majority_rejected(self) -> bool:
+        return len(self._rejected) * 2 >= len(self._voters)
+
+    def _become_prospective(self, now_ms: int) -> None:
+        """Ask the voters for pre-votes in the current epoch (KIP-996): the epoch, leader and vote
+        stay as they are and nothing is persisted."""
         retries = self._election_retries + 1 if self.role is QuorumRole.CANDIDATE else 1
         self._move(QuorumInput.ELECTION_TIMEOUT)
         self._election_retries = retries
+        self._granted, self._rejected = {self.node_id}, set()
+        self._election_deadline = now_ms + self._random_timeout()
+        self._maybe_pre_elected(now_ms)
+
+    def _maybe_pre_elected(self, now_ms: int) -> None:
+        if self.role is QuorumRole.PROSPECTIVE and len(self._granted) * 2 > len(self._voters):
+            self._become_candidate(now_ms)
+
+    def _lose_pre_vote(self, now_ms: int) -> None:
+        """The pre-vote failed: follow the leader this voter knew, else wait in this epoch for
+        another election timeout (a new one when a majority rejected the pre-vote, else the
+        expired one: it asks again at once)."""
+        if self.leader_id >= 0:
+            self._become_follower(self.leader_id, self.epoch, now_ms)
+            return
+        deadline = now_ms + self._random_timeout() if self._majority_rejected() else now_ms
+        voted = self.voted_id >= 0
+        self._move(QuorumInput.PRE_VOTES_LOST_VOTED if voted else QuorumInput.PRE_VOTES_LOST)
+        self._persist()
+        self._election_deadline = deadline
+
+    def _become_candidate(self, now_ms: int) -> None:
+        self._move(QuorumInput.PRE_VOTES_GRANTED)
         self.epoch += 1
         self.leader_id, self.voted_id = NO_NODE, self.node_id
         if self._voters != (self.node_id,):  # a lone voter is elected at once: its leader state,

@@ -29,6 +29,7 @@ from kafka_wire.messages import (
     FetchSnapshotRequestPartitionSnapshot,
     FetchSnapshotRequestTopicSnapshot,
     FetchSnapshotResponse,
+    VoteRequest,
     VoteResponse,
 )
 from tests.broker.raft.network import Network
@@ -301,10 +302,21 @@ def test_every_request_the_replicas_send_encodes_at_every_version_kafka_uses(see
     for _, _, body in net.sent:
         kinds.add(type(body).__name__)
         versions = body.VERSIONS
-        low = 15 if isinstance(body, FetchRequest) else min(versions)  # raft fetches carry ReplicaState
+        low = min(versions)
+        if isinstance(body, FetchRequest):
+            low = 15  # raft fetches carry ReplicaState
+        elif isinstance(body, VoteRequest) and body.topics[0].partitions[0].pre_vote:
+            low = 2  # PreVote
+            kinds.add("pre-vote")
         for version in range(low, max(versions) + 1):
             type(body).decode(body.encode(version), version)
-    assert {"VoteRequest", "BeginQuorumEpochRequest", "EndQuorumEpochRequest", "FetchRequest"} <= kinds
+    assert {
+        "VoteRequest",
+        "pre-vote",
+        "BeginQuorumEpochRequest",
+        "EndQuorumEpochRequest",
+        "FetchRequest",
+    } <= kinds
 
 
 def test_outbound_replies_come_back_through_bound_methods() -> None:
@@ -316,9 +328,10 @@ def test_outbound_replies_come_back_through_bound_methods() -> None:
     replica = KRaftReplica(config, MemoryStorage(), EffectSink(), random.Random(1))
     replica.start(0)
     replica.tick(5000)
-    assert replica.role is QuorumRole.CANDIDATE
+    assert replica.role is QuorumRole.PROSPECTIVE
     outs: list[Outbound] = replica.poll_outbound(5000)
     assert sorted(o.destination for o in outs) == [2, 3]
+    assert all(o.version == 2 for o in outs)  # pre-votes go out at the version carrying PreVote
     assert all(o.listener == "CONTROLLER" and hasattr(o.on_reply, "__self__") for o in outs)
     assert replica.poll_outbound(5001) == []  # in flight: not sent twice
     outs[0].on_reply(None, 5002)  # lost: sent again after the retry backoff

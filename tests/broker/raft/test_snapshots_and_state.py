@@ -33,7 +33,9 @@ from kafka_wire.testing.memory_storage import MemoryStorage
 from tests.broker.raft.network import CLUSTER_ID, Network
 
 
-def vote(candidate: int, epoch: int, last_epoch: int = 0, last_offset: int = 0) -> VoteRequest:
+def vote(
+    candidate: int, epoch: int, last_epoch: int = 0, last_offset: int = 0, *, pre_vote: bool = False
+) -> VoteRequest:
     return VoteRequest(
         cluster_id=CLUSTER_ID,
         voter_id=-1,
@@ -47,6 +49,7 @@ def vote(candidate: int, epoch: int, last_epoch: int = 0, last_offset: int = 0) 
                         replica_id=candidate,
                         last_offset_epoch=last_epoch,
                         last_offset=last_offset,
+                        pre_vote=pre_vote,
                     )
                 ],
             )
