@@ -61,6 +61,8 @@ from kafka_wire.messages import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 
 #: Tests use no initial delay and a small minimum session timeout.
@@ -85,6 +87,7 @@ RESPONSES: dict[type[Message], type[Message]] = {
     DeleteGroupsRequest: DeleteGroupsResponse,
     ShareGroupHeartbeatRequest: ShareGroupHeartbeatResponse,
     ShareGroupDescribeRequest: ShareGroupDescribeResponse,
+    TxnOffsetCommitRequest: TxnOffsetCommitResponse,
 }
 
 

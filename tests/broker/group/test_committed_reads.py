@@ -42,12 +42,10 @@ from kafka_wire.messages import (
     TxnOffsetCommitRequestTopic,
     TxnOffsetCommitResponse,
 )
-from tests.broker.group.harness import CONFIG, DELAYED, RESPONSES, Harness
+from tests.broker.group.harness import CONFIG, DELAYED, Harness
 from tests.broker.group.test_consumer_groups import Consumer, converge, harness
 
 E = ErrorCode
-
-RESPONSES.setdefault(TxnOffsetCommitRequest, TxnOffsetCommitResponse)
 
 
 def held(config: GroupConfig = CONFIG, coordinator: GroupCoordinator | None = None) -> Harness:
