@@ -27,8 +27,10 @@ A write is Kafka's acks=-1 append: refused (COORDINATOR_NOT_AVAILABLE) while the
 watermark reaches the write's end (:func:`~kafka_wire.broker.offsets_topic.replication_outcome`;
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min ISR meanwhile), or after
 ``offsets.commit.timeout.ms`` (REQUEST_TIMED_OUT); the coordinator maps both to
-COORDINATOR_NOT_AVAILABLE. A write without records (an answer drawn from what earlier writes
-stored) appends nothing: its outcome is reported once the high watermark reaches the log end
+COORDINATOR_NOT_AVAILABLE. A write that timed out stays in the log and is watched on: the
+coordinator is told (``replicated``) once the high watermark passes it, as its reads see only
+what is stored. A write without records (an answer drawn from what earlier writes stored)
+appends nothing: its outcome is reported once the high watermark reaches the log end
 offset it found, as Kafka's coordinator runtime completes such a write once its last written
 offset is committed. The link checks the high watermarks in :meth:`GroupLink.poll`, which the
 engine calls after every call that may move one (a follower's Fetch) and at
@@ -101,6 +103,9 @@ class GroupLink:
         self._loads: dict[int, PartitionLoad] = {}
         #: Writes waiting for their replication, in append order.
         self._replicating: list[_Replicating] = []
+        #: Writes whose outcome was a timeout, in append order: watched until the high watermark
+        #: passes them (the coordinator's reads see them from then on) or the partition is lost.
+        self._timed_out: list[_Replicating] = []
         #: The client host of each request waiting, by token (handed to the coordinator).
         self._hosts: dict[tuple[int, int], str] = {}
         #: TxnOffsetCommits checked before the coordinator sees them.
@@ -294,6 +299,7 @@ class GroupLink:
         coordinator.stop_serving(partition)  # what the failures below trigger is not written
         lost = [w for w in self._replicating if w.partition == partition]
         self._replicating = [w for w in self._replicating if w.partition != partition]
+        self._timed_out = [w for w in self._timed_out if w.partition != partition]
         answers: list[GroupAnswer] = []
         for write in lost:
             effects = coordinator.persisted(write.append_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, now_ms)
@@ -316,9 +322,11 @@ class GroupLink:
             else:
                 del self._waiting[token]
                 answers.append((token[0], request, admitted))
-        if not self._replicating and not self._loads:
+        if not self._replicating and not self._loads and not self._timed_out:
             return answers
         self._now_ms = max(self._now_ms, now_ms)
+        if self._timed_out:
+            answers += self._stored_late(now_ms)
         settled: list[tuple[_Replicating, int]] = []
         still: list[_Replicating] = []
         for write in self._replicating:
@@ -329,8 +337,30 @@ class GroupLink:
                 settled.append((write, outcome))
         self._replicating = still
         for write, outcome in settled:
+            self._watch(write, outcome)
             answers += self._apply(self.coordinator.persisted(write.append_id, outcome, now_ms), now_ms)
         return answers + self._continue_loads(now_ms)
+
+    def _watch(self, write: _Replicating, outcome: int) -> None:
+        """Keep watching an appended write that timed out: its records may yet be stored."""
+        if outcome == ErrorCode.REQUEST_TIMED_OUT and write.appended:
+            self._timed_out.append(write)
+
+    def _stored_late(self, now_ms: int) -> list[GroupAnswer]:
+        """Tell the coordinator of the timed-out writes the high watermark has passed since."""
+        answers: list[GroupAnswer] = []
+        still: list[_Replicating] = []
+        stored: list[int] = []
+        for write in self._timed_out:
+            outcome = replication_outcome(self._state, write.partition, write.end_offset)
+            if outcome is None:
+                still.append(write)
+            elif outcome != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                stored.append(write.append_id)  # NOT_ENOUGH_REPLICAS_AFTER_APPEND: stored too
+        self._timed_out = still
+        for append_id in stored:
+            answers += self._apply(self.coordinator.replicated(append_id, now_ms), now_ms)
+        return answers
 
     def _outcome(self, write: _Replicating, now_ms: int) -> int | None:
         outcome = replication_outcome(self._state, write.partition, write.end_offset)
@@ -397,4 +427,6 @@ class GroupLink:
         outcome = self._outcome(waiting, now_ms)
         if outcome is None:
             self._replicating.append(waiting)
+        else:
+            self._watch(waiting, outcome)
         return outcome

@@ -5,7 +5,9 @@ Hand-written (nothing here is generated). Modules:
 ``service``      :class:`GroupCoordinator` — the facade: requests and time in, effects out
 ``membership``   JoinGroup, SyncGroup, Heartbeat, LeaveGroup (the classic protocol's requests)
 ``rebalance``    members in and out, the join and sync phases, session expiry
-``offsets``      OffsetCommit, OffsetFetch, OffsetDelete, retention, deleted topics
+``offsets``      OffsetCommit, OffsetDelete, retention, deleted topics
+``offset_fetch`` OffsetFetch: the stored state, or with ``require_stable`` the latest once stored
+``txn_offsets``  TxnOffsetCommit and pending transactional offsets
 ``admin``        ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupDescribe
 ``consumer_groups``  KIP-848 consumer groups: ConsumerGroupHeartbeat, member timers
 ``consumer_model``, ``consumer_replay``, ``consumer_records``  their model, replay and records
@@ -13,7 +15,7 @@ Hand-written (nothing here is generated). Modules:
 ``assignors``    the ``uniform`` and ``range`` server-side assignors
 ``topic_regex``  RE2 regex subscriptions
 ``share_partition``  a KIP-932 share-partition's in-flight records (not served yet)
-``persistence``  writes awaiting their outcome (append ids), replay of ``__consumer_offsets``
+``persistence``  writes awaiting their outcome or not stored yet, replay of ``__consumer_offsets``
 ``runtime``      what they share: groups, clock, timers, the effects of the call
 ``model``        :class:`Group`, :class:`Member`, :class:`GroupSnapshot` and pure helpers
 ``states``       :class:`GroupState`, :data:`GROUP_TRANSITIONS` (the state machine as data)
@@ -32,6 +34,7 @@ Wiring (see ``docs/internals/group-coordinator.md``)::
         if isinstance(effect, Persist):                       # append, then report the outcome
             error = append(effect.records, to=effect.partition)  # 0, or the log's error code
             effects += coordinator.persisted(effect.append_id, error, now_ms)
+            # a write that timed out and is stored later: coordinator.replicated(append_id, now_ms)
         else: answer effect.token with effect.body at the request's version
 """
 

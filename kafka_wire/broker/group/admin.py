@@ -47,9 +47,11 @@ class GroupAdmin:
         self._persistence = persistence
         self._rebalance = rebalance
 
-    def deletion_written(self, write: GroupDeleted, error: int) -> None:
+    def deletion_written(self, write: GroupDeleted, error: int, *, revert: bool = True) -> None:
+        """The outcome of a group's tombstones: refused (``revert``), the group comes back;
+        appended but not stored in time, it stays deleted (they may yet be stored)."""
         old = write.group
-        if error and old.group_id not in self._rt.groups:
+        if error and revert and old.group_id not in self._rt.groups:
             # The tombstones are not stored: the group is still what the log says. Restore it as
             # load() would build it (empty, its generation and offsets).
             self._rt.groups[old.group_id] = Group(

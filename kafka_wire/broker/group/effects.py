@@ -6,10 +6,10 @@ the log's error code, 0 when the records were appended) before it gives the coor
 input. Requests that depend on a write (an OffsetCommit, a SyncGroup leader's assignment, a
 DeleteGroups, a group heartbeat) are answered only once it succeeded. A refused write leaves the
 coordinator as it was before the write (what was applied when it was handed out is taken back,
-as Kafka's coordinator reverts to its last committed state) and its requests get the error Kafka's
-coordinator maps the log's error to (:data:`APPEND_ERRORS`); a KIP-848 or share group keeps what
-a write appended but not stored in time changed (:data:`APPENDED_ERRORS`), as those records may
-yet be stored.
+as Kafka's coordinator reverts a failed append) and its requests get the error Kafka's
+coordinator maps the log's error to (:data:`APPEND_ERRORS`); a write appended but not stored in
+time (:data:`APPENDED_ERRORS`) fails its requests the same way but keeps what it changed, as
+those records may yet be stored.
 """
 
 from __future__ import annotations

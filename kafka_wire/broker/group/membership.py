@@ -50,11 +50,12 @@ class Membership:
         self._persistence = persistence
         self._rebalance = rebalance
 
-    def creation_failed(self, write: GroupCreated, error: int) -> None:
-        """A new group's first record was refused: the join that created it fails (unless it was
-        answered already) and the group is forgotten, member ids handed out with
-        MEMBER_ID_REQUIRED included (Kafka reverts to before the group existed), unless a member
-        or an offset holds it by now."""
+    def creation_failed(self, write: GroupCreated, error: int, *, revert: bool = True) -> None:
+        """A new group's first record failed: the join that created it fails (unless it was
+        answered already). Refused (``revert``), the group is forgotten, member ids handed out
+        with MEMBER_ID_REQUIRED included (Kafka reverts to before the group existed), unless a
+        member or an offset holds it by now; appended but not stored in time, the group stays
+        (its record may yet be stored), and so does the member, as a member that did not rejoin."""
         group = self._rt.groups.get(write.group_id)
         if group is None:
             return
@@ -62,8 +63,9 @@ class Membership:
         if member is not None:
             member.join = None
             self._rt.respond(write.waiter, join_error(write.waiter.api_version, error, ""))
-            self._rebalance.remove_member(group, member.member_id)
-        if not group.members and not group.offsets:
+            if revert:
+                self._rebalance.remove_member(group, member.member_id)
+        if revert and not group.members and not group.offsets:
             for member_id in list(group.pending_join):
                 self._rebalance.remove_member(group, member_id)
             self._rt.cancel(timer_key(JOIN, group.group_id))

@@ -1,20 +1,19 @@
-"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, retention and deleted topics.
+"""Committed offsets: OffsetCommit, OffsetDelete, retention and deleted topics (OffsetFetch reads
+them in ``offset_fetch``).
 
 What Kafka's ``OffsetMetadataManager`` holds. Offsets are applied when their write is handed out
-and taken back if the write is refused, unless a later write of the same partition was handed
-out meanwhile (see ``persistence.OffsetWrite``).
+and taken back if the append is refused, unless a later write of the same partition was handed
+out meanwhile (see ``persistence.OffsetWrite``); a write appended but not stored in time is kept.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire import messages
 from kafka_wire.broker.group.model import (
     CONSUMER_PROTOCOL_TYPE,
-    ZERO_UUID,
     Group,
     Waiter,
     failed_answer,
@@ -48,24 +47,26 @@ class Offsets:
         persistence: GroupPersistence,
         rebalance: Rebalance,
         delete_group: Callable[[Group], None],
-        pending: Callable[[str, str, int], bool] = lambda group, topic, partition: False,
     ) -> None:
         self._rt = rt
         self._persistence = persistence
         self._rebalance = rebalance
-        #: Whether a transaction holds an offset of (group, topic, partition) (``txn_offsets``).
-        self._pending = pending
         #: Tombstones an empty group whose offsets all expired (``admin``).
         self._delete_group = delete_group
 
-    def offsets_written(self, write: OffsetWrite, error: int) -> None:
-        later = self._persistence.offset_write_settled(write)
+    def offsets_written(self, write: OffsetWrite, error: int, *, revert: bool = True) -> None:
+        """The outcome of an offset write: a refused one (``revert``: its records were not
+        appended) is taken back; one appended but not stored in time keeps its values, as its
+        records may yet be stored (reads see them once they are)."""
         group = self._rt.groups.get(write.group_id)
-        if error and group is not None:
+        later = self._persistence.offset_write_settled(write) if error and revert else {}
+        if error and revert and group is not None:
+            wrote = {(topic, partition): value for topic, partition, value in write.offsets}
             for (topic, partition), before in write.undo.items():
                 successor = later.get((topic, partition))
                 if successor is None:
-                    self._persistence.replay_offset(write.group_id, topic, partition, before)
+                    if group.offsets.get(topic, {}).get(partition) is wrote.get((topic, partition)):
+                        self._persistence.replay_offset(write.group_id, topic, partition, before)
                 else:
                     # A later write of the partition holds it: keep its value (a later write
                     # wins, as in Kafka), and should it fail too, it takes back to what this
@@ -170,152 +171,6 @@ class Offsets:
         if group.state is GroupState.COMPLETING_REBALANCE:
             return E.REBALANCE_IN_PROGRESS
         return None
-
-    def fetch_group(
-        self,
-        group_id: str,
-        topics: list[tuple[str | None, uuid.UUID, list[int]]] | None,
-        member: tuple[str | None, int] = (None, -1),
-        *,
-        require_stable: bool = False,
-    ) -> tuple[ErrorCode, list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]]:
-        """The committed offsets of ``topics`` (``None``: all), as (topic, id, [(partition, value,
-        error)]). ``member`` (v9+: member id and epoch) is checked against a consumer group's
-        members; with ``require_stable`` a partition a transaction holds an offset of answers
-        UNSTABLE_OFFSET_COMMIT (Kafka: the client retries until the transaction ends)."""
-        error, found = self._fetch_group(group_id, topics, member)
-        if not require_stable:
-            return error, found
-        return error, [
-            (
-                name,
-                topic_id,
-                [
-                    (p, None, E.UNSTABLE_OFFSET_COMMIT)
-                    if self._pending(group_id, name, p)
-                    else (p, value, p_error)
-                    for p, value, p_error in partitions
-                ],
-            )
-            for name, topic_id, partitions in found
-        ]
-
-    def _fetch_group(
-        self,
-        group_id: str,
-        topics: list[tuple[str | None, uuid.UUID, list[int]]] | None,
-        member: tuple[str | None, int],
-    ) -> tuple[ErrorCode, list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]]:
-        if not group_id:
-            return E.INVALID_GROUP_ID, []
-        if (refused := self._rt.refusal(group_id)) is not None:
-            return refused, []
-        group = self._rt.groups.get(group_id)
-        if group is not None and group.consumer is not None:
-            member_error = group.consumer.commit_error(member[0] or "", member[1], None)
-            if member_error is not None:
-                return member_error, []
-        offsets = {} if group is None else group.offsets
-        out: list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]] = []
-        if topics is None:
-            for name in sorted(offsets):
-                topic_id = None if self._rt.topic_id_of is None else self._rt.topic_id_of(name)
-                partitions = offsets[name]
-                out.append(
-                    (name, topic_id or ZERO_UUID, [(p, partitions[p], E.NONE) for p in sorted(partitions)])
-                )
-            return E.NONE, out
-        for wanted_name, wanted_id, indexes in topics:
-            if wanted_name is None:
-                out.append(("", wanted_id, [(p, None, E.UNKNOWN_TOPIC_ID) for p in indexes]))
-                continue
-            known = offsets.get(wanted_name, {})
-            out.append((wanted_name, wanted_id, [(p, known.get(p), E.NONE) for p in indexes]))
-        return E.NONE, out
-
-    def offset_fetch(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        assert isinstance(request, messages.OffsetFetchRequest)
-        v = waiter.api_version
-        stable = v >= 7 and request.require_stable
-        if v >= 8:
-            groups = []
-            for g in request.groups:
-                wanted: list[tuple[str | None, uuid.UUID, list[int]]] | None = None
-                if g.topics is not None:
-                    wanted = [
-                        (
-                            self.name_for_id(t.topic_id) if v >= 10 else t.name,
-                            t.topic_id,
-                            list(t.partition_indexes),
-                        )
-                        for t in g.topics
-                    ]
-                error, found = self.fetch_group(
-                    g.group_id,
-                    wanted,
-                    (g.member_id, g.member_epoch) if v >= 9 else (None, -1),
-                    require_stable=stable,
-                )
-                groups.append(
-                    messages.OffsetFetchResponseGroup(
-                        group_id=g.group_id,
-                        error_code=error,
-                        topics=[
-                            messages.OffsetFetchResponseTopics(
-                                topic_id=topic_id if v >= 10 else ZERO_UUID,
-                                name=name if v < 10 else "",
-                                partitions=[
-                                    messages.OffsetFetchResponsePartitions(
-                                        partition_index=p,
-                                        committed_offset=-1 if value is None else value.offset,
-                                        committed_leader_epoch=-1 if value is None else value.leader_epoch,
-                                        metadata="" if value is None else value.metadata,
-                                        error_code=p_error,
-                                    )
-                                    for p, value, p_error in partitions
-                                ],
-                            )
-                            for name, topic_id, partitions in found
-                        ],
-                    )
-                )
-            self._rt.respond(waiter, messages.OffsetFetchResponse(groups=groups))
-            return
-        wanted = None
-        if request.topics is not None:
-            wanted = [(t.name, ZERO_UUID, list(t.partition_indexes)) for t in request.topics]
-        error, found = self.fetch_group(request.group_id, wanted, require_stable=stable)
-        if error != E.NONE and v < 2:
-            # v0-v1 have no group-level error: every asked-for partition carries it.
-            found = [
-                (t.name, ZERO_UUID, [(p, None, error) for p in t.partition_indexes])
-                for t in request.topics or []
-            ]
-        self._rt.respond(
-            waiter,
-            messages.OffsetFetchResponse(
-                error_code=error if v >= 2 else E.NONE,
-                topics=[
-                    messages.OffsetFetchResponseTopic(
-                        name=name,
-                        partitions=[
-                            messages.OffsetFetchResponsePartition(
-                                partition_index=p,
-                                committed_offset=-1 if value is None else value.offset,
-                                committed_leader_epoch=-1 if value is None or v < 5 else value.leader_epoch,
-                                metadata="" if value is None else value.metadata,
-                                error_code=p_error,
-                            )
-                            for p, value, p_error in partitions
-                        ],
-                    )
-                    for name, _, partitions in found
-                ],
-            ),
-        )
-
-    def name_for_id(self, topic_id: uuid.UUID) -> str | None:
-        return None if self._rt.topic_name_of is None else self._rt.topic_name_of(topic_id)
 
     def offset_delete(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
         assert isinstance(request, messages.OffsetDeleteRequest)

@@ -5,11 +5,18 @@ effect with an append id; the write it stands for (one of the ``*Write``/``Group
 waits here until :meth:`GroupPersistence.take_write` hands it to the part of the coordinator that
 reacts to its outcome. Replay applies stored records at startup, and offset writes the moment
 they are handed out (Kafka's coordinator replays its own records at once), through the same path.
+
+A write whose records are not known to be stored (no outcome yet, or a timeout: appended, and
+stored once the high watermark passes them) stays *uncommitted* here, per partition in the
+order handed out (the log's order); :meth:`GroupPersistence.committed_before` gives what reads
+see, the state before the first uncommitted write (Kafka's coordinator reads its timeline at
+the last committed offset).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,6 +42,7 @@ from kafka_wire.broker.group.share_model import ShareGroup
 from kafka_wire.broker.group.states import GroupState
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import InvalidValueError, LocalProtocolError
+from kafka_wire.messages import ErrorCode
 
 if TYPE_CHECKING:
     from kafka_wire.messages import (
@@ -43,6 +51,10 @@ if TYPE_CHECKING:
 
 #: One committed offset to write: ``(topic, partition, value)``; ``None`` is a tombstone.
 OffsetEntry = tuple[str, int, OffsetCommitValue | None]
+#: One group's OffsetFetch result: its error and, per topic (name, id), each partition's
+#: committed value (None: none) and error.
+FetchedTopic = tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, int]]]
+FetchedGroup = tuple[int, list[FetchedTopic]]
 
 
 @dataclass(slots=True)
@@ -109,6 +121,29 @@ class DeleteGroupsAnswer:
 
 
 @dataclass(slots=True)
+class OffsetFetchAnswer:
+    """An OffsetFetch waiting for the groups it asked with ``require_stable``: each group's
+    result, ``(error, topics)``, is drawn from the latest state when the request comes, and the
+    answer leaves once everything written before it is stored (a write without records each)."""
+
+    waiter: Waiter
+    group_ids: list[str] = field(default_factory=list)
+    results: list[FetchedGroup] = field(default_factory=list)
+    #: The topics a v0-v1 request named: a group error goes on each of their partitions.
+    named: list[tuple[str, list[int]]] | None = None
+    outstanding: int = 0
+
+
+@dataclass(slots=True)
+class StableFetch:
+    """One group of an OffsetFetch with ``require_stable``: a write without records."""
+
+    group_id: str
+    answer: OffsetFetchAnswer
+    index: int
+
+
+@dataclass(slots=True)
 class GroupDeleted:
     """Tombstones of an empty group, dropped from memory when they are handed out; the group is
     restored as stored if the write is refused."""
@@ -172,7 +207,13 @@ PendingWrite = (
     | ConsumerWrite
     | TxnOffsetWrite
     | ShareWrite
+    | StableFetch
 )
+
+#: What a group's uncommitted writes replaced, for reads of the committed state: per (topic,
+#: partition) the value before the first such write (None: none), and whether one changed its
+#: KIP-848 side, with what it was then (None: no consumer group).
+Committed = tuple[dict[tuple[str, int], OffsetCommitValue | None], bool, ConsumerGroup | None]
 
 
 class GroupPersistence:
@@ -185,9 +226,14 @@ class GroupPersistence:
         self.next_append_id = 0
         #: Members replayed by load(): their heartbeat timers start at the first time seen.
         self.unarmed: dict[tuple[str, str], None] = {}
-        #: Offset writes awaiting their outcome, by (group, topic, partition), in the order they
-        #: were handed out: a refused write must not take back what a later one wrote.
+        #: Offset writes not stored yet, by (group, topic, partition), in the order they were
+        #: handed out: a refused write must not take back what a later one wrote.
         self.offset_writes: dict[tuple[str, str, int], list[OffsetWrite]] = {}
+        #: Writes whose records are not known to be stored, per partition, by append id in the
+        #: order handed out (see the module docstring); ``True`` for a write with records.
+        self.uncommitted: dict[int, OrderedDict[int, tuple[PendingWrite, bool]]] = {}
+        #: The partition of each uncommitted write.
+        self._partition_of: dict[int, int] = {}
 
     def take_write(self, append_id: int) -> PendingWrite:
         """The write ``append_id`` stands for; it no longer awaits its outcome."""
@@ -235,7 +281,76 @@ class GroupPersistence:
         partition = partition_for_group(group_id, self._rt.config.offsets_topic_num_partitions)
         self.next_append_id += 1
         self.writes[self.next_append_id] = write
+        self.uncommitted.setdefault(partition, OrderedDict())[self.next_append_id] = (write, bool(records))
+        self._partition_of[self.next_append_id] = partition
         self._rt.out.append(Persist(group_id, partition, records, self.next_append_id, *producer))
+
+    # -- commitment: what reads see ----------------------------------------------------------------
+
+    def settle(self, append_id: int, error_code: int, appended: bool) -> None:
+        """Where the records of ``append_id`` stand once its outcome (the log's ``error_code``)
+        is known: stored (with every write of the partition handed out before it: the high
+        watermark passed them too), still uncommitted (``appended``: in the log, stored once
+        :meth:`stored` says so), or never (refused before the append; a write without records
+        has nothing left to wait for)."""
+        if error_code in (ErrorCode.NONE, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
+            self.stored(append_id)
+            return
+        partition = self._partition_of.get(append_id)
+        if partition is None:
+            return
+        writes = self.uncommitted[partition]
+        if appended and writes[append_id][1]:
+            return
+        del writes[append_id], self._partition_of[append_id]
+        if not writes:
+            del self.uncommitted[partition]
+
+    def stored(self, append_id: int) -> None:
+        """The records of ``append_id`` are stored (the high watermark passed them), and so are
+        those of every write handed out before it to the same partition. Unknown ids (stored
+        already, or of a partition dropped since) are ignored."""
+        partition = self._partition_of.get(append_id)
+        if partition is None:
+            return
+        writes = self.uncommitted[partition]
+        while writes:
+            first, (write, _) = writes.popitem(last=False)
+            del self._partition_of[first]
+            if isinstance(write, OffsetWrite):
+                self.offset_write_settled(write)
+            if first == append_id:
+                break
+        if not writes:
+            del self.uncommitted[partition]
+
+    def drop_partition(self, partition: int) -> None:
+        """The partition's groups leave memory: so do its uncommitted writes."""
+        for append_id, (write, _) in self.uncommitted.pop(partition, {}).items():
+            del self._partition_of[append_id]
+            if isinstance(write, OffsetWrite):
+                self.offset_write_settled(write)
+
+    def committed_before(self, group_id: str) -> Committed:
+        """What the uncommitted writes of ``group_id`` replaced (see :data:`Committed`): reads
+        of the committed state see these values, the group's current ones elsewhere."""
+        offsets: dict[tuple[str, int], OffsetCommitValue | None] = {}
+        consumer_changed = False
+        consumer: ConsumerGroup | None = None
+        partition = partition_for_group(group_id, self._rt.config.offsets_topic_num_partitions)
+        for write, _ in self.uncommitted.get(partition, {}).values():
+            if isinstance(write, OffsetWrite) and write.group_id == group_id:
+                for key, before in write.undo.items():
+                    offsets.setdefault(key, before)
+            elif isinstance(write, GroupDeleted) and write.group.group_id == group_id:
+                for topic, partitions in write.group.offsets.items():
+                    for index, value in partitions.items():
+                        offsets.setdefault((topic, index), value)
+                if not consumer_changed:
+                    consumer_changed, consumer = True, write.group.consumer
+            elif isinstance(write, ConsumerWrite) and write.group_id == group_id and not consumer_changed:
+                consumer_changed, consumer = True, write.before
+        return offsets, consumer_changed, consumer
 
     def persist_group(self, group: Group, write: PendingWrite) -> None:
         self.persist(group.group_id, [group_metadata_record(group.group_id, metadata_value(group))], write)
@@ -262,8 +377,8 @@ class GroupPersistence:
         self.persist(write.group_id, records, write)
 
     def offset_write_settled(self, write: OffsetWrite) -> dict[tuple[str, int], OffsetWrite]:
-        """``write`` has its outcome: it no longer awaits one. Returns, for each of its
-        partitions that a later write still awaiting its outcome names, the first such write."""
+        """``write`` is stored, refused or dropped: it is no longer tracked. Returns, for each of
+        its partitions that a later write not stored yet names, the first such write."""
         later: dict[tuple[str, int], OffsetWrite] = {}
         for topic, partition in write.undo:
             key = (write.group_id, topic, partition)

@@ -70,16 +70,17 @@ from kafka_wire.broker.group.model import (
     join_error,
     snapshot,
 )
+from kafka_wire.broker.group.offset_fetch import OffsetFetches
 from kafka_wire.broker.group.offsets import Offsets
 from kafka_wire.broker.group.persistence import (
     AssignmentStored,
     ConsumerWrite,
     GroupCreated,
     GroupDeleted,
-    GroupEmptied,
     GroupPersistence,
     OffsetWrite,
     ShareWrite,
+    StableFetch,
     StaticMemberReplaced,
     TxnOffsetWrite,
 )
@@ -163,9 +164,8 @@ class GroupCoordinator:
             rt, self._persistence, self._rebalance, self._share.groups, self._share.delete
         )
         self._txn_offsets = TxnOffsets(rt, self._persistence, self._rebalance)
-        self._offsets = Offsets(
-            rt, self._persistence, self._rebalance, self._admin.delete_group, self._txn_offsets.has_pending
-        )
+        self._offsets = Offsets(rt, self._persistence, self._rebalance, self._admin.delete_group)
+        self._fetches = OffsetFetches(rt, self._persistence, self._txn_offsets.has_pending)
         self._handlers: dict[int, _Handler] = {
             ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer_heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: self._admin.consumer_group_describe,
@@ -174,7 +174,7 @@ class GroupCoordinator:
             ApiKey.HEARTBEAT: self._membership.heartbeat,
             ApiKey.LEAVE_GROUP: self._membership.leave,
             ApiKey.OFFSET_COMMIT: self._offsets.offset_commit,
-            ApiKey.OFFSET_FETCH: self._offsets.offset_fetch,
+            ApiKey.OFFSET_FETCH: self._fetches.offset_fetch,
             ApiKey.OFFSET_DELETE: self._offsets.offset_delete,
             ApiKey.LIST_GROUPS: self._admin.list_groups,
             ApiKey.DESCRIBE_GROUPS: self._admin.describe_groups,
@@ -225,42 +225,55 @@ class GroupCoordinator:
         return self._rt.take()
 
     def persisted(self, append_id: int, error_code: int, now_ms: int) -> list[GroupEffect]:
-        """The outcome of the ``Persist`` effect ``append_id``: 0 when its records were appended,
-        else the log's error code (MESSAGE_TOO_LARGE, ...).
+        """The outcome of the ``Persist`` effect ``append_id``: 0 when its records were appended
+        (and, in a cluster, replicated), else the log's error code.
 
-        Once stored, what the write stands for takes effect and its requests are answered; a
-        refused write changes nothing in memory, and its requests get the mapped error
-        (:data:`~kafka_wire.broker.group.effects.APPEND_ERRORS`): an OffsetCommit every partition,
-        a SyncGroup leader's assignment every waiting member (and the group rebalances again), a
-        static member's rejoin its JoinGroup (the old member id is restored). Report outcomes in
-        the order the effects came; an outcome reported after other inputs still applies, after
-        the same checks of the group's state and generation that Kafka's callbacks make. An
-        unknown ``append_id`` raises :class:`LocalProtocolError`.
+        Once stored, what the write stands for takes effect, reads see it (and every write handed
+        out before it to its partition) and its requests are answered. A refused write changes
+        nothing in memory and its requests get the mapped error (``APPEND_ERRORS``): an
+        OffsetCommit every partition, a leader's assignment every waiting member (and the group
+        rebalances again), a static member's rejoin its JoinGroup (the old member id is
+        restored). REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND (``APPENDED_ERRORS``):
+        the records were appended, so what they changed stays while the requests get the error
+        (the last two cases act as above, as Kafka's callbacks do); the second is stored, a
+        timeout once :meth:`replicated` says so. Report outcomes in the order the effects came;
+        one reported late still applies, after the checks of the group's state and generation
+        that Kafka's callbacks make. An unknown ``append_id`` raises :class:`LocalProtocolError`.
         """
         write = self._persistence.take_write(append_id)
         self._observe(now_ms)
         error = client_error(error_code) if error_code else ErrorCode.NONE
+        revert = error_code not in APPENDED_ERRORS  # Kafka's runtime reverts only a refused append
         match write:
             case OffsetWrite():
-                self._offsets.offsets_written(write, error)
-            case GroupCreated():
-                if error:
-                    self._membership.creation_failed(write, error)
-            case GroupEmptied():
-                pass  # Kafka logs a failure here; the broker logs every refused write
+                self._offsets.offsets_written(write, error, revert=revert)
+            case GroupCreated() if error:
+                self._membership.creation_failed(write, error, revert=revert)
+            # GroupEmptied: Kafka logs a failure; the broker logs every refused write.
             case AssignmentStored():
                 self._membership.assignment_written(write, error)
             case StaticMemberReplaced():
                 self._membership.static_member_written(write, error)
             case GroupDeleted():
-                self._admin.deletion_written(write, error)
+                self._admin.deletion_written(write, error, revert=revert)
             case ConsumerWrite():
-                self._consumer.written(write, error, revert=error_code not in APPENDED_ERRORS)
+                self._consumer.written(write, error, revert=revert)
             case TxnOffsetWrite():
-                self._txn_offsets.written(write, error)
+                self._txn_offsets.written(write, error, revert=revert)
             case ShareWrite():
-                self._share.written(write, error, revert=error_code not in APPENDED_ERRORS)
+                self._share.written(write, error, revert=revert)
+            case StableFetch():
+                self._fetches.fetched(write, error_code)
+        self._persistence.settle(append_id, error_code, appended=not revert)
         self._run_timers()
+        return self._rt.take()
+
+    def replicated(self, append_id: int, now_ms: int) -> list[GroupEffect]:
+        """The records of ``append_id``, whose outcome was REQUEST_TIMED_OUT, are stored after all
+        (the high watermark passed them): reads see them from now on, and the writes handed out
+        before them to the partition. An id stored already, or of a partition dropped, is ignored."""
+        self._observe(now_ms)
+        self._persistence.stored(append_id)
         return self._rt.take()
 
     def pending_writes(self) -> int:
@@ -428,6 +441,7 @@ class GroupCoordinator:
 
     def _drop_partition(self, partition: int, answer: int = 0) -> None:
         rt = self._rt
+        self._persistence.drop_partition(partition)
         self._txn_offsets.drop_partition(partition)
         self._share.drop_partition({g for g in self._share.groups if rt.partition_of(g) == partition})
         for group_id in [g for g in rt.groups if rt.partition_of(g) == partition]:

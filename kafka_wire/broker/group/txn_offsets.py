@@ -9,11 +9,11 @@ a member (v3+, KIP-447: generation, member id or group instance id), the member 
 group (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID for a static member replaced) and the generation the
 group's (ILLEGAL_GENERATION): a zombie from an older generation cannot commit. Metadata longer
 than ``offset.metadata.max.bytes`` is OFFSET_METADATA_TOO_LARGE for its partition. The offsets
-are written as a transactional batch of the producer's id and epoch; once written they are
-*pending*: OffsetFetch does not see them (with ``require_stable`` their partitions answer
-UNSTABLE_OFFSET_COMMIT), until the producer's COMMIT marker reaches the group's
-``__consumer_offsets`` partition (they become the group's committed offsets) or its ABORT marker
-(they are dropped). The broker does the parts that need other nodes before the coordinator sees
+are written as a transactional batch of the producer's id and epoch; once handed out they are
+*pending* (taken back if the append is refused): OffsetFetch does not see them (with
+``require_stable`` their partitions answer UNSTABLE_OFFSET_COMMIT), until the producer's COMMIT
+marker reaches the group's ``__consumer_offsets`` partition (they become the group's committed
+offsets) or its ABORT marker (they are dropped). The broker does the parts that need other nodes before the coordinator sees
 the request (the topics' existence, the transaction's verification, ``group_link.py``).
 """
 
@@ -94,6 +94,9 @@ class TxnOffsets:
             self._rt.groups[request.group_id] = Group(request.group_id)
         records = [offset_commit_record(request.group_id, t, p, value) for (t, p), value in offsets.items()]
         write = TxnOffsetWrite(request.group_id, request.producer_id, offsets, waiter, answer)
+        # Pending once handed out (Kafka replays its records at the append): a stable OffsetFetch
+        # meanwhile answers UNSTABLE_OFFSET_COMMIT; a refused append takes them back.
+        self.pending.setdefault(request.producer_id, {}).setdefault(request.group_id, {}).update(offsets)
         self._persistence.persist(
             request.group_id, records, write, producer=(request.producer_id, request.producer_epoch)
         )
@@ -121,14 +124,23 @@ class TxnOffsets:
                 return E.ILLEGAL_GENERATION
         return E.NONE
 
-    def written(self, write: TxnOffsetWrite, error: int) -> None:
-        if not error:
-            self.pending.setdefault(write.producer_id, {}).setdefault(write.group_id, {}).update(
-                write.offsets
-            )
-            if self._rt.hooks.planted("txn-offsets-before-commit"):  # planted bug: visible at once
-                for (topic, index), value in write.offsets.items():
-                    self._persistence.replay_offset(write.group_id, topic, index, value)
+    def written(self, write: TxnOffsetWrite, error: int, *, revert: bool = True) -> None:
+        """The outcome of a transactional offset write: refused (``revert``), its offsets are no
+        longer pending (unless a later write of the producer replaced them); appended but not
+        stored in time, they stay pending until the producer's marker, as Kafka keeps them."""
+        if error and revert:
+            groups = self.pending.get(write.producer_id, {})
+            offsets = groups.get(write.group_id, {})
+            for key, value in write.offsets.items():
+                if offsets.get(key) is value:
+                    del offsets[key]
+            if not offsets:
+                groups.pop(write.group_id, None)
+            if not groups:
+                self.pending.pop(write.producer_id, None)
+        elif not error and self._rt.hooks.planted("txn-offsets-before-commit"):  # planted: visible at once
+            for (topic, index), value in write.offsets.items():
+                self._persistence.replay_offset(write.group_id, topic, index, value)
         self._rt.respond(write.waiter, failed_answer(write.answer, error) if error else write.answer)
 
     # -- markers ----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ loaded from the log at failover, dropped when leadership goes, writes answered o
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import pytest
@@ -266,7 +267,7 @@ def test_an_offset_commit_is_answered_once_the_high_watermark_passes_it() -> Non
     assert fetched(node, G) == (E.NONE, {0: 30, 1: 31})
 
 
-def test_a_write_not_replicated_in_time_is_coordinator_not_available_and_undone() -> None:
+def test_a_write_not_replicated_in_time_is_coordinator_not_available_and_kept() -> None:
     node = cluster_node()
     node.take(node.link.partition_led(MINE, node.now))
     assert commit_errors(node.call(commit_request(G, 1), 8)) == [E.NONE, E.NONE]
@@ -278,7 +279,86 @@ def test_a_write_not_replicated_in_time_is_coordinator_not_available_and_undone(
     assert token not in node.answers
     node.advance(1)
     assert commit_errors(node.answers.pop(token)) == [E.COORDINATOR_NOT_AVAILABLE] * 2
+    # The commit is in the log, not replicated: reads do not see it yet, and it is not taken
+    # back (Kafka's coordinator reverts only what an append refused).
     assert fetched(node, G) == (E.NONE, {0: 1, 1: 2})
+    group = node.link.coordinator.group(G)
+    assert group is not None and [v.offset for _, _, v in group.offsets] == [2, 3]
+    follower_fetched(replica, node.now, replica.log_end_offset)  # replicated after all
+    node.poll()
+    assert fetched(node, G) == (E.NONE, {0: 2, 1: 3})
+
+
+def stable_fetch(node: Node, group: str) -> int:
+    return node.send(
+        OffsetFetchRequest(
+            group_id=group,
+            topics=[OffsetFetchRequestTopic(name=DATA_TOPIC, partition_indexes=[0, 1])],
+            require_stable=True,
+        ),
+        7,
+    )
+
+
+def test_an_unreplicated_commit_is_not_read_and_a_stable_read_waits_for_it() -> None:
+    node = cluster_node()
+    node.take(node.link.partition_led(MINE, node.now))
+    assert commit_errors(node.call(commit_request(G, 1), 8)) == [E.NONE, E.NONE]
+    replica = node.replica(MINE)
+    follower_fetched(replica, node.now, replica.log_end_offset)  # node 2 in the ISR, caught up
+    token = node.send(commit_request(G, 2), 8)
+    simple = group_in(MINE, "simple")
+    first = node.send(commit_request(simple, 7), 8)
+    end = replica.log_end_offset
+    assert fetched(node, G) == (E.NONE, {0: 1, 1: 2}), "the value replicated before"
+    assert fetched(node, simple) == (E.NONE, {0: -1, 1: -1}), "none replicated yet"
+    stable = stable_fetch(node, G)
+    assert stable not in node.answers and replica.log_end_offset == end  # it appends nothing
+    follower_fetched(replica, node.now, end)
+    node.poll()
+    assert commit_errors(node.answers.pop(token)) == commit_errors(node.answers.pop(first)) == [E.NONE] * 2
+    answer = node.answers.pop(stable)
+    assert isinstance(answer, OffsetFetchResponse) and answer.error_code == E.NONE
+    assert [p.committed_offset for t in answer.topics for p in t.partitions] == [2, 3]
+    assert fetched(node, G) == (E.NONE, {0: 2, 1: 3})
+    assert fetched(node, simple) == (E.NONE, {0: 7, 1: 8})
+
+
+def test_a_stable_read_not_replicated_in_time_is_not_coordinator() -> None:
+    node = cluster_node()
+    node.take(node.link.partition_led(MINE, node.now))
+    replica = node.replica(MINE)
+    follower_fetched(replica, node.now, replica.log_end_offset)
+    node.send(commit_request(G, 2), 8)
+    stable = stable_fetch(node, G)
+    node.advance(node.state.config.offsets_commit_timeout_ms)
+    answer = node.answers.pop(stable)
+    assert isinstance(answer, OffsetFetchResponse) and answer.error_code == E.NOT_COORDINATOR
+
+
+def test_a_coordinator_move_after_a_timed_out_commit_shows_what_the_log_holds() -> None:
+    storage = MemoryStorage()
+    a = cluster_node(storage)
+    a.take(a.link.partition_led(MINE, a.now))
+    assert commit_errors(a.call(commit_request(G, 1), 8)) == [E.NONE, E.NONE]
+    replica = a.replica(MINE)
+    follower_fetched(replica, a.now, replica.log_end_offset)
+    follower_log = copy.deepcopy(storage)  # node 2's log: it never fetches what follows
+    token = a.send(commit_request(G, 2), 8)
+    assert fetched(a, G) == (E.NONE, {0: 1, 1: 2})
+    a.advance(a.state.config.offsets_commit_timeout_ms)
+    assert commit_errors(a.answers.pop(token)) == [E.COORDINATOR_NOT_AVAILABLE] * 2
+    assert fetched(a, G) == (E.NONE, {0: 1, 1: 2})
+    a.take(a.link.partition_lost(MINE, a.now))
+    assert fetched(a, G)[0] == E.NOT_COORDINATOR
+    # A new leader whose log lacks the commit loads the value before it...
+    b = cluster_node(follower_log)
+    b.now = a.now
+    b.take(b.link.partition_led(MINE, b.now))
+    assert fetched(b, G) == (E.NONE, {0: 1, 1: 2})
+    # ...and the old one, led again with the commit in its log, loads the commit.
+    a.take(a.link.partition_led(MINE, a.now))
+    assert fetched(a, G) == (E.NONE, {0: 2, 1: 3})
 
 
 def test_min_insync_replicas_refuses_group_writes_before_the_append() -> None:

@@ -11,6 +11,7 @@ import itertools
 from collections.abc import Sequence
 
 from kafka_wire.broker.group import (
+    APPENDED_ERRORS,
     GroupConfig,
     GroupCoordinator,
     GroupEffect,
@@ -60,6 +61,8 @@ from kafka_wire.messages import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 
 #: Tests use no initial delay and a small minimum session timeout.
@@ -84,6 +87,7 @@ RESPONSES: dict[type[Message], type[Message]] = {
     DeleteGroupsRequest: DeleteGroupsResponse,
     ShareGroupHeartbeatRequest: ShareGroupHeartbeatResponse,
     ShareGroupDescribeRequest: ShareGroupDescribeResponse,
+    TxnOffsetCommitRequest: TxnOffsetCommitResponse,
 }
 
 
@@ -130,6 +134,9 @@ class Harness:
         self.append_error = 0
         #: Writes reported as refused, in order.
         self.refused: list[Persist] = []
+        #: When set, writes are appended but their outcome waits here (a write not replicated
+        #: yet) until :meth:`report`.
+        self.held: list[Persist] | None = None
 
     # -- driving --------------------------------------------------------------------------------
 
@@ -174,10 +181,13 @@ class Harness:
                         assert decode_consumer_key(key).group == effect.group_id
                         continue
                     assert decoded.group == effect.group_id
-                if not self.append_error:
+                if not self.append_error or self.append_error in APPENDED_ERRORS:
                     self.log.extend(effect.records)
                 else:
                     self.refused.append(effect)
+                if self.held is not None and not self.append_error:
+                    self.held.append(effect)
+                    continue
                 # Reported at once, as the broker does (the log answers an append synchronously).
                 self._apply(self.coord.persisted(effect.append_id, self.append_error, self.now))
                 continue
@@ -188,6 +198,16 @@ class Harness:
             again = cls.decode(data, version, strict=True)
             assert again.encode(version) == data
             self.answers[effect.token] = effect.body
+
+    def report(self, write: Persist, error: int = 0) -> None:
+        """The outcome of a held write (0: replicated in time)."""
+        assert self.held is not None
+        self.held.remove(write)
+        self._apply(self.coord.persisted(write.append_id, error, self.now))
+
+    def replicated(self, write: Persist) -> None:
+        """A write whose outcome was a timeout is stored after all."""
+        self._apply(self.coord.replicated(write.append_id, self.now))
 
     # -- group protocol shortcuts ---------------------------------------------------------------
 

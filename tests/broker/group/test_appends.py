@@ -46,7 +46,6 @@ E = ErrorCode
         (E.INVALID_FETCH_SIZE, E.UNKNOWN_SERVER_ERROR),
         (E.UNKNOWN_TOPIC_OR_PARTITION, E.COORDINATOR_NOT_AVAILABLE),
         (E.NOT_ENOUGH_REPLICAS, E.COORDINATOR_NOT_AVAILABLE),
-        (E.REQUEST_TIMED_OUT, E.COORDINATOR_NOT_AVAILABLE),
         (E.NOT_LEADER_OR_FOLLOWER, E.NOT_COORDINATOR),
         (E.KAFKA_STORAGE_ERROR, E.NOT_COORDINATOR),
         (E.CORRUPT_MESSAGE, E.CORRUPT_MESSAGE),  # any other code reaches the client as it is
@@ -285,19 +284,25 @@ def _errors(effects: list[GroupEffect]) -> dict[int, int]:
     return {p.partition_index: p.error_code for t in answer.body.topics for p in t.partitions}
 
 
+def _latest(coordinator: GroupCoordinator) -> dict[int, int]:
+    """The group's offsets in memory, the writes not stored yet included."""
+    snapshot = coordinator.group("g")
+    return {} if snapshot is None else {p: v.offset for _, p, v in snapshot.offsets}
+
+
 def test_a_commit_that_fails_after_a_later_one_does_not_take_the_later_one_back() -> None:
-    # Seed 2600 of the simulator: a commit timed out waiting for its replication after a later
-    # commit of the same partition was appended; taking the first back put the offset before it
-    # over the later commit, which was then acknowledged, and OffsetFetch answered the older one.
+    # Seed 2600 of the simulator: a commit failed after a later commit of the same partition was
+    # appended; taking the first back put the offset before it over the later commit, which was
+    # then acknowledged, and OffsetFetch answered the older one. (Its failure was then a timeout,
+    # which takes nothing back now; a partition lost fails writes in flight in order too.)
     coordinator = GroupCoordinator(CONFIG)
     first = _commit_held(coordinator, 1, {0: 1})
     assert _errors(coordinator.persisted(first, 0, 0)) == {0: E.NONE}
-    timed_out = _commit_held(coordinator, 2, {0: 2})
+    failed = _commit_held(coordinator, 2, {0: 2})
     later = _commit_held(coordinator, 3, {0: 2, 1: 2})
-    assert _errors(coordinator.persisted(timed_out, E.REQUEST_TIMED_OUT, 0)) == {
-        0: E.COORDINATOR_NOT_AVAILABLE
-    }
-    assert _committed(coordinator, [0, 1]) == {0: 2, 1: 2}
+    assert _errors(coordinator.persisted(failed, E.NOT_LEADER_OR_FOLLOWER, 0)) == {0: E.NOT_COORDINATOR}
+    assert _latest(coordinator) == {0: 2, 1: 2}
+    assert _committed(coordinator, [0, 1]) == {0: 1, 1: -1}, "reads see what is stored"
     assert _errors(coordinator.persisted(later, 0, 0)) == {0: E.NONE, 1: E.NONE}
     assert _committed(coordinator, [0, 1]) == {0: 2, 1: 2}
 
@@ -309,21 +314,23 @@ def test_refused_commits_out_of_order_leave_the_latest_write_that_did_not_fail()
     # The earlier of two commits fails first, then the later one: back to what was stored.
     a = _commit_held(coordinator, 2, {0: 2})
     b = _commit_held(coordinator, 3, {0: 3})
-    coordinator.persisted(a, E.REQUEST_TIMED_OUT, 0)
-    assert _committed(coordinator, [0]) == {0: 3}
-    coordinator.persisted(b, E.REQUEST_TIMED_OUT, 0)
-    assert _committed(coordinator, [0]) == {0: 1}
-    # The later fails first: the earlier one, still in flight, shows; then it is stored.
+    coordinator.persisted(a, E.NOT_LEADER_OR_FOLLOWER, 0)
+    assert (_latest(coordinator), _committed(coordinator, [0])) == ({0: 3}, {0: 1})
+    coordinator.persisted(b, E.NOT_LEADER_OR_FOLLOWER, 0)
+    assert (_latest(coordinator), _committed(coordinator, [0])) == ({0: 1}, {0: 1})
+    # The later fails first: the earlier one, still in flight, is kept; then it is stored.
     c = _commit_held(coordinator, 4, {0: 4})
     d = _commit_held(coordinator, 5, {0: 5})
-    coordinator.persisted(d, E.REQUEST_TIMED_OUT, 0)
-    assert _committed(coordinator, [0]) == {0: 4}
+    coordinator.persisted(d, E.NOT_LEADER_OR_FOLLOWER, 0)
+    assert (_latest(coordinator), _committed(coordinator, [0])) == ({0: 4}, {0: 1})
     coordinator.persisted(c, 0, 0)
-    assert _committed(coordinator, [0]) == {0: 4}
-    # An earlier commit stored after a later one was handed out does not put its value back.
+    assert (_latest(coordinator), _committed(coordinator, [0])) == ({0: 4}, {0: 4})
+    # An earlier commit stored after a later one does not put its value back (the later one
+    # stored means the earlier one is: the high watermark passed both).
     e = _commit_held(coordinator, 6, {0: 6})
     f = _commit_held(coordinator, 7, {0: 7})
     coordinator.persisted(f, 0, 0)
-    coordinator.persisted(e, 0, 0)
     assert _committed(coordinator, [0]) == {0: 7}
+    coordinator.persisted(e, 0, 0)
+    assert (_latest(coordinator), _committed(coordinator, [0])) == ({0: 7}, {0: 7})
     assert coordinator.pending_writes() == 0
