@@ -293,6 +293,9 @@ class FetchWait:
                     else ErrorCode.NOT_LEADER_OR_FOLLOWER
                 )
                 data.aborted_transactions = None
+            elif self.replica_id >= 0 and replica.stale_follower_fetch(self.replica_id, self.replica_epoch):
+                data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                data.aborted_transactions = None
             elif self.replica_id >= 0 and (
                 diverging := replica.diverging(item.fetch_offset, item.last_fetched_epoch)
             ):

@@ -235,6 +235,16 @@ class PartitionReplica:
             return False
         return follower.broker_epoch in (-1, broker.epoch)
 
+    def stale_follower_fetch(self, node_id: int, broker_epoch: int) -> bool:
+        """Kafka's fence in ``Replica.updateFetchStateOrThrow``: a follower's fetch carrying a
+        broker epoch older than the one the metadata has for that broker (sent by an earlier
+        incarnation, delivered late) must not update its fetch state; it is answered
+        NOT_LEADER_OR_FOLLOWER."""
+        if broker_epoch == -1 or self.cluster is None:
+            return False
+        broker = self.cluster.broker(node_id)
+        return broker is not None and broker.epoch > broker_epoch
+
     # -- leader: followers' fetches and the ISR ---------------------------------------------------
     def record_follower_fetch(
         self, node_id: int, fetch_offset: int, now_ms: int, *, log_start: int = -1, broker_epoch: int = -1

@@ -21,6 +21,7 @@ from kafka_wire.messages import (
     ErrorCode,
     FetchRequest,
     FetchRequestPartition,
+    FetchRequestReplicaState,
     FetchRequestTopic,
     FetchResponse,
     FetchResponsePartitionData,
@@ -415,6 +416,42 @@ def test_a_fetch_from_a_broker_that_is_not_a_replica_or_with_a_stale_epoch_is_re
         client_fetch(leader, net.now_ms, replica_id=2, current_epoch=5).error_code
         == ErrorCode.UNKNOWN_LEADER_EPOCH
     )
+
+
+def test_a_fetch_of_an_earlier_incarnation_of_a_follower_updates_nothing() -> None:
+    """Kafka's fence in ``Replica.updateFetchStateOrThrow``: a follower's Fetch with a broker epoch
+    older than the metadata's (sent before a restart, delivered late) is answered
+    NOT_LEADER_OR_FOLLOWER and leaves the follower's fetch offset as its newer fetches set it
+    (simulator share seed 173 with pre-vote: such a fetch moved it back below the HW)."""
+    net = three()
+    leader = net.nodes[1]
+    leader.produce([b"a", b"b"], net.now_ms, acks=-1)
+    net.run(1000)
+    follower = leader.replica().followers.get(2)
+    assert follower is not None and follower.log_end_offset == 2
+
+    def fetch(broker_epoch: int) -> FetchResponsePartitionData:
+        request = FetchRequest(
+            max_wait_ms=0,
+            replica_state=FetchRequestReplicaState(replica_id=2, replica_epoch=broker_epoch),
+            topics=[
+                FetchRequestTopic(
+                    topic_id=TOPIC_ID,
+                    partitions=[
+                        FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+                    ],
+                )
+            ],
+        )
+        answer = leader.call(request, net.now_ms, version=15)
+        assert isinstance(answer, FetchResponse)
+        return answer.responses[0].partitions[0]
+
+    current = net.brokers[2].epoch
+    assert fetch(current - 1).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert follower.log_end_offset == 2
+    assert fetch(current).error_code == ErrorCode.NONE
+    assert follower.log_end_offset == 0
 
 
 def test_a_fenced_follower_is_served_but_not_taken_into_the_isr() -> None:
