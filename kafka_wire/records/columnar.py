@@ -229,48 +229,45 @@ class ArrowDecoder:
         if export is not None:  # C: one struct array through Arrow's C data interface, one call
             address = export(self._layout, self.topic.encode(), self.partition)
             return pa.RecordBatch._import_from_c(address, self.schema)
-        rows, offsets, timestamps, ts_types, key, value, headers = columns.finish()
-        buf = pa.py_buffer
+        chunk = columns.finish()  # the pure twin: Arrow arrays
+        rows = len(chunk)
         arrays: dict[str, Any] = {}
-
-        def binary(kind: Any, parts: tuple[Any, int, Any, Any], n: int) -> Any:
-            validity, nulls, offs, data = parts
-            return pa.Array.from_buffers(
-                kind, n, [buf(validity) if nulls else None, buf(offs), buf(data)], null_count=nulls
-            )
-
         for name in self.columns:
             if name == "key":
-                arrays[name] = binary(pa.binary(), key, rows)
+                arrays[name] = chunk.keys
             elif name == "value":
-                arrays[name] = binary(pa.binary(), value, rows)
+                arrays[name] = chunk.values
             elif name == "topic":
                 arrays[name] = pa.repeat(pa.scalar(self.topic, pa.string()), rows)
             elif name == "partition":
                 arrays[name] = pa.repeat(pa.scalar(self.partition, pa.int32()), rows)
             elif name == "offset":
-                arrays[name] = pa.Array.from_buffers(pa.int64(), rows, [None, buf(offsets)])
+                arrays[name] = chunk.offsets
             elif name == "timestamp":
-                arrays[name] = pa.Array.from_buffers(
-                    self.schema.field(name).type, rows, [None, buf(timestamps)]
-                )
+                arrays[name] = chunk.timestamps.view(self.schema.field(name).type)
             elif name == "timestampType":
-                arrays[name] = pa.Array.from_buffers(pa.int32(), rows, [None, buf(ts_types)])
+                arrays[name] = chunk.ts_types
             else:
-                validity, nulls, ends, hkey, hvalue = headers
-                count = (len(hkey[2]) // 4) - 1
-                pairs = pa.StructArray.from_arrays(
-                    [binary(pa.string(), hkey, count), binary(pa.binary(), hvalue, count)],
-                    names=["key", "value"],
-                )
-                arrays[name] = pa.Array.from_buffers(
-                    self.schema.field(name).type,
-                    rows,
-                    [buf(validity) if nulls else None, buf(ends)],
-                    null_count=nulls,
-                    children=[pairs],
-                )
+                arrays[name] = _header_lists(pa, chunk, self.schema.field(name).type)
         return pa.RecordBatch.from_arrays(list(arrays.values()), schema=self.schema)
+
+
+def _header_lists(pa: Any, chunk: Any, kind: Any) -> Any:
+    """The headers column of a pure ``Columns`` chunk: a list per row, null where it has none."""
+    import pyarrow.compute as pc
+
+    counts = chunk.header_counts
+    ends = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum_checked(counts)])
+    empty = pc.equal(counts, 0)
+    nulls = int(pc.sum(empty.cast(pa.int64())).as_py() or 0)
+    pairs = pa.StructArray.from_arrays([chunk.header_keys, chunk.header_values], names=["key", "value"])
+    return pa.Array.from_buffers(
+        kind,
+        len(counts),
+        [pc.invert(empty).buffers()[1] if nulls else None, ends.buffers()[1]],
+        null_count=nulls,
+        children=[pairs],
+    )
 
 
 def decode_arrow(

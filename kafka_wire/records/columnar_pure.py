@@ -2,8 +2,10 @@
 
 Same interface, same checks and the same Arrow output as the C ``Columns``; used when the
 extension is not built or ``KAFKA_WIRE_PURE`` is set (:mod:`kafka_wire.records.columnar` chooses).
-Values are collected in lists and turned into Arrow buffers once, by pyarrow, in :meth:`finish`.
-Integers wrap to 64 bits as the C code (and Java) does.
+A v2 batch is read a field at a time across its records by pyarrow's kernels
+(:mod:`~kafka_wire.records.columnar_vector`); what that path does not take on, and legacy
+records, go through the record loop here, whose values are collected in lists and turned into
+Arrow arrays once. Integers wrap to 64 bits as the C code (and Java) does.
 """
 
 from __future__ import annotations
@@ -34,27 +36,33 @@ class Columns:
     """Growing columns of Kafka records; see the C twin for the contract of each method."""
 
     def __init__(self, key: bool, value: bool, headers: bool, timestamp_scale: int) -> None:
+        from kafka_wire.records import columnar_vector  # pyarrow: imported once columns are made
+
+        self._vector = columnar_vector
         self.want_key = key
         self.want_value = value
         self.want_headers = headers
         self.scale = timestamp_scale
+        #: batches read by the vector path, and the rows they hold
+        self.chunks: list[columnar_vector.Chunk] = []
+        self.chunk_rows = 0
+        # rows of the record loop since the last chunk
         self.offsets = array("q")
         self.timestamps = array("q")
         self.ts_types = array("i")
         self.keys: list[Any] = []
         self.values: list[Any] = []
-        # headers flat: every header's key and value, each row's end in them, whether it has any
+        # headers flat: every header's key and value, and each row's end in them
         self.header_keys: list[str] = []
         self.header_values: list[bytes | None] = []
         self.header_ends = array("i", [0])
-        self.has_headers: list[bool] = []
 
     @property
     def rows(self) -> int:
-        return len(self.offsets)
+        return self.chunk_rows + len(self.offsets)
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return self.rows
 
     def _row(self, offset: int, timestamp: int, ts_type: int) -> None:
         self.offsets.append(offset)
@@ -72,11 +80,7 @@ class Columns:
             for k, v in headers:
                 self.header_keys.append(k)
                 self.header_values.append(None if v is None else bytes(v))
-            self._header_row(len(headers) > 0)
-
-    def _header_row(self, has: bool) -> None:
-        self.header_ends.append(len(self.header_keys))  # an array("i"): past 2**31 - 1 it raises
-        self.has_headers.append(has)
+            self.header_ends.append(len(self.header_keys))  # an array("i"): past 2**31 - 1 it raises
 
     def v2(
         self,
@@ -96,13 +100,48 @@ class Columns:
                 f"{count} records cannot fit in {end - pos} bytes (a record takes at least 7)", pos
             )
         data = bytes(data) if type(data) is not bytes else data
+        vector = self._vector
+        try:
+            chunk, pos = vector.decode_v2(
+                data,
+                pos,
+                end,
+                count,
+                base_offset,
+                (base_timestamp, log_append_time, self.scale),
+                (self.want_key, self.want_value, self.want_headers),
+                (lo, hi),
+            )
+        except vector.Unfit:
+            return self._record_loop(
+                data, pos, end, count, base_offset, base_timestamp, log_append_time, ts_type, lo, hi
+            )
+        self._flush()
+        chunk.ts_types = vector.repeat_int32(ts_type, len(chunk))
+        self.chunks.append(chunk)
+        self.chunk_rows += len(chunk)
+        return pos
+
+    def _record_loop(
+        self,
+        data: bytes,
+        pos: int,
+        end: int,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        log_append_time: int | None,
+        ts_type: int,
+        lo: int,
+        hi: int,
+    ) -> int:
         want_key, want_value, want_headers = self.want_key, self.want_value, self.want_headers
         offsets, timestamps = self.offsets, self.timestamps
         add_offset, add_timestamp = offsets.append, timestamps.append
         add_key, add_value = self.keys.append, self.values.append
         header_keys = self.header_keys
         add_header_key, add_header_value = header_keys.append, self.header_values.append
-        add_header_end, add_has_headers = self.header_ends.append, self.has_headers.append
+        add_header_end = self.header_ends.append
         rows_before = len(offsets)
         scale = self.scale
         low, high = _I64_MIN, -_I64_MIN - 1
@@ -280,43 +319,31 @@ class Columns:
                     add_value(data[vpos:vend] if vlen >= 0 else None)
                 if want_headers:
                     add_header_end(len(header_keys))
-                    add_has_headers(hc > 0)
         except IndexError:
             raise _corrupt("record data ends inside a field", pos) from None
         finally:  # every row kept has its type, failure or not
             self.ts_types.extend(array("i", [ts_type]) * (len(offsets) - rows_before))
         return pos
 
-    def finish(self) -> tuple[Any, ...]:
-        """The columns as Arrow buffers, in the C twin's layout (buffers are pyarrow ``Buffer``s)."""
-        import pyarrow as pa
-
-        def parts(arr: Any) -> tuple[Any, int, Any, Any]:
-            validity, offsets, data = arr.buffers()
-            return validity, arr.null_count, offsets, data
-
-        def binary(items: list[Any], kind: Any) -> tuple[Any, int, Any, Any]:
-            return parts(pa.array(items, kind))
-
-        key = binary(self.keys, pa.binary()) if self.want_key else None
-        value = binary(self.values, pa.binary()) if self.want_value else None
-        headers = None
-        if self.want_headers:
-            has = pa.array(self.has_headers, pa.bool_())  # its values buffer is the validity bitmap
-            nulls = len(self.has_headers) - int(has.true_count)
-            headers = (
-                has.buffers()[1] if nulls else None,
-                nulls,
-                self.header_ends.tobytes(),
-                binary(self.header_keys, pa.string()),
-                binary(self.header_values, pa.binary()),
+    def _flush(self) -> None:
+        """The record loop's rows so far become a chunk."""
+        if self.offsets:
+            self.chunks.append(
+                self._vector.from_lists(
+                    self.offsets,
+                    self.timestamps,
+                    self.ts_types,
+                    self.keys if self.want_key else None,
+                    self.values if self.want_value else None,
+                    (self.header_ends, self.header_keys, self.header_values) if self.want_headers else None,
+                )
             )
-        return (
-            len(self.offsets),
-            self.offsets.tobytes(),
-            self.timestamps.tobytes(),
-            self.ts_types.tobytes(),
-            key,
-            value,
-            headers,
-        )
+            self.chunk_rows += len(self.offsets)
+            self.offsets, self.timestamps, self.ts_types = array("q"), array("q"), array("i")
+            self.keys, self.values, self.header_keys, self.header_values = [], [], [], []
+            self.header_ends = array("i", [0])
+
+    def finish(self) -> Any:
+        """Every row as one :class:`~kafka_wire.records.columnar_vector.Chunk` of Arrow arrays."""
+        self._flush()
+        return self._vector.concat(self.chunks, (self.want_key, self.want_value, self.want_headers))
