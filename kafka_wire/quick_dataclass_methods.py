@@ -1439,12 +1439,14 @@ def broker_group_records__OffsetCommitValue(cls: Any, fields: tuple[Field[Any], 
     _dflt_commit_timestamp_ms = fields[2].default
     _dflt_expire_timestamp_ms = fields[3].default
     _dflt_leader_epoch = fields[4].default
-    def __init__(self: Any, offset: Any, metadata: Any=_dflt_metadata, commit_timestamp_ms: Any=_dflt_commit_timestamp_ms, expire_timestamp_ms: Any=_dflt_expire_timestamp_ms, leader_epoch: Any=_dflt_leader_epoch) -> None:
+    _dflt_record_position = fields[5].default
+    def __init__(self: Any, offset: Any, metadata: Any=_dflt_metadata, commit_timestamp_ms: Any=_dflt_commit_timestamp_ms, expire_timestamp_ms: Any=_dflt_expire_timestamp_ms, leader_epoch: Any=_dflt_leader_epoch, record_position: Any=_dflt_record_position) -> None:
         _object_setattr(self, 'offset', offset)
         _object_setattr(self, 'metadata', metadata)
         _object_setattr(self, 'commit_timestamp_ms', commit_timestamp_ms)
         _object_setattr(self, 'expire_timestamp_ms', expire_timestamp_ms)
         _object_setattr(self, 'leader_epoch', leader_epoch)
+        _object_setattr(self, 'record_position', record_position)
     def __repr__(self: Any) -> Any:
         return self.__class__.__qualname__ + f"(offset={self.offset!r}, metadata={self.metadata!r}, commit_timestamp_ms={self.commit_timestamp_ms!r}, expire_timestamp_ms={self.expire_timestamp_ms!r}, leader_epoch={self.leader_epoch!r})"
     def __eq__(self: Any, other: Any) -> Any:
@@ -1454,11 +1456,11 @@ def broker_group_records__OffsetCommitValue(cls: Any, fields: tuple[Field[Any], 
     def __hash__(self: Any) -> int:
         return hash((self.offset,self.metadata,self.commit_timestamp_ms,self.expire_timestamp_ms,self.leader_epoch,))
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        if type(self) is cls or name in ('offset','metadata','commit_timestamp_ms','expire_timestamp_ms','leader_epoch',):
+        if type(self) is cls or name in ('offset','metadata','commit_timestamp_ms','expire_timestamp_ms','leader_epoch','record_position',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self: Any, name: str) -> None:
-        if type(self) is cls or name in ('offset','metadata','commit_timestamp_ms','expire_timestamp_ms','leader_epoch',):
+        if type(self) is cls or name in ('offset','metadata','commit_timestamp_ms','expire_timestamp_ms','leader_epoch','record_position',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
@@ -4476,7 +4478,7 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.broker.group.records:OffsetCommitKey': (True, True, True, False, False, (('group', True, True, True, None, False, False, False), ('topic', True, True, True, None, False, False, False), ('partition', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.group.records:GroupMetadataKey': (True, True, True, False, False, (('group', True, True, True, None, False, False, False),), ()),
     'kafka_wire.broker.group.records:UnknownKey': (True, True, True, False, False, (('version', True, True, True, None, False, False, False),), ()),
-    'kafka_wire.broker.group.records:OffsetCommitValue': (True, True, True, False, False, (('offset', True, True, True, None, False, False, False), ('metadata', True, True, True, None, False, True, False), ('commit_timestamp_ms', True, True, True, None, False, True, False), ('expire_timestamp_ms', True, True, True, None, False, True, False), ('leader_epoch', True, True, True, None, False, True, False)), ()),
+    'kafka_wire.broker.group.records:OffsetCommitValue': (True, True, True, False, False, (('offset', True, True, True, None, False, False, False), ('metadata', True, True, True, None, False, True, False), ('commit_timestamp_ms', True, True, True, None, False, True, False), ('expire_timestamp_ms', True, True, True, None, False, True, False), ('leader_epoch', True, True, True, None, False, True, False), ('record_position', True, False, False, None, False, True, False)), ()),
     'kafka_wire.broker.group.records:MemberMetadata': (True, True, True, False, False, (('member_id', True, True, True, None, False, False, False), ('group_instance_id', True, True, True, None, False, False, False), ('client_id', True, True, True, None, False, False, False), ('client_host', True, True, True, None, False, False, False), ('rebalance_timeout_ms', True, True, True, None, False, False, False), ('session_timeout_ms', True, True, True, None, False, False, False), ('subscription', True, True, True, None, False, False, False), ('assignment', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.group.records:GroupMetadataValue': (True, True, True, False, False, (('protocol_type', True, True, True, None, False, False, False), ('generation', True, True, True, None, False, False, False), ('protocol', True, True, True, None, False, False, False), ('leader', True, True, True, None, False, False, False), ('current_state_timestamp_ms', True, True, True, None, False, True, False), ('members', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.group.share_partition:InFlight': (False, True, True, False, False, (('state', True, True, True, None, False, True, False), ('delivery_count', True, True, True, None, False, True, False), ('member_id', True, True, True, None, False, True, False), ('deadline_ms', True, True, True, None, False, True, False)), ()),

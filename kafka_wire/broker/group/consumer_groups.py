@@ -101,7 +101,7 @@ class ConsumerGroups:
     def __init__(
         self,
         rt: GroupRuntime,
-        persist: Callable[[str, list[KeyValue], ConsumerWrite], None],
+        persist: Callable[[str, list[KeyValue], ConsumerWrite], object],
         topics: TopicsOf,
     ) -> None:
         self._rt = rt

@@ -6,6 +6,13 @@ waits here until :meth:`GroupPersistence.take_write` hands it to the part of the
 reacts to its outcome. Replay applies stored records at startup, and offset writes the moment
 they are handed out (Kafka's coordinator replays its own records at once), through the same path.
 
+Each committed or pending transactional offset keeps the position of the record that wrote it
+(``OffsetCommitValue.record_position``, Kafka's ``recordOffset``): a count of the offset records
+handed out and replayed, which follows each partition's log order, as its writes are handed out
+in that order and a load replays it in that order before the partition's next write. A
+transaction's COMMIT marker makes its offset the committed one only over an older record (Kafka's
+``OffsetMetadataManager.replayEndTransactionMarker``).
+
 A write whose records are not known to be stored (no outcome yet, or a timeout: appended, and
 stored once the high watermark passes them) stays *uncommitted* here, per partition in the
 order handed out (the log's order); :meth:`GroupPersistence.committed_before` gives what reads
@@ -18,7 +25,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kafka_wire.broker.coordinator_keys import partition_for_group
@@ -234,6 +241,9 @@ class GroupPersistence:
         self.uncommitted: dict[int, OrderedDict[int, tuple[PendingWrite, bool]]] = {}
         #: The partition of each uncommitted write.
         self._partition_of: dict[int, int] = {}
+        #: The position of the latest offset record handed out or replayed (see the module
+        #: docstring); the records of one write share one.
+        self.position = 0
 
     def take_write(self, append_id: int) -> PendingWrite:
         """The write ``append_id`` stands for; it no longer awaits its outcome."""
@@ -252,12 +262,11 @@ class GroupPersistence:
         if isinstance(decoded, OffsetCommitKey):
             if self._rt.hooks.planted("offsets-not-loaded"):
                 return
-            self.replay_offset(
-                decoded.group,
-                decoded.topic,
-                decoded.partition,
-                None if value is None else decode_offset_commit_value(value),
-            )
+            offset = None if value is None else decode_offset_commit_value(value)
+            self.position += 1
+            if offset is not None:
+                offset = replace(offset, record_position=self.position)
+            self.replay_offset(decoded.group, decoded.topic, decoded.partition, offset)
         elif isinstance(decoded, GroupMetadataKey):
             self.replay_group(decoded.group, None if value is None else decode_group_metadata_value(value))
         elif decoded.version not in OTHER_GROUP_KEY_VERSIONS:
@@ -275,15 +284,18 @@ class GroupPersistence:
         records: list[KeyValue],
         write: PendingWrite,
         producer: tuple[int, int] = (-1, -1),
-    ) -> None:
+    ) -> int:
         """Ask for ``records`` to be appended (as a transactional batch of ``producer``'s id and
-        epoch when it has one); ``write`` says what to do with the outcome."""
+        epoch when it has one); ``write`` says what to do with the outcome. Returns the position
+        of the records (see the module docstring)."""
         partition = partition_for_group(group_id, self._rt.config.offsets_topic_num_partitions)
         self.next_append_id += 1
+        self.position += 1
         self.writes[self.next_append_id] = write
         self.uncommitted.setdefault(partition, OrderedDict())[self.next_append_id] = (write, bool(records))
         self._partition_of[self.next_append_id] = partition
         self._rt.out.append(Persist(group_id, partition, records, self.next_append_id, *producer))
+        return self.position
 
     # -- commitment: what reads see ----------------------------------------------------------------
 
@@ -370,11 +382,14 @@ class GroupPersistence:
                     None if group is None else group.offsets.get(topic, {}).get(partition)
                 )
         records = [offset_commit_record(write.group_id, t, p, value) for t, p, value in write.offsets]
+        position = self.persist(write.group_id, records, write)
+        write.offsets[:] = [
+            (t, p, None if v is None else replace(v, record_position=position)) for t, p, v in write.offsets
+        ]
         for topic, partition, value in write.offsets:
             self.replay_offset(write.group_id, topic, partition, value)
         for topic, partition in write.undo:
             self.offset_writes.setdefault((write.group_id, topic, partition), []).append(write)
-        self.persist(write.group_id, records, write)
 
     def offset_write_settled(self, write: OffsetWrite) -> dict[tuple[str, int], OffsetWrite]:
         """``write`` is stored, refused or dropped: it is no longer tracked. Returns, for each of

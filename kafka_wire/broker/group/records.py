@@ -32,6 +32,7 @@ is :func:`kafka_wire.broker.coordinator_keys.partition_for_group`'s.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import uuid
 from typing import Final
@@ -83,6 +84,11 @@ class OffsetCommitValue:
     expire_timestamp_ms: int = -1
     #: -1 when unknown.
     leader_epoch: int = -1
+    #: Where the record that wrote this value stands in its partition's log order (-1: not
+    #: known), Kafka's ``OffsetAndMetadata.recordOffset``: the coordinator's count of the offset
+    #: records it hands out and replays, not a log offset. Not in the record's bytes, nor in
+    #: equality.
+    record_position: int = dataclasses.field(default=-1, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

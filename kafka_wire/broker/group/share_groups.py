@@ -120,7 +120,7 @@ class ShareGroups:
     """The share groups of the coordinator and their requests and timers."""
 
     def __init__(
-        self, rt: GroupRuntime, persist: Callable[[str, list[KeyValue], ShareWrite], None], topics: TopicsOf
+        self, rt: GroupRuntime, persist: Callable[[str, list[KeyValue], ShareWrite], object], topics: TopicsOf
     ) -> None:
         self._rt = rt
         self._persist = persist

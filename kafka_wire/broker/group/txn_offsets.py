@@ -12,13 +12,17 @@ than ``offset.metadata.max.bytes`` is OFFSET_METADATA_TOO_LARGE for its partitio
 are written as a transactional batch of the producer's id and epoch; once handed out they are
 *pending* (taken back if the append is refused): OffsetFetch does not see them (with
 ``require_stable`` their partitions answer UNSTABLE_OFFSET_COMMIT), until the producer's COMMIT
-marker reaches the group's ``__consumer_offsets`` partition (they become the group's committed
-offsets) or its ABORT marker (they are dropped). The broker does the parts that need other nodes before the coordinator sees
-the request (the topics' existence, the transaction's verification, ``group_link.py``).
+marker reaches the group's ``__consumer_offsets`` partition or its ABORT marker (they are dropped).
+At the COMMIT marker each becomes the group's committed offset unless the committed offset's
+record came after its own in the log (an OffsetCommit written meanwhile stays), as Kafka 4.4's
+``replayEndTransactionMarker`` compares record offsets (``persistence``: record positions). The
+broker does the parts that need other nodes before the coordinator sees the request (the topics'
+existence, the transaction's verification, ``group_link.py``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kafka_wire import messages
@@ -94,12 +98,14 @@ class TxnOffsets:
             self._rt.groups[request.group_id] = Group(request.group_id)
         records = [offset_commit_record(request.group_id, t, p, value) for (t, p), value in offsets.items()]
         write = TxnOffsetWrite(request.group_id, request.producer_id, offsets, waiter, answer)
+        position = self._persistence.persist(
+            request.group_id, records, write, producer=(request.producer_id, request.producer_epoch)
+        )
+        for key, value in offsets.items():
+            offsets[key] = replace(value, record_position=position)
         # Pending once handed out (Kafka replays its records at the append): a stable OffsetFetch
         # meanwhile answers UNSTABLE_OFFSET_COMMIT; a refused append takes them back.
         self.pending.setdefault(request.producer_id, {}).setdefault(request.group_id, {}).update(offsets)
-        self._persistence.persist(
-            request.group_id, records, write, producer=(request.producer_id, request.producer_epoch)
-        )
 
     def _validate(self, request: TxnOffsetCommitRequest, v: int) -> ErrorCode:
         """Kafka's ``validateTransactionalOffsetCommit`` (and ``ClassicGroup.validateOffsetCommit``
@@ -147,14 +153,19 @@ class TxnOffsets:
 
     def transaction_ended(self, partition: int, producer_id: int, commit: bool) -> None:
         """The producer's marker reached ``__consumer_offsets-<partition>``: its pending offsets of
-        the groups there become committed (COMMIT) or are dropped (ABORT)."""
+        the groups there become committed (COMMIT: each one whose record is newer than the
+        committed offset's) or are dropped (ABORT)."""
         groups = self.pending.get(producer_id)
         if not groups:
             return
         for group_id in [g for g in groups if self._rt.partition_of(g) == partition]:
             offsets = groups.pop(group_id)
-            if commit:
-                for (topic, index), value in offsets.items():
+            if not commit:
+                continue
+            group = self._rt.groups.get(group_id)
+            for (topic, index), value in offsets.items():
+                current = None if group is None else group.offsets.get(topic, {}).get(index)
+                if current is None or value.record_position > current.record_position:
                     self._persistence.replay_offset(group_id, topic, index, value)
         if not groups:
             del self.pending[producer_id]
@@ -169,12 +180,16 @@ class TxnOffsets:
     def replay_pending(
         self, producer_id: int, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None
     ) -> None:
-        """A loaded offset record of a transactional batch: pending until its marker."""
+        """A loaded offset record of a transactional batch: pending until its marker (its group
+        made if there is none, as at the commit)."""
         offsets = self.pending.setdefault(producer_id, {}).setdefault(group_id, {})
         if value is None:
             offsets.pop((topic, partition), None)
-        else:
-            offsets[(topic, partition)] = value
+            return
+        self._persistence.position += 1
+        if group_id not in self._rt.groups:
+            self._rt.groups[group_id] = Group(group_id)
+        offsets[(topic, partition)] = replace(value, record_position=self._persistence.position)
 
     def drop_partition(self, partition: int) -> None:
         """The partition is no longer served here: its groups' pending offsets go with it."""

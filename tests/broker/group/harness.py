@@ -126,6 +126,9 @@ class Harness:
         self.coord = coordinator if coordinator is not None else GroupCoordinator(config)
         self.now = 0
         self.log: list[KeyValue] = []
+        #: ``__consumer_offsets`` in log order: each appended write (its records, with its
+        #: producer) and each transaction marker, ``(partition, producer id, commit)``.
+        self.written: list[Persist | tuple[int, int, bool]] = []
         self.effects: list[GroupEffect] = []
         self.pending: dict[int, tuple[type[Message], int]] = {}
         self.answers: dict[int, Message] = {}
@@ -183,6 +186,8 @@ class Harness:
                     assert decoded.group == effect.group_id
                 if not self.append_error or self.append_error in APPENDED_ERRORS:
                     self.log.extend(effect.records)
+                    if effect.records:
+                        self.written.append(effect)
                 else:
                     self.refused.append(effect)
                 if self.held is not None and not self.append_error:
@@ -198,6 +203,26 @@ class Harness:
             again = cls.decode(data, version, strict=True)
             assert again.encode(version) == data
             self.answers[effect.token] = effect.body
+
+    def end_transaction(self, producer_id: int, commit: bool, group: str = "g") -> None:
+        """The producer's COMMIT (or ABORT) marker reaches the partition of ``group`` (replicated)."""
+        partition = partition_for_group(group, self.coord.config.offsets_topic_num_partitions)
+        self.written.append((partition, producer_id, commit))
+        self._apply(self.coord.transactions_ended([(partition, producer_id, commit)], self.now))
+
+    def replay_into(self, coordinator: GroupCoordinator) -> GroupCoordinator:
+        """Load what :attr:`written` holds into ``coordinator``, as a new leader of the partitions
+        reads them: plain records, records of transactional batches with their producer, markers."""
+        for entry in self.written:
+            if isinstance(entry, tuple):
+                coordinator.replay_marker(*entry)
+                continue
+            for key, value in entry.records:
+                if entry.producer_id >= 0:
+                    coordinator.replay_transactional(entry.producer_id, key, value)
+                else:
+                    coordinator.replay(key, value)
+        return coordinator
 
     def report(self, write: Persist, error: int = 0) -> None:
         """The outcome of a held write (0: replicated in time)."""
