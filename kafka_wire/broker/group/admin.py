@@ -51,6 +51,8 @@ class GroupAdmin:
         """The outcome of a group's tombstones: refused (``revert``), the group comes back;
         appended but not stored in time, it stays deleted (they may yet be stored)."""
         old = write.group
+        if error and revert:
+            self._persistence.give_back(write.dropped)
         if error and revert and old.group_id not in self._rt.groups:
             # The tombstones are not stored: the group is still what the log says. Restore it as
             # load() would build it (empty, its generation and offsets).
@@ -189,18 +191,22 @@ class GroupAdmin:
             self._rt.respond(waiter, messages.DeleteGroupsResponse(results=answer.results))
 
     def delete_group(self, group: Group, answer: DeleteGroupsAnswer | None = None, index: int = -1) -> None:
-        """Tombstone every offset and the metadata of an empty group; drop it once stored."""
+        """Tombstone every offset and the metadata of an empty group; drop it once stored.
+
+        A partition that only a transaction holds an offset of is tombstoned too, and the
+        tombstones drop the group's pending transactional offsets (Kafka's ``deleteAllOffsets``):
+        no later COMMIT marker brings them back."""
         group_id = group.group_id
-        records = [
-            offset_commit_record(group_id, topic, partition, None)
-            for topic, partitions in group.offsets.items()
-            for partition in partitions
-        ]
+        keys = dict.fromkeys((t, p) for t, partitions in group.offsets.items() for p in partitions)
+        pending = self._persistence.pending_partitions(group_id)
+        keys.update(dict.fromkeys(pending))
+        records = [offset_commit_record(group_id, topic, partition, None) for topic, partition in keys]
         if group.consumer is not None:
             records += [consumer_record(key, None) for key in tombstone_keys(group.consumer)]
         else:
             records.append(group_metadata_record(group_id, None))
         write = GroupDeleted(group, group.state_timestamp_ms, answer, index)
+        write.dropped = self._persistence.drop_pending(group_id, pending)
         for member_id in list(group.pending_join):
             self._rebalance.remove_member(group, member_id)
         self._rt.cancel(timer_key(JOIN, group_id))

@@ -4,6 +4,10 @@ them in ``offset_fetch``).
 What Kafka's ``OffsetMetadataManager`` holds. Offsets are applied when their write is handed out
 and taken back if the append is refused, unless a later write of the same partition was handed
 out meanwhile (see ``persistence.OffsetWrite``); a write appended but not stored in time is kept.
+A tombstone drops the partition's pending transactional offsets too (``txn_offsets``), so
+OffsetDelete and a deleted topic tombstone a partition that only a transaction holds, as Kafka's
+``deleteOffsets`` and ``onTopicsDeleted`` do; retention deletes no group with an open transaction
+(``cleanupExpiredOffsets``).
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ class Offsets:
         appended) is taken back; one appended but not stored in time keeps its values, as its
         records may yet be stored (reads see them once they are)."""
         group = self._rt.groups.get(write.group_id)
+        if error and revert:
+            self._persistence.give_back_offsets(write)
         later = self._persistence.offset_write_settled(write) if error and revert else {}
         if error and revert and group is not None:
             wrote = {(topic, partition): value for topic, partition, value in write.offsets}
@@ -186,6 +192,7 @@ class Offsets:
             return
         offsets: list[OffsetEntry] = []
         topics = []
+        pending = self._persistence.pending_partitions(group.group_id)
         for topic in request.topics:
             subscribed = group.is_subscribed(topic.name)
             committed = group.offsets.get(topic.name, {})
@@ -199,7 +206,7 @@ class Offsets:
                     )
                     continue
                 answers.append(messages.OffsetDeleteResponsePartition(partition_index=p.partition_index))
-                if p.partition_index in committed:
+                if p.partition_index in committed or (topic.name, p.partition_index) in pending:
                     offsets.append((topic.name, p.partition_index, None))
             topics.append(messages.OffsetDeleteResponseTopic(name=topic.name, partitions=answers))
         self._persistence.persist_offsets(
@@ -249,21 +256,27 @@ class Offsets:
                 and group.state is GroupState.EMPTY
                 and not group.pending_join
                 and not (group.consumer and group.consumer.members)
+                and not self._persistence.pending_partitions(group.group_id)
             ):
                 self._delete_group(group)  # its tombstones cover every offset
             else:
                 self._persistence.persist_offsets(OffsetWrite(group.group_id, offsets))
 
     def topics_deleted(self, topics: Iterable[str]) -> None:
-        """Tombstone the committed offsets of deleted topics in every group (Kafka does the same)."""
+        """Tombstone the committed and pending transactional offsets of deleted topics in every
+        group (Kafka does the same)."""
         gone = set(topics)
         for group in list(self._rt.groups.values()):
             if not self._rt.serves(group.group_id):
                 continue  # a partition still loading (a gap: its offsets of the topics stay)
-            offsets: list[OffsetEntry] = [
-                (topic, partition, None)
+            keys = dict.fromkeys(
+                (topic, partition)
                 for topic, partitions in group.offsets.items()
                 if topic in gone
                 for partition in partitions
-            ]
+            )
+            keys.update(
+                dict.fromkeys(k for k in self._persistence.pending_partitions(group.group_id) if k[0] in gone)
+            )
+            offsets: list[OffsetEntry] = [(topic, partition, None) for topic, partition in keys]
             self._persistence.persist_offsets(OffsetWrite(group.group_id, offsets))

@@ -10,8 +10,9 @@ Each committed or pending transactional offset keeps the position of the record 
 (``OffsetCommitValue.record_position``, Kafka's ``recordOffset``): a count of the offset records
 handed out and replayed, which follows each partition's log order, as its writes are handed out
 in that order and a load replays it in that order before the partition's next write. A
-transaction's COMMIT marker makes its offset the committed one only over an older record (Kafka's
-``OffsetMetadataManager.replayEndTransactionMarker``).
+transaction's COMMIT marker makes its offset the committed one only over an older record, and an
+offset tombstone drops the partition's pending transactional offsets of every producer (Kafka's
+``OffsetMetadataManager.replay`` and ``replayEndTransactionMarker``).
 
 A write whose records are not known to be stored (no outcome yet, or a timeout: appended, and
 stored once the high watermark passes them) stays *uncommitted* here, per partition in the
@@ -62,6 +63,11 @@ OffsetEntry = tuple[str, int, OffsetCommitValue | None]
 #: committed value (None: none) and error.
 FetchedTopic = tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, int]]]
 FetchedGroup = tuple[int, list[FetchedTopic]]
+#: (topic, partition) -> the offset a transaction commits.
+PendingOffsets = dict[tuple[str, int], OffsetCommitValue]
+#: A pending transactional offset a tombstone dropped: (producer id, group, the producer's pending
+#: offsets of the group it was in, (topic, partition), the offset).
+DroppedPending = tuple[int, str, PendingOffsets, tuple[str, int], OffsetCommitValue]
 
 
 @dataclass(slots=True)
@@ -81,6 +87,8 @@ class OffsetWrite:
     undo: dict[tuple[str, int], OffsetCommitValue | None] = field(default_factory=dict)
     #: The write created its group (a commit of a "simple" group).
     created_group: bool = False
+    #: The pending transactional offsets its tombstones dropped, given back if it is refused.
+    dropped: list[DroppedPending] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -161,6 +169,8 @@ class GroupDeleted:
     #: The DeleteGroups request and the index of this group's result in it (None: retention).
     answer: DeleteGroupsAnswer | None = None
     index: int = -1
+    #: The group's pending transactional offsets its tombstones dropped, given back if refused.
+    dropped: list[DroppedPending] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -244,6 +254,10 @@ class GroupPersistence:
         #: The position of the latest offset record handed out or replayed (see the module
         #: docstring); the records of one write share one.
         self.position = 0
+        #: Offsets transactions wrote, pending until their producer's marker, by producer id then
+        #: group (``txn_offsets``). A tombstone leaves the producer's (maybe empty) offsets of the
+        #: group in place until the marker, so that a refused one can give them back.
+        self.txn_pending: dict[int, dict[str, PendingOffsets]] = {}
 
     def take_write(self, append_id: int) -> PendingWrite:
         """The write ``append_id`` stands for; it no longer awaits its outcome."""
@@ -387,7 +401,7 @@ class GroupPersistence:
             (t, p, None if v is None else replace(v, record_position=position)) for t, p, v in write.offsets
         ]
         for topic, partition, value in write.offsets:
-            self.replay_offset(write.group_id, topic, partition, value)
+            write.dropped += self.replay_offset(write.group_id, topic, partition, value)
         for topic, partition in write.undo:
             self.offset_writes.setdefault((write.group_id, topic, partition), []).append(write)
 
@@ -410,7 +424,9 @@ class GroupPersistence:
 
     def replay_offset(
         self, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None
-    ) -> None:
+    ) -> list[DroppedPending]:
+        """Apply one committed offset, or a tombstone: it also drops the partition's pending
+        transactional offsets (returned)."""
         group = self._rt.groups.get(group_id)
         if value is None:
             if group is not None:
@@ -419,10 +435,60 @@ class GroupPersistence:
                     partitions.pop(partition, None)
                     if not partitions:
                         del group.offsets[topic]
-            return
+            return self.drop_pending(group_id, [(topic, partition)])
         if group is None:
             group = self._rt.groups[group_id] = Group(group_id)
         group.offsets.setdefault(topic, {})[partition] = value
+        return []
+
+    # -- pending transactional offsets ------------------------------------------------------------
+
+    def pending_partitions(self, group_id: str) -> list[tuple[str, int]]:
+        """The partitions of which a transaction holds an offset for ``group_id``."""
+        held: dict[tuple[str, int], None] = {}
+        for groups in self.txn_pending.values():
+            held.update(dict.fromkeys(groups.get(group_id, {})))
+        return list(held)
+
+    def drop_pending(self, group_id: str, keys: Iterable[tuple[str, int]]) -> list[DroppedPending]:
+        """Drop the pending transactional offsets of ``group_id`` at ``keys`` ((topic,
+        partition)) of every producer (an offset tombstone's replay); what was dropped."""
+        dropped: list[DroppedPending] = []
+        for key in keys:
+            for producer_id, groups in self.txn_pending.items():
+                offsets = groups.get(group_id)
+                value = None if offsets is None else offsets.pop(key, None)
+                if offsets is not None and value is not None:
+                    dropped.append((producer_id, group_id, offsets, key, value))
+        return dropped
+
+    def give_back(self, dropped: Iterable[DroppedPending]) -> None:
+        """Pending transactional offsets a refused tombstone dropped are pending again, unless
+        their transaction ended since (or a newer one of the producer wrote the group)."""
+        for producer_id, group_id, offsets, key, value in dropped:
+            if self.txn_pending.get(producer_id, {}).get(group_id) is offsets:
+                offsets.setdefault(key, value)
+
+    def give_back_offsets(self, write: OffsetWrite) -> None:
+        """A refused offset write: what its tombstones dropped goes to the next write not stored
+        yet that tombstones the same partition (which found nothing left to drop), or is given
+        back. Call before the write is settled."""
+        for entry in write.dropped:
+            topic, partition = entry[3]
+            writes = self.offset_writes.get((write.group_id, topic, partition), [])
+            after = next((i + 1 for i, w in enumerate(writes) if w is write), len(writes))
+            heir = next(
+                (
+                    w
+                    for w in writes[after:]
+                    if any(t == topic and p == partition and v is None for t, p, v in w.offsets)
+                ),
+                None,
+            )
+            if heir is None:
+                self.give_back([entry])
+            else:
+                heir.dropped.append(entry)
 
     def replay_group(self, group_id: str, value: GroupMetadataValue | None) -> None:
         old = self._rt.groups.get(group_id)

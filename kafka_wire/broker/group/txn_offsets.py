@@ -15,9 +15,11 @@ are written as a transactional batch of the producer's id and epoch; once handed
 marker reaches the group's ``__consumer_offsets`` partition or its ABORT marker (they are dropped).
 At the COMMIT marker each becomes the group's committed offset unless the committed offset's
 record came after its own in the log (an OffsetCommit written meanwhile stays), as Kafka 4.4's
-``replayEndTransactionMarker`` compares record offsets (``persistence``: record positions). The
-broker does the parts that need other nodes before the coordinator sees the request (the topics'
-existence, the transaction's verification, ``group_link.py``).
+``replayEndTransactionMarker`` compares record offsets (``persistence``: record positions). An
+offset tombstone (OffsetDelete, DeleteGroups, retention, a deleted topic) drops the partition's
+pending offsets of every producer. The broker does the parts that need other nodes before the
+coordinator sees the request (the topics' existence, the transaction's verification,
+``group_link.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from kafka_wire import messages
 from kafka_wire.broker.group.model import Group, Waiter, failed_answer
-from kafka_wire.broker.group.persistence import GroupPersistence, TxnOffsetWrite
+from kafka_wire.broker.group.persistence import GroupPersistence, PendingOffsets, TxnOffsetWrite
 from kafka_wire.broker.group.rebalance import Rebalance
 from kafka_wire.broker.group.records import OffsetCommitValue, offset_commit_record
 from kafka_wire.broker.group.runtime import GroupRuntime
@@ -40,9 +42,6 @@ if TYPE_CHECKING:
 
 E = ErrorCode
 
-#: (topic, partition) -> the offset a transaction commits.
-PendingOffsets = dict[tuple[str, int], OffsetCommitValue]
-
 
 class TxnOffsets:
     """Pending transactional offsets, by producer id then group (see the module docstring)."""
@@ -51,7 +50,9 @@ class TxnOffsets:
         self._rt = rt
         self._persistence = persistence
         self._rebalance = rebalance
-        self.pending: dict[int, dict[str, PendingOffsets]] = {}
+        #: Producer id -> group -> its pending offsets (``GroupPersistence.txn_pending``, which
+        #: tombstones change too).
+        self.pending = persistence.txn_pending
 
     # -- TxnOffsetCommit --------------------------------------------------------------------------
 
@@ -181,14 +182,15 @@ class TxnOffsets:
         self, producer_id: int, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None
     ) -> None:
         """A loaded offset record of a transactional batch: pending until its marker (its group
-        made if there is none, as at the commit)."""
-        offsets = self.pending.setdefault(producer_id, {}).setdefault(group_id, {})
+        made if there is none, as at the commit); a tombstone is one whatever its batch, as Kafka
+        replays it."""
         if value is None:
-            offsets.pop((topic, partition), None)
+            self._persistence.replay_offset(group_id, topic, partition, None)
             return
         self._persistence.position += 1
         if group_id not in self._rt.groups:
             self._rt.groups[group_id] = Group(group_id)
+        offsets = self.pending.setdefault(producer_id, {}).setdefault(group_id, {})
         offsets[(topic, partition)] = replace(value, record_position=self._persistence.position)
 
     def drop_partition(self, partition: int) -> None:
