@@ -24,6 +24,8 @@ MOST_VARINT_BYTES = 4
 hours goes to the record loop."""
 MOST_HEADERS = 16
 """The most headers of one record read here."""
+KEPT_RANGE = 1 << 17
+"""The longest ``0, 1, 2, ...`` array kept between batches (1 MiB)."""
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 _ZIGZAG = tuple((v >> 1) ^ -(v & 1) for v in range(1 << 14))
@@ -54,14 +56,17 @@ class Chunk:
 
 
 class _Range:
-    """``0, 1, 2, ...`` as an int64 array, long enough for the largest batch so far."""
+    """``0, 1, 2, ...`` as an int64 array: a slice of one kept array up to :data:`KEPT_RANGE`
+    values (memory stays bounded), made anew beyond."""
 
     def __init__(self) -> None:
-        self._values = pa.array(range(1 << 16), _I64)
+        self._values: Any = None
 
     def upto(self, n: int) -> Any:
-        if len(self._values) < n:
-            self._values = pa.array(range(n), _I64)
+        if n > KEPT_RANGE:
+            return pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, _I64), n)), 1)
+        if self._values is None:
+            self._values = pa.array(range(KEPT_RANGE), _I64)
         return self._values.slice(0, n)
 
 
@@ -240,6 +245,7 @@ def _decode(
         chunk.header_values = hvalues if most else pa.array([], pa.binary())
     lo, hi = offset_range
     if not (lo <= base_offset - (1 << 28) and base_offset + (1 << 28) <= hi):
+        lo, hi = max(lo, _I64_MIN), min(hi, _I64_MAX)  # every offset here is inside int64's range
         _keep(chunk, pc.and_(pc.greater_equal(offsets, lo), pc.less(offsets, hi)))
     return chunk, stop
 

@@ -93,6 +93,19 @@ def test_what_the_fast_path_leaves_goes_to_the_loop(
     assert vector_calls == ["loop", "loop"]
 
 
+def test_long_batches_and_far_offset_ranges(vector_calls: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the kept ``0, 1, 2, ...`` array (made anew for the batch) and with an offset range
+    reaching past int64's: the same columns."""
+    monkeypatch.setattr(columnar_vector, "KEPT_RANGE", 8)
+    monkeypatch.setattr(columnar_vector, "_RANGE", columnar_vector._Range())
+    records = [(b"k%d" % i, None if i % 4 else b"v", [("h", b"x")] * (i % 3), 5 + i) for i in range(30)]
+    data = build_batch(records, base_offset=10)
+    for start, end in ((None, None), (12, 1 << 70), (-(1 << 70), 20)):
+        run = partial(columnar.decode_arrow, data, start_offset=start, end_offset=end)
+        same(*both_paths(run, monkeypatch))
+    assert vector_calls == ["vector"] * 3
+
+
 maybe_bytes = st.one_of(
     st.none(), st.binary(max_size=24), st.binary(min_size=8_200, max_size=8_300)
 )  # values past 8 KiB: three-byte length varints
