@@ -102,7 +102,7 @@ class Columns:
         data = bytes(data) if type(data) is not bytes else data
         vector = self._vector
         try:
-            chunk, pos = vector.decode_v2(
+            chunk, stop = vector.decode_v2(  # (Chunk, int)
                 data,
                 pos,
                 end,
@@ -112,29 +112,14 @@ class Columns:
                 (self.want_key, self.want_value, self.want_headers),
                 (lo, hi),
             )
-        except vector.Unfit:
-            return self._record_loop(
-                data, pos, end, count, base_offset, base_timestamp, log_append_time, ts_type, lo, hi
-            )
-        self._flush()
-        chunk.ts_types = vector.repeat_int32(ts_type, len(chunk))
-        self.chunks.append(chunk)
-        self.chunk_rows += len(chunk)
-        return pos
-
-    def _record_loop(
-        self,
-        data: bytes,
-        pos: int,
-        end: int,
-        count: int,
-        base_offset: int,
-        base_timestamp: int,
-        log_append_time: int | None,
-        ts_type: int,
-        lo: int,
-        hi: int,
-    ) -> int:
+        except vector.Unfit:  # the record loop below reads it
+            pass
+        else:
+            self._flush()
+            chunk.ts_types = vector.repeat_int32(ts_type, len(chunk))
+            self.chunks.append(chunk)
+            self.chunk_rows += len(chunk)
+            return int(stop)
         want_key, want_value, want_headers = self.want_key, self.want_value, self.want_headers
         offsets, timestamps = self.offsets, self.timestamps
         add_offset, add_timestamp = offsets.append, timestamps.append

@@ -173,81 +173,74 @@ def decode_v2(
     if count == 0 or not _I64_MIN + (1 << 28) <= base_offset <= _I64_MAX - (1 << 28):
         raise Unfit  # nothing to read, or offsets where int64 wrapping would change the range test
     try:
-        return _decode(data, pos, end, count, base_offset, timestamp_of, wanted, offset_range)
+        starts, stop = record_starts(data, pos, end, count)
+        read = _Reader(data)
+        length, at = read.varint(starts)  # as the walk read them
+        if _any(pc.less(length, 0)):
+            raise Unfit
+        ends = pc.add(at, length)  # the record loop's rec_end
+        tsd, at = read.varint(pc.add(at, 1))  # past the attributes byte
+        od, at = read.varint(at)
+        key_length, key_at = read.varint(at)
+        value_length, value_at = read.varint(pc.add(key_at, pc.max_element_wise(key_length, 0)))
+        header_count, at = read.varint(pc.add(value_at, pc.max_element_wise(value_length, 0)))
+        fewest, most = (m.as_py() for m in pc.min_max(header_count).values())
+        if (
+            fewest < 0
+            or most > MOST_HEADERS
+            or _any(pc.less(key_length, -1))
+            or _any(pc.less(value_length, -1))
+        ):
+            raise Unfit
+        headers: list[tuple[Any, Any, Any, Any, Any]] = []  # per header slot: rows, key and value
+        for slot in range(most):
+            rows = None if fewest > slot else pc.indices_nonzero(pc.greater(header_count, slot))
+            slot_at = at if rows is None else pc.take(at, rows)
+            hkey_length, hkey_at = read.varint(slot_at)
+            hvalue_length, hvalue_at = read.varint(pc.add(hkey_at, hkey_length))
+            if _any(pc.less(hkey_length, 0)) or _any(pc.less(hvalue_length, -1)):
+                raise Unfit
+            after = pc.add(hvalue_at, pc.max_element_wise(hvalue_length, 0))
+            at = after if rows is None else pc.replace_with_mask(at, pc.greater(header_count, slot), after)
+            headers.append((rows, hkey_at, hkey_length, hvalue_at, hvalue_length))
+        if not pc.all(pc.equal(at, ends)).as_py():
+            raise Unfit
+
+        want_key, want_value, want_headers = wanted
+        header_counts = hkeys = hvalues = None
+        if most:
+            header_counts = header_count.cast(_I32)
+            hkeys, hvalues = _headers(read, header_count, headers)
+            hkeys = hkeys.view(pa.string())
+            hkeys.validate(full=True)  # UTF-8, or the record loop says which key is not
+        base, log_append_time, scale = timestamp_of
+        offsets = pc.add(od, base_offset)
+        if log_append_time is None:
+            timestamps = pc.multiply(pc.add(tsd, base), scale)
+        else:
+            timestamps = pa.repeat(pa.scalar(_wrap64(log_append_time * scale), _I64), count)
+        chunk = Chunk(
+            offsets,
+            timestamps,
+            None,
+            read.cut(key_at, key_length) if want_key else None,
+            read.cut(value_at, value_length) if want_value else None,
+            None,
+            None,
+            None,
+        )
+        if want_headers:
+            chunk.header_counts = header_counts if most else pa.repeat(pa.scalar(0, _I32), count)
+            chunk.header_keys = hkeys if most else pa.array([], pa.string())
+            chunk.header_values = hvalues if most else pa.array([], pa.binary())
+        lo, hi = offset_range
+        if not (lo <= base_offset - (1 << 28) and base_offset + (1 << 28) <= hi):
+            lo, hi = max(lo, _I64_MIN), min(hi, _I64_MAX)  # every offset here is inside int64's range
+            _keep(chunk, pc.and_(pc.greater_equal(offsets, lo), pc.less(offsets, hi)))
+        return chunk, stop
+
     except (IndexError, pa.ArrowException):  # a position past the data, an offset past int32
         raise Unfit from None
-
-
-def _decode(
-    data: bytes,
-    pos: int,
-    end: int,
-    count: int,
-    base_offset: int,
-    timestamp_of: tuple[int, int | None, int],
-    wanted: tuple[bool, bool, bool],
-    offset_range: tuple[int, int],
-) -> tuple[Chunk, int]:
-    starts, stop = record_starts(data, pos, end, count)
-    read = _Reader(data)
-    length, at = read.varint(starts)  # as the walk read them
-    if _any(pc.less(length, 0)):
-        raise Unfit
-    ends = pc.add(at, length)  # the record loop's rec_end
-    tsd, at = read.varint(pc.add(at, 1))  # past the attributes byte
-    od, at = read.varint(at)
-    key_length, key_at = read.varint(at)
-    value_length, value_at = read.varint(pc.add(key_at, pc.max_element_wise(key_length, 0)))
-    header_count, at = read.varint(pc.add(value_at, pc.max_element_wise(value_length, 0)))
-    fewest, most = (m.as_py() for m in pc.min_max(header_count).values())
-    if fewest < 0 or most > MOST_HEADERS or _any(pc.less(key_length, -1)) or _any(pc.less(value_length, -1)):
-        raise Unfit
-    headers: list[tuple[Any, Any, Any, Any, Any]] = []  # per header slot: rows, key and value
-    for slot in range(most):
-        rows = None if fewest > slot else pc.indices_nonzero(pc.greater(header_count, slot))
-        slot_at = at if rows is None else pc.take(at, rows)
-        hkey_length, hkey_at = read.varint(slot_at)
-        hvalue_length, hvalue_at = read.varint(pc.add(hkey_at, hkey_length))
-        if _any(pc.less(hkey_length, 0)) or _any(pc.less(hvalue_length, -1)):
-            raise Unfit
-        after = pc.add(hvalue_at, pc.max_element_wise(hvalue_length, 0))
-        at = after if rows is None else pc.replace_with_mask(at, pc.greater(header_count, slot), after)
-        headers.append((rows, hkey_at, hkey_length, hvalue_at, hvalue_length))
-    if not pc.all(pc.equal(at, ends)).as_py():
-        raise Unfit
-
-    want_key, want_value, want_headers = wanted
-    header_counts = hkeys = hvalues = None
-    if most:
-        header_counts = header_count.cast(_I32)
-        hkeys, hvalues = _headers(read, header_count, headers)
-        hkeys = hkeys.view(pa.string())
-        hkeys.validate(full=True)  # UTF-8, or the record loop says which key is not
-    base, log_append_time, scale = timestamp_of
-    offsets = pc.add(od, base_offset)
-    if log_append_time is None:
-        timestamps = pc.multiply(pc.add(tsd, base), scale)
-    else:
-        timestamps = pa.repeat(pa.scalar(_wrap64(log_append_time * scale), _I64), count)
-    chunk = Chunk(
-        offsets,
-        timestamps,
-        None,
-        read.cut(key_at, key_length) if want_key else None,
-        read.cut(value_at, value_length) if want_value else None,
-        None,
-        None,
-        None,
-    )
-    if want_headers:
-        chunk.header_counts = header_counts if most else pa.repeat(pa.scalar(0, _I32), count)
-        chunk.header_keys = hkeys if most else pa.array([], pa.string())
-        chunk.header_values = hvalues if most else pa.array([], pa.binary())
-    lo, hi = offset_range
-    if not (lo <= base_offset - (1 << 28) and base_offset + (1 << 28) <= hi):
-        lo, hi = max(lo, _I64_MIN), min(hi, _I64_MAX)  # every offset here is inside int64's range
-        _keep(chunk, pc.and_(pc.greater_equal(offsets, lo), pc.less(offsets, hi)))
-    return chunk, stop
 
 
 def _headers(
