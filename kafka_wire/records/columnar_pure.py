@@ -102,7 +102,7 @@ class Columns:
         data = bytes(data) if type(data) is not bytes else data
         vector = self._vector
         try:
-            chunk, stop = vector.decode_v2(  # (Chunk, int)
+            chunk, stop = vector.decode_v2(
                 data,
                 pos,
                 end,

@@ -9,6 +9,8 @@ from typing import Any
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from kafka_wire.records import build_batch
+
 EXAMPLES = max(settings().max_examples, 40)
 """Examples per property test: the loaded profile's count, at least 40 (the records suite is fast)."""
 
@@ -141,3 +143,14 @@ def produce_records(frame: bytes) -> list[tuple[str, int, bytes]]:
         c.skip_tags()
     assert c.pos == len(frame)
     return out
+
+
+def changed_batch(records: list[Any], changes: list[tuple[int, int]], cut: int) -> bytes:
+    """A v2 batch of ``records`` with bytes changed past its header (``(position, byte)``, each
+    position wrapped into the records) and cut after ``cut`` (wrapped), its length field following
+    the cut (its CRC does not: read it without CRC checks)."""
+    data = bytearray(build_batch(records))
+    for at, byte in changes:
+        data[61 + at % (len(data) - 61)] = byte
+    size = 61 + cut % (len(data) - 60)
+    return bytes(data[:8]) + (size - 12).to_bytes(4, "big") + bytes(data[12:size])

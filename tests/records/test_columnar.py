@@ -25,7 +25,14 @@ from kafka_wire.records import (
     columnar_pure,
     read_batches,
 )
-from tests.records.helpers import CODECS_LEGACY, CODECS_V2, EXAMPLES, legacy_records, v2_records
+from tests.records.helpers import (
+    CODECS_LEGACY,
+    CODECS_V2,
+    EXAMPLES,
+    changed_batch,
+    legacy_records,
+    v2_records,
+)
 
 FLAVOURS = ["pure", "compiled"] if columnar.COMPILED else ["pure"]
 
@@ -295,11 +302,7 @@ def test_fuzzed_batches_fail_as_the_per_record_decoder_does(
         )
         for i in range(30)
     ]
-    data = bytearray(build_batch(records))
-    for at, byte in changes:
-        data[61 + at % (len(data) - 61)] = byte
-    size = 61 + cut % (len(data) - 60)
-    payload = bytes(data[:8]) + (size - 12).to_bytes(4, "big") + bytes(data[12:size])
+    payload = changed_batch(records, changes, cut)
     config = ReadConfig(verify_crc=False)
     try:
         expected: Any = per_record(payload, config=config)

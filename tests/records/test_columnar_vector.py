@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kafka_wire.errors import DecodeError
 from kafka_wire.records import ReadConfig, build_batch, columnar, columnar_pure, columnar_vector
-from tests.records.helpers import CODECS_V2, EXAMPLES
+from tests.records.helpers import CODECS_V2, EXAMPLES, changed_batch
 
 SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
 
@@ -180,10 +180,6 @@ def test_both_paths_fail_alike_on_fuzzed_batches(
         )
         for i in range(30)
     ]
-    data = bytearray(build_batch(records))
-    for at, byte in changes:
-        data[61 + at % (len(data) - 61)] = byte
-    size = 61 + cut % (len(data) - 60)
-    payload = bytes(data[:8]) + (size - 12).to_bytes(4, "big") + bytes(data[12:size])
+    payload = changed_batch(records, changes, cut)
     config = ReadConfig(verify_crc=False)
     same(*both_paths(lambda: columnar.decode_arrow(payload, config=config), monkeypatch))
