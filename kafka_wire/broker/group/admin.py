@@ -218,12 +218,16 @@ class GroupAdmin:
     def consumer_group_describe(
         self, waiter: Waiter, request: Message, client_id: str, client_host: str
     ) -> None:
-        """ConsumerGroupDescribe v0-v1: GROUP_ID_NOT_FOUND for a group that is not a consumer group."""
+        """ConsumerGroupDescribe v0-v1: the group as its stored records say (a change not stored
+        yet is not seen); GROUP_ID_NOT_FOUND for a group that is not a consumer group."""
         assert isinstance(request, messages.ConsumerGroupDescribeRequest)
         described = []
         for group_id in request.group_ids:
             group = self._rt.groups.get(group_id)
             consumer = None if group is None else group.consumer
+            _, changed, before = self._persistence.committed_before(group_id)
+            if changed:  # read at the last stored write, as Kafka's coordinator reads it
+                consumer = before
             refused = self._rt.refusal(group_id) if group_id else E.INVALID_GROUP_ID
             if refused is not None or consumer is None:
                 described.append(

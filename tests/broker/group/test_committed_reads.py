@@ -20,6 +20,9 @@ import pytest
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponseDescribedGroup,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     ErrorCode,
@@ -360,6 +363,40 @@ def test_a_consumer_group_member_is_checked_against_the_stored_state() -> None:
         9,
     )
     assert isinstance(known, OffsetFetchResponse) and known.groups[0].error_code == E.NONE
+
+
+def test_consumer_group_describe_reads_the_stored_group() -> None:
+    """ConsumerGroupDescribe reads at the last stored write (Kafka 4.4's ``consumerGroupDescribe``
+    is a read at the partition's last committed offset): a group whose first records are not
+    stored does not exist yet, a member whose join is not stored is not listed."""
+    h = harness()
+    h.held = []
+    a = Consumer(h, "a")
+    h.send(a.request(), 1)  # the group is made, in a write not stored yet
+
+    def described() -> ConsumerGroupDescribeResponseDescribedGroup:
+        answer = h.call(ConsumerGroupDescribeRequest(group_ids=["g"]), 0)
+        assert isinstance(answer, ConsumerGroupDescribeResponse)
+        (group,) = answer.groups
+        return group
+
+    assert described().error_code == E.GROUP_ID_NOT_FOUND
+    for write in list(h.held):
+        h.report(write)
+    assert described().error_code == E.NONE and [m.member_id for m in described().members] == ["a"]
+    h.held = None  # writes stored at once
+    converge([a])
+    epoch = described().group_epoch
+    h.held = []
+    b = Consumer(h, "b")
+    h.send(b.request(), 1)  # b joins: not stored yet
+    assert h.held
+    seen = described()
+    assert [m.member_id for m in seen.members] == ["a"] and seen.group_epoch == epoch
+    for write in list(h.held):
+        h.report(write)
+    seen = described()
+    assert sorted(m.member_id for m in seen.members) == ["a", "b"] and seen.group_epoch > epoch
 
 
 def test_ids_name_topics_from_version_10() -> None:
