@@ -109,8 +109,9 @@ class _Reader:
         self.bytes = pa.Array.from_buffers(pa.uint8(), len(data), [None, self.buffer])
         self.last = len(data) - 1
 
-    def varint(self, at: Any, *, zigzag: bool = True) -> tuple[Any, Any]:
-        """The varint at each position (zigzag-decoded unless told not) and the position after it."""
+    def varint(self, at: Any) -> tuple[Any, Any]:
+        """The zigzag varint at each position (every varint of a v2 record is one) and the
+        position after it."""
         first = pc.take(self.bytes, at)
         value = pc.bit_wise_and(first, 127).cast(_I64)
         more = pc.greater_equal(first, 128)
@@ -125,9 +126,7 @@ class _Reader:
             value = pc.if_else(more, pc.bit_wise_or(value, part), value)
             after = pc.add(after, more.cast(_I64))
             more = pc.and_(more, pc.greater_equal(byte, 128))
-        if zigzag:
-            value = pc.bit_wise_xor(pc.shift_right(value, 1), pc.negate(pc.bit_wise_and(value, 1)))
-        return value, after
+        return pc.bit_wise_xor(pc.shift_right(value, 1), pc.negate(pc.bit_wise_and(value, 1))), after
 
     def cut(self, start: Any, length: Any) -> Any:
         """``data[start:start + length]`` of each row as a binary array (length -1: null)."""
