@@ -22,7 +22,10 @@ acknowledgement) is written to the share coordinator (``share.persister``), and 
 once it is stored: a partition whose write failed answers the persister's error (mapped as Kafka's
 ``SharePartition`` does: COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_STATE_EPOCH,
 ...) in ``error_code`` without its records, or in ``acknowledge_error_code``. Records
-are never null (empty bytes where there are none, as from Kafka). Unknown topic ids get
+are never null (empty bytes where there are none, as from Kafka). A share-partition that cannot
+start (``share.auto.offset.reset=by_duration:...`` and no record recent enough) answers
+OFFSET_NOT_AVAILABLE, as Kafka 4.4's failed initialization, and is tried again at the next
+fetch. Unknown topic ids get
 UNKNOWN_TOPIC_ID, partitions not led here NOT_LEADER_OR_FOLLOWER with the leader in
 ``current_leader``.
 Version notes: v2 adds ``share_acquire_mode`` (the record limit is kept in both modes) and
@@ -32,7 +35,9 @@ Version notes: v2 adds ``share_acquire_mode`` (the record limit is kept in both 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafka_wire.broker.apis.cluster_facts import current_leader, missing_replica_error
 from kafka_wire.broker.share.manager import AckBatch, ShareManager, write_outcome
@@ -49,6 +54,9 @@ from kafka_wire.messages import (
     ShareFetchResponsePartitionData,
     ShareFetchResponseShareFetchableTopicResponse,
 )
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.partition.replica import PartitionReplica
 
 #: Records read uncommitted (``share.isolation.level``'s default).
 _READ_UNCOMMITTED = 0
@@ -141,6 +149,17 @@ def handle(ctx: Context, request: ShareFetchRequest) -> ShareFetchResponse | Sha
     return wait if response is None else response
 
 
+def _find_offset(replica: PartitionReplica) -> Callable[[int], int | None]:
+    """The first offset of ``replica``'s log whose timestamp is at or after a time (Kafka 4.4's
+    share-partition looks it up in the whole local log, as ``UnifiedLog.fetchOffsetByTimestamp``)."""
+
+    def find(timestamp_ms: int) -> int | None:
+        hit = replica.log.offset_for_timestamp(timestamp_ms)
+        return None if hit is None else hit[0]
+
+    return find
+
+
 def _last_offset(records: bytes) -> int:
     """The last offset of the whole batches in ``records`` (-1: none)."""
     at, last = 0, -1
@@ -178,6 +197,9 @@ class ShareFetchWait:
     #: The share session it fetches for: once that ends (closed, or replaced by a new one of the
     #: member's), it acquires nothing more and is answered.
     session: ShareSession | None = None
+    #: Share-partitions that could not start (``by_duration`` found no offset), seen while
+    #: waiting: answered with the error.
+    start_errors: dict[TopicIdPartition, ErrorCode] = field(default_factory=dict)
 
     def _session_ended(self) -> bool:
         return (
@@ -201,7 +223,11 @@ class ShareFetchWait:
                 replica.high_watermark,
                 now_ms,
                 replica.leader_epoch,
+                find_offset=_find_offset(replica),
             )
+            if isinstance(found, ErrorCode):
+                self.start_errors[(topic_id, index)] = found
+                return True
             if found is not None and found.can_acquire(replica.high_watermark, now_ms):
                 return True
         return False
@@ -281,12 +307,25 @@ class ShareFetchWait:
                     )
             return data
         share_key = (self.group_id, topic_id, index)
-        partition = self.share.partition(
-            share_key, replica.log_start_offset, replica.high_watermark, now_ms, replica.leader_epoch
+        start_error = self.start_errors.pop(key, None)
+        partition = (
+            self.share.partition(
+                share_key,
+                replica.log_start_offset,
+                replica.high_watermark,
+                now_ms,
+                replica.leader_epoch,
+                find_offset=_find_offset(replica),
+            )
+            if start_error is None
+            else start_error
         )
-        high_watermark = replica.high_watermark
+        if isinstance(partition, ErrorCode):
+            data.error_code = partition
+            return data
         if partition is None:  # its state is not readable yet: nothing to acquire
             return data
+        high_watermark = replica.high_watermark
         if records_left <= 0 or bytes_left <= 0 or not partition.can_acquire(high_watermark, now_ms):
             return data
         offset = max(partition.next_fetch_offset(), replica.log_start_offset)
@@ -305,6 +344,7 @@ class ShareFetchWait:
             ticket = self.share.persist(share_key, now_ms)  # the delivery counts
             if ticket is not None:
                 self.acquired_tickets[key] = ticket
+        if acquired:
             data.records = outcome.records
             data.acquired_records = [
                 ShareFetchResponseAcquiredRecords(

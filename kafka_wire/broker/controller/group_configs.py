@@ -2,12 +2,16 @@
 ``GroupConfig`` defines and the checks of their values, for IncrementalAlterConfigs and
 AlterConfigs on the controller. The broker reads them from the metadata
 (``BrokerState.group_configs``): a share group's ``share.auto.offset.reset`` (``latest``,
-``earliest``) places a new share-partition's start offset."""
+``earliest``, ``by_duration:<ISO-8601 duration>``) places a new share-partition's start offset,
+its ``share.isolation.level`` says whether its share fetches read committed records only. Values
+are checked stripped, as Kafka's ``ConfigDef`` trims a string before its validator."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Final
+
+from kafka_wire.broker.share.offset_reset import parse_offset_reset
 
 
 def _int_at_least(low: int) -> Callable[[str], bool]:
@@ -29,7 +33,13 @@ def _any(value: str) -> bool:
 
 
 def _reset(value: str) -> bool:
-    return value in ("latest", "earliest") or (value.startswith("by_duration:") and len(value) > 12)
+    """``latest``, ``earliest`` or ``by_duration:<ISO-8601 duration>`` not negative, as Kafka
+    4.4's ``ShareGroupAutoOffsetResetStrategy`` reads them (``share.offset_reset``)."""
+    return parse_offset_reset(value.strip()) is not None
+
+
+def _isolation(value: str) -> bool:
+    return value.strip() in ("read_uncommitted", "read_committed")
 
 
 #: Each group config name Kafka 4.4's ``GroupConfig`` defines, and the check of its type and range
@@ -47,7 +57,7 @@ GROUP_CONFIGS: Final[dict[str, Callable[[str], bool]]] = {
     "share.auto.offset.reset": _reset,
     "share.delivery.count.limit": _int_at_least(2),
     "share.heartbeat.interval.ms": _int_at_least(1),
-    "share.isolation.level": lambda v: v in ("read_uncommitted", "read_committed"),
+    "share.isolation.level": _isolation,
     "share.partition.max.record.locks": _int_at_least(100),
     "share.record.lock.duration.ms": _int_at_least(1000),
     "share.renew.acknowledge.enable": _boolean,

@@ -2,9 +2,10 @@
 created at a group's first share fetch of a partition, acknowledged, released, and their
 acquisition locks run out on the engine's timers.
 
-A share-partition starts (its start offset, the SPSO) at the partition's high watermark, or at its
+A share-partition starts (its start offset, the SPSO) at the partition's high watermark, at its
 log start with ``share.auto.offset.reset=earliest`` (the group's config; ``latest`` is Kafka's
-default). The group configs ``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
+default), or with ``by_duration:<duration>`` at the first offset whose timestamp is at or after
+now less the duration (``share.offset_reset``). The group configs ``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
 ``share.partition.max.record.locks`` override the broker's ``group.share.*`` settings, read at
 every fetch (``configs_of(group)``: the group's config overrides). A share-partition's state is
 read from the share coordinator when it starts (``share.persister.StatePersister``: a
@@ -35,6 +36,7 @@ from kafka_wire.broker.group.share_defaults import (
     DEFAULT_MAX_IN_FLIGHT,
 )
 from kafka_wire.broker.share.coordinator import ShareStateStore
+from kafka_wire.broker.share.offset_reset import EARLIEST, LATEST, parse_offset_reset, reset_timestamp_ms
 from kafka_wire.broker.share.persister import ReadOutcome, Snapshot, StatePersister, Ticket
 from kafka_wire.broker.share.sessions import DEFAULT_MAX_SHARE_SESSIONS, ShareSession, ShareSessionCache
 from kafka_wire.broker.timers import TimerQueue
@@ -46,8 +48,6 @@ if TYPE_CHECKING:  # the share-partition machine loads with the first share-part
 
 #: The owner of the share-partitions' timers in the engine's queue.
 SHARE_TIMERS: Final = "share"
-EARLIEST: Final = "earliest"
-LATEST: Final = "latest"
 
 #: (group id, topic id, partition).
 SharePartitionKey = tuple[str, uuid.UUID, int]
@@ -174,10 +174,13 @@ class ShareManager:
         high_watermark: int,
         now_ms: int,
         leader_epoch: int = -1,
-    ) -> SharePartition | None:
+        find_offset: Callable[[int], int | None] = lambda timestamp_ms: None,
+    ) -> SharePartition | ErrorCode | None:
         """The share-partition of ``key``: created from the state the share coordinator kept, else
-        at the offset ``share.auto.offset.reset`` says (and that state written). None while its
-        state is being read."""
+        at the offset ``share.auto.offset.reset`` says (and that state written; ``by_duration``
+        asks ``find_offset`` for the first offset whose timestamp is at or after a time). None while
+        its state is being read; OFFSET_NOT_AVAILABLE when ``by_duration`` finds no offset (Kafka
+        4.4 fails the initialization: the next fetch reads the state again)."""
         configs = self._configs_of(key[0])
         found = self.partitions.get(key)
         if found is not None and self._leader_epochs.get(key) != leader_epoch:
@@ -201,12 +204,19 @@ class ShareManager:
                 )
                 found.restore(list(kept.batches))
             else:
-                # by_duration:<ISO 8601> (Kafka 4.1+) is taken as latest.
-                reset = configs.get("share.auto.offset.reset")
-                latest = min(self._asked_at.get(key, high_watermark), high_watermark)
-                found = SharePartition(
-                    max(log_start_offset if reset == EARLIEST else latest, log_start_offset), hooks=self.hooks
-                )
+                reset = parse_offset_reset(configs.get("share.auto.offset.reset", LATEST).strip())
+                if reset == EARLIEST:
+                    start = log_start_offset
+                elif isinstance(reset, int):
+                    # Kafka 4.4 looks the timestamp up in the whole local log; none found fails the
+                    # initialization (OffsetNotAvailableException): asked again at the next fetch
+                    found_offset = find_offset(reset_timestamp_ms(now_ms, reset))
+                    if found_offset is None:
+                        return ErrorCode.OFFSET_NOT_AVAILABLE
+                    start = found_offset
+                else:
+                    start = min(self._asked_at.get(key, high_watermark), high_watermark)
+                found = SharePartition(max(start, log_start_offset), hooks=self.hooks)
             self.partitions[key] = found
             self._asked_at.pop(key, None)
             self._leader_epochs[key] = leader_epoch
