@@ -8,7 +8,9 @@ SHARE_SESSION_LIMIT_REACHED) answer the whole request, with ``acquisition_lock_t
 Kafka's (an empty member id is INVALID_REQUEST; an empty group id is a group as any other). The
 acknowledgements it carries are applied next, each partition's all or nothing, the outcome in
 ``acknowledge_error_code``. Then the session's partitions are fetched: from each share-partition's
-next available offset, whole batches up to the partition's high watermark, ``max_bytes`` in all
+next available offset, whole batches up to the partition's high watermark (the last stable offset
+when the group's ``share.isolation.level`` is read_committed, read at each request as Kafka 4.4
+reads it: the records of aborted transactions are then archived, not acquired), ``max_bytes`` in all
 (the first batch always whole) and at most ``max_records`` records acquired, each for the lock
 duration (the answer's ``acquisition_lock_timeout_ms``), listed with their delivery counts in
 ``acquired_records``; records of the batches that are not acquired (held by another member, done
@@ -45,6 +47,7 @@ from kafka_wire.broker.share.persister import WRITE_TIMEOUT_MS, Ticket
 from kafka_wire.broker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, TopicIdPartition
 from kafka_wire.broker.state import BrokerState, Context
 from kafka_wire.logformat.batch_header import parse_header
+from kafka_wire.logformat.txn_index import AbortedTxn
 from kafka_wire.messages import (
     ErrorCode,
     ShareFetchRequest,
@@ -54,12 +57,17 @@ from kafka_wire.messages import (
     ShareFetchResponsePartitionData,
     ShareFetchResponseShareFetchableTopicResponse,
 )
+from kafka_wire.records import read_batches
+from kafka_wire.records.aborted import AbortedFilter, is_abort_marker
+from kafka_wire.records.constants import CONTROL_MASK, TRANSACTIONAL_MASK
 
 if TYPE_CHECKING:
     from kafka_wire.broker.partition.replica import PartitionReplica
 
-#: Records read uncommitted (``share.isolation.level``'s default).
+#: ``share.isolation.level``: read_uncommitted (the default) reads up to the high watermark,
+#: read_committed up to the last stable offset (Kafka's fetch isolation of a ShareFetch).
 _READ_UNCOMMITTED = 0
+_READ_COMMITTED = 1
 
 
 def share_manager(state: BrokerState) -> ShareManager:
@@ -149,6 +157,24 @@ def handle(ctx: Context, request: ShareFetchRequest) -> ShareFetchResponse | Sha
     return wait if response is None else response
 
 
+def aborted_batches(records: bytes, aborted: tuple[AbortedTxn, ...]) -> list[tuple[int, int]]:
+    """The ``(base, last)`` offsets of the batches of ``records`` (a read_committed read) that
+    belong to the ``aborted`` transactions: Kafka 4.4's ``SharePartition`` walks the batches in
+    order, a producer's aborted transaction opening at its first offset and closing at the
+    producer's ABORT marker, and a transactional data batch of a producer with one open is aborted
+    (the marker itself is not)."""
+    rule = AbortedFilter((t.producer_id, t.first_offset) for t in aborted)
+    out: list[tuple[int, int]] = []
+    for batch in read_batches(records):
+        if batch.magic != 2 or not batch.attributes & (CONTROL_MASK | TRANSACTIONAL_MASK):
+            continue
+        control = bool(batch.attributes & CONTROL_MASK)
+        marker = control and is_abort_marker(batch)
+        if rule.skip(batch.producer_id, batch.last_offset, control, marker) and not control:
+            out.append((batch.base_offset, batch.last_offset))
+    return out
+
+
 def _find_offset(replica: PartitionReplica) -> Callable[[int], int | None]:
     """The first offset of ``replica``'s log whose timestamp is at or after a time (Kafka 4.4's
     share-partition looks it up in the whole local log, as ``UnifiedLog.fetchOffsetByTimestamp``)."""
@@ -228,9 +254,16 @@ class ShareFetchWait:
             if isinstance(found, ErrorCode):
                 self.start_errors[(topic_id, index)] = found
                 return True
-            if found is not None and found.can_acquire(replica.high_watermark, now_ms):
+            if found is not None and found.can_acquire(self._fetchable(replica), now_ms):
                 return True
         return False
+
+    def _fetchable(self, replica: PartitionReplica) -> int:
+        """Where acquisition stops: the last stable offset with ``share.isolation.level`` =
+        read_committed, else the high watermark."""
+        if self.share.read_committed(self.group_id):
+            return replica.last_stable_offset
+        return replica.high_watermark
 
     def poll(self, now_ms: int) -> ShareFetchResponse | None:
         if self.built is None:
@@ -325,12 +358,14 @@ class ShareFetchWait:
             return data
         if partition is None:  # its state is not readable yet: nothing to acquire
             return data
-        high_watermark = replica.high_watermark
-        if records_left <= 0 or bytes_left <= 0 or not partition.can_acquire(high_watermark, now_ms):
+        committed = self.share.read_committed(self.group_id)
+        fetchable = self._fetchable(replica)
+        if records_left <= 0 or bytes_left <= 0 or not partition.can_acquire(fetchable, now_ms):
             return data
         offset = max(partition.next_fetch_offset(), replica.log_start_offset)
+        isolation = _READ_COMMITTED if committed else _READ_UNCOMMITTED
         outcome = replica.read(
-            offset, bytes_left, isolation_level=_READ_UNCOMMITTED, min_one_batch=first, zero_copy=False
+            offset, bytes_left, isolation_level=isolation, min_one_batch=first, zero_copy=False
         )
         if outcome.error_code:
             data.error_code = outcome.error_code
@@ -338,9 +373,12 @@ class ShareFetchWait:
         last = _last_offset(outcome.records)
         if last < 0:
             return data
-        acquired = partition.acquire(self.member_id, min(high_watermark, last + 1), records_left, now_ms)
+        acquired = partition.acquire(self.member_id, min(fetchable, last + 1), records_left, now_ms)
+        changed = bool(acquired)
+        if acquired and outcome.aborted:  # read_committed: aborted transactions are archived
+            acquired = partition.archive_aborted(acquired, aborted_batches(outcome.records, outcome.aborted))
         self.share.rearm(share_key)
-        if acquired:
+        if changed:
             ticket = self.share.persist(share_key, now_ms)  # the delivery counts
             if ticket is not None:
                 self.acquired_tickets[key] = ticket

@@ -175,6 +175,31 @@ class SharePartition:
                 out.append(Acquired(offset, offset, count))
         return out
 
+    def archive_aborted(self, acquired: list[Acquired], aborted: list[tuple[int, int]]) -> list[Acquired]:
+        """A read_committed fetch's acquisition without the batches of aborted transactions it
+        read (``aborted``: their ``(base, last)`` offsets): their acquired records are archived,
+        never delivered (Kafka 4.4's ``SharePartition`` archives them and leaves them out of the
+        acquired records; the start offset moves past them at the next acknowledgement)."""
+        if not aborted:
+            return acquired
+        dropped: set[int] = set()
+        for base, last in aborted:
+            for offset in range(base, last + 1):
+                record = self.records.get(offset)
+                if record is not None and record.state is RecordState.ACQUIRED:
+                    self._settle(record, I.ARCHIVE)
+                    dropped.add(offset)
+        out: list[Acquired] = []
+        for run in acquired:
+            for offset in range(run.first, run.last + 1):
+                if offset in dropped:
+                    continue
+                if out and out[-1].last == offset - 1 and out[-1].delivery_count == run.delivery_count:
+                    out[-1] = Acquired(out[-1].first, offset, run.delivery_count)
+                else:
+                    out.append(Acquired(offset, offset, run.delivery_count))
+        return out
+
     def _available(self, record: InFlight, now_ms: int) -> bool:
         if record.state is RecordState.AVAILABLE:
             return True

@@ -5,7 +5,9 @@ acquisition locks run out on the engine's timers.
 A share-partition starts (its start offset, the SPSO) at the partition's high watermark, at its
 log start with ``share.auto.offset.reset=earliest`` (the group's config; ``latest`` is Kafka's
 default), or with ``by_duration:<duration>`` at the first offset whose timestamp is at or after
-now less the duration (``share.offset_reset``). The group configs ``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
+now less the duration (``share.offset_reset``). The group's ``share.isolation.level``
+(:meth:`ShareManager.read_committed`) is read at every share fetch, as Kafka 4.4 reads it per
+request. The group configs ``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
 ``share.partition.max.record.locks`` override the broker's ``group.share.*`` settings, read at
 every fetch (``configs_of(group)``: the group's config overrides). A share-partition's state is
 read from the share coordinator when it starts (``share.persister.StatePersister``: a
@@ -164,6 +166,11 @@ class ShareManager:
     def lock_duration_ms(self, group_id: str) -> int:
         """``share.record.lock.duration.ms`` of the group, else the broker's."""
         return _int(self._configs_of(group_id), "share.record.lock.duration.ms", self.config.lock_duration_ms)
+
+    def read_committed(self, group_id: str) -> bool:
+        """Whether the group's ``share.isolation.level`` is ``read_committed`` (Kafka 4.4 reads it
+        for each ShareFetch: a change applies to the next fetches)."""
+        return self._configs_of(group_id).get("share.isolation.level", "").strip() == "read_committed"
 
     # -- share-partitions --------------------------------------------------------------------------
 

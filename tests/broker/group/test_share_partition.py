@@ -49,6 +49,32 @@ def test_locks_expire_renew_and_poison_records_are_archived() -> None:
     assert sp.start_offset == 2 and sp.acquire("a", 2, 5, 220) == []
 
 
+def test_aborted_batches_are_archived_not_delivered() -> None:
+    """read_committed (Kafka 4.4's ``SharePartition``): the acquired records of the batches of an
+    aborted transaction are archived and left out of the acquisition; the others (its ABORT marker
+    among them) stay acquired; the start offset moves past the archived ones at the next
+    acknowledgement."""
+    sp = SharePartition(0, lock_duration_ms=1000)
+    acquired = sp.acquire("a", high_watermark=8, max_records=10, now_ms=0)
+    assert acquired == [Acquired(0, 7, 1)]
+    # 0-2 aborted, 3 its marker, 4-5 committed, 6 their marker, 7 aborted again
+    assert sp.archive_aborted(acquired, [(0, 2), (7, 7)]) == [Acquired(3, 6, 1)]
+    assert [sp.records[o].state for o in (0, 2, 3, 7)] == [
+        RecordState.ARCHIVED,
+        RecordState.ARCHIVED,
+        RecordState.ACQUIRED,
+        RecordState.ARCHIVED,
+    ]
+    assert sp.records[0].member_id == "" and sp.records[0].delivery_count == 1
+    assert sp.start_offset == 0
+    assert sp.acknowledge("a", 0, 0, A.ACCEPT, 1) == E.INVALID_RECORD_STATE  # not the member's
+    assert sp.acknowledge("a", 3, 3, A.GAP, 1) == E.NONE
+    assert sp.start_offset == 4
+    assert sp.acknowledge("a", 4, 6, A.ACCEPT, 1) == E.NONE
+    assert sp.start_offset == 8 and sp.records == {}
+    assert sp.archive_aborted([Acquired(8, 9, 1)], []) == [Acquired(8, 9, 1)]
+
+
 def test_the_in_flight_window_bounds_acquisition() -> None:
     sp = SharePartition(0, max_in_flight=4)
     assert sp.acquire("a", 100, 10, 0) == [Acquired(0, 3, 1)]
