@@ -312,6 +312,45 @@ def test_records_a_member_does_not_acknowledge_come_back(
         assert early == [], f"{len(early)} records redelivered while their lock held: {early[:5]}"
 
 
+def test_a_read_committed_share_group_never_gets_aborted_records(
+    disk_target: BrokerProcess, consumers: list[ShareConsumer]
+) -> None:
+    """``share.isolation.level=read_committed``: a transactional producer aborts one transaction
+    and commits the next; a Java share consumer of the group gets only the committed records (the
+    aborted ones come first in the log: one consumer of one partition would have been handed them
+    before the committed ones)."""
+    bootstrap = disk_target.bootstrap
+    name = "share-read-committed"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(60)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": name, "linger.ms": 0})
+    producer.init_transactions(60)
+    for commit in (False, True):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce(name, value=f"{'committed' if commit else 'aborted'}-{i}".encode())
+        assert producer.flush(60) == 0  # written before the abort (an abort drops what is queued)
+        if commit:
+            producer.commit_transaction(60)
+        else:
+            producer.abort_transaction(60)
+    committed = {f"committed-{i}" for i in range(5)}
+    options = ["--earliest", "--read-committed", "--config-only"]
+    config = ShareConsumer("java4", bootstrap, name, name, "config", *options)
+    assert config.process.wait(60) == 0, config.describe()
+    config.stop()
+    worker = ShareConsumer("java4", bootstrap, name, name, "worker")
+    consumers.append(worker)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and worker.process.poll() is None:
+        if accepted_values(worker.snapshot()) >= committed:
+            break
+        time.sleep(0.2)  # polling the worker's log under the deadline
+    worker.stop()
+    delivered = [e["value"] for e in worker.snapshot() if e["event"] == "delivered"]
+    assert sorted(delivered) == sorted(committed), worker.describe()
+
+
 def share_state(data_dir: Path, group: str) -> tuple[int, ShareState | None]:
     """The state of ``group``'s share-partition as its ``__share_group_state`` records in the
     broker's data directory say, read with kafka_wire's decoder of Kafka's layouts: the number of

@@ -8,14 +8,15 @@
 //   anything else       ACCEPT
 //
 //   java -cp JARS ShareDriver BOOTSTRAP GROUP TOPIC NAME [--earliest] [--config-only]
-//        [--work-ms-per-record MS] [--lock-ms MS] [--hold] [--timeout-s S]
+//        [--read-committed] [--work-ms-per-record MS] [--lock-ms MS] [--hold] [--timeout-s S]
 //
 // With --earliest it first sets the group config share.auto.offset.reset=earliest (Admin's
 // incrementalAlterConfigs on the GROUP resource); with --config-only it then exits. It polls until
 // its standard input closes (or the timeout), then closes the consumer; --work-ms-per-record
 // stands for the time processing a record takes (so that several members share the work): the
 // records a poll returned are reported delivered at once, then worked on, then acknowledged.
-// --lock-ms sets the group config share.record.lock.duration.ms (with --earliest's admin call).
+// --lock-ms sets the group config share.record.lock.duration.ms, --read-committed
+// share.isolation.level=read_committed (both with --earliest's admin call).
 // --hold: a member that stops working: it polls until it gets records, reports them delivered, and
 // then neither acknowledges nor polls again until it is killed or its stdin closes (then it halts
 // without closing the consumer). Output: JSON lines on stdout, one per event:
@@ -72,6 +73,7 @@ public final class ShareDriver {
         String topic = argv[2];
         member = argv[3];
         boolean earliest = false;
+        boolean readCommitted = false;
         boolean configOnly = false;
         long workMs = 0;
         String lockMs = null;
@@ -80,6 +82,7 @@ public final class ShareDriver {
         for (int i = 4; i < argv.length; i++) {
             switch (argv[i]) {
                 case "--earliest" -> earliest = true;
+                case "--read-committed" -> readCommitted = true;
                 case "--config-only" -> configOnly = true;
                 case "--work-ms-per-record" -> workMs = Long.parseLong(argv[++i]);
                 case "--lock-ms" -> lockMs = argv[++i];
@@ -97,6 +100,10 @@ public final class ShareDriver {
                 AlterConfigOp op = new AlterConfigOp(
                     new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
                 List<AlterConfigOp> ops = new java.util.ArrayList<>(List.of(op));
+                if (readCommitted) {
+                    ops.add(new AlterConfigOp(
+                        new ConfigEntry("share.isolation.level", "read_committed"), AlterConfigOp.OpType.SET));
+                }
                 if (lockMs != null) {
                     ops.add(new AlterConfigOp(
                         new ConfigEntry("share.record.lock.duration.ms", lockMs), AlterConfigOp.OpType.SET));
