@@ -20,24 +20,30 @@ from tests.records.helpers import CODECS_V2, EXAMPLES, changed_batch
 SUPPRESS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
-@pytest.fixture
-def vector_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The pure ``Columns`` in use; each batch's path recorded ("vector" or "loop")."""
+def record_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The pure ``Columns`` in use; each v2 batch's path recorded ("vector" or "loop")."""
     monkeypatch.setattr(columnar, "Columns", columnar_pure.Columns)
-    calls: list[str] = []
+    paths: list[str] = []
     decode = columnar_vector.decode_v2
 
     def spy(*args: Any) -> Any:
         try:
             out = decode(*args)
         except columnar_vector.Unfit:
-            calls.append("loop")
+            paths.append("loop")
             raise
-        calls.append("vector")
+        paths.append("vector")
         return out
 
     monkeypatch.setattr(columnar_vector, "decode_v2", spy)
-    yield calls
+    return paths
+
+
+@pytest.fixture
+def vector_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """:func:`record_paths`, the fast path open to batches of any size."""
+    monkeypatch.setattr(columnar_vector, "FEWEST_RECORDS", 1)
+    yield record_paths(monkeypatch)
 
 
 def both_paths(run: Callable[[], pa.RecordBatch], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
@@ -77,6 +83,17 @@ def test_an_ordinary_batch_takes_the_fast_path(vector_calls: list[str]) -> None:
             {"key": "trace", "value": b"t" * 16}
         ]
     assert vector_calls == ["vector"] * len(CODECS_V2)
+
+
+def test_small_batches_go_to_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below :data:`FEWEST_RECORDS` records the loop reads a batch (the fast path's fixed cost is
+    not paid back); from there on the fast path does."""
+    paths = record_paths(monkeypatch)
+    fewest = columnar_vector.FEWEST_RECORDS
+    for n in (1, fewest - 1, fewest):
+        got = columnar.decode_arrow(build_batch([(b"k", b"v", [], i) for i in range(n)]))
+        assert got.num_rows == n
+    assert paths == ["loop", "loop", "vector"]
 
 
 def test_what_the_fast_path_leaves_goes_to_the_loop(
