@@ -378,6 +378,15 @@ class GroupPersistence:
                 consumer_changed, consumer = True, write.before
         return offsets, consumer_changed, consumer
 
+    def stored_share_group(self, group_id: str) -> tuple[bool, ShareGroup | None]:
+        """Whether a write of share group ``group_id`` is not stored yet, and if so the group as
+        its stored records say (as before the first such write; None: not stored at all)."""
+        partition = partition_for_group(group_id, self._rt.config.offsets_topic_num_partitions)
+        for write, _ in self.uncommitted.get(partition, {}).values():
+            if isinstance(write, ShareWrite) and write.group_id == group_id:
+                return True, write.before
+        return False, None
+
     def persist_group(self, group: Group, write: PendingWrite) -> None:
         self.persist(group.group_id, [group_metadata_record(group.group_id, metadata_value(group))], write)
 

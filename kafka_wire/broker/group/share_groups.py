@@ -120,10 +120,16 @@ class ShareGroups:
     """The share groups of the coordinator and their requests and timers."""
 
     def __init__(
-        self, rt: GroupRuntime, persist: Callable[[str, list[KeyValue], ShareWrite], object], topics: TopicsOf
+        self,
+        rt: GroupRuntime,
+        persist: Callable[[str, list[KeyValue], ShareWrite], object],
+        topics: TopicsOf,
+        stored: Callable[[str], tuple[bool, ShareGroup | None]] = lambda group_id: (False, None),
     ) -> None:
         self._rt = rt
         self._persist = persist
+        #: Whether a group's write is not stored yet, and the group as stored (Describe reads it).
+        self._stored = stored
         self._topics = topics
         self.groups: dict[str, ShareGroup] = {}
         #: The latest write handed out per group: an earlier refused write must not undo it.
@@ -534,7 +540,8 @@ class ShareGroups:
         described = []
         for group_id in request.group_ids:
             refused = self._rt.refusal(group_id) if group_id else None
-            group = self.groups.get(group_id)
+            changed, stored = self._stored(group_id)  # read as stored, as Kafka's coordinator reads
+            group = stored if changed else self.groups.get(group_id)
             if refused is not None:
                 described.append(
                     messages.ShareGroupDescribeResponseDescribedGroup(group_id=group_id, error_code=refused)

@@ -163,6 +163,41 @@ def test_describe_and_list() -> None:
     )
 
 
+def test_describe_reads_the_stored_group() -> None:
+    """ShareGroupDescribe reads at the last stored write (Kafka's read at the last committed
+    offset): a group whose first records are not stored does not exist yet, a member whose join
+    is not stored is not listed."""
+    h = harness()
+    h.held = []
+
+    def described() -> list[str] | int:
+        answer = h.call(ShareGroupDescribeRequest(group_ids=["sg"]), 1)
+        assert isinstance(answer, ShareGroupDescribeResponse)
+        (group,) = answer.groups
+        return group.error_code or sorted(m.member_id for m in group.members)
+
+    h.send(
+        ShareGroupHeartbeatRequest(
+            group_id="sg", member_id="a", member_epoch=0, subscribed_topic_names=["t"]
+        ),
+        1,
+    )
+    assert h.held and described() == E.GROUP_ID_NOT_FOUND
+    for write in list(h.held):
+        h.report(write)
+    assert described() == ["a"]
+    h.send(
+        ShareGroupHeartbeatRequest(
+            group_id="sg", member_id="b", member_epoch=0, subscribed_topic_names=["t"]
+        ),
+        1,
+    )
+    assert h.held and described() == ["a"]
+    for write in list(h.held):
+        h.report(write)
+    assert described() == ["a", "b"]
+
+
 def test_simple_assignor_gives_every_member_partitions() -> None:
     topics = {T: 2}
     members = {m: frozenset({T}) for m in ("a", "b", "c", "d", "e")}
