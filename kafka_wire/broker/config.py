@@ -25,6 +25,7 @@ from kafka_wire.broker.cluster_view import Endpoint
 from kafka_wire.broker.config_properties import PROPERTY_OF
 from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
 from kafka_wire.broker.group.config import CONSUMER_ASSIGNORS, MIGRATION_POLICIES
+from kafka_wire.broker.group_settings import group_settings_problem
 from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
 from kafka_wire.broker.sasl_config import PASSWORD_MECHANISMS, ListenerSasl
 from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
@@ -109,6 +110,10 @@ class BrokerConfig:
     group_consumer_heartbeat_interval_ms: int = 5_000
     group_consumer_min_heartbeat_interval_ms: int = 5_000
     group_consumer_max_heartbeat_interval_ms: int = 15_000
+    #: ``group.consumer.min/max.assignment.interval.ms`` (0 and 15 s): bounds of the group config
+    #: ``consumer.assignment.interval.ms`` (as the ``min``/``max`` settings of each group type below).
+    group_consumer_min_assignment_interval_ms: int = 0
+    group_consumer_max_assignment_interval_ms: int = 15_000
     group_consumer_assignors: str = "uniform,range"
     group_consumer_max_size: int = INT32_MAX
     group_consumer_migration_policy: str = "bidirectional"
@@ -125,6 +130,32 @@ class BrokerConfig:
     group_share_delivery_count_limit: int = 5
     group_share_partition_max_record_locks: int = 2000
     max_share_session_cache_size: int = 1000
+    #: The bounds of the share group configs (``group.share.min/max.*``, Kafka 4.4's defaults).
+    group_share_min_session_timeout_ms: int = 45_000
+    group_share_max_session_timeout_ms: int = 60_000
+    group_share_min_heartbeat_interval_ms: int = 5_000
+    group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_share_min_delivery_count_limit: int = 2
+    group_share_max_delivery_count_limit: int = 10
+    group_share_min_partition_max_record_locks: int = 100
+    group_share_max_partition_max_record_locks: int = 4000
+    group_share_min_assignment_interval_ms: int = 0
+    group_share_max_assignment_interval_ms: int = 15_000
+    #: KIP-1071 streams groups (not served: the group configs ``streams.*`` are checked on these,
+    #: ``group.streams.*``, Kafka 4.4's defaults).
+    group_streams_session_timeout_ms: int = 45_000
+    group_streams_min_session_timeout_ms: int = 45_000
+    group_streams_max_session_timeout_ms: int = 60_000
+    group_streams_heartbeat_interval_ms: int = 5_000
+    group_streams_min_heartbeat_interval_ms: int = 5_000
+    group_streams_max_heartbeat_interval_ms: int = 15_000
+    group_streams_max_standby_replicas: int = 2
+    group_streams_min_assignment_interval_ms: int = 0
+    group_streams_max_assignment_interval_ms: int = 15_000
+    group_streams_min_task_offset_interval_ms: int = 15_000
+    group_streams_max_warmup_replicas: int = 20
     #: ``share.coordinator.state.topic.num.partitions`` (50), ``.replication.factor`` (3),
     #: ``.min.isr`` (2) and ``.segment.bytes`` (100 MiB): ``__share_group_state``, where the
     #: share-partitions' state is kept, when the broker creates it (a single node: one replica).
@@ -346,7 +377,9 @@ class BrokerConfig:
                 raise BrokerConfigError(PROPERTY_OF[name], "must not be negative")
         if self.quota_window_num < 2:  # Kafka's atLeast(1); a rate needs two windows here
             raise BrokerConfigError("quota.window.num", "must be at least 2")
-        self._check_consumer_group_bounds()
+        problem = group_settings_problem(self)
+        if problem is not None:
+            raise BrokerConfigError(*problem)
         if not 0 <= self.reconnect_backoff_ms <= self.reconnect_backoff_max_ms:
             raise BrokerConfigError("reconnect.backoff.ms", "must be between 0 and reconnect.backoff.max.ms")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
@@ -427,28 +460,6 @@ class BrokerConfig:
         except ConfigError as exc:
             source = defaults[exc.key].source if exc.key in defaults else exc.key
             raise BrokerConfigError(source, exc.reason) from None
-
-    def _check_consumer_group_bounds(self) -> None:
-        """Kafka's rules for the KIP-848 session timeout and heartbeat interval (its messages)."""
-        for what in ("session_timeout_ms", "heartbeat_interval_ms"):
-            value, low, high = (f"group_consumer_{bound}{what}" for bound in ("", "min_", "max_"))
-            if getattr(self, high) < getattr(self, low):
-                raise BrokerConfigError(
-                    PROPERTY_OF[high], f"must be greater than or equal to {PROPERTY_OF[low]}"
-                )
-            if getattr(self, value) < getattr(self, low):
-                raise BrokerConfigError(
-                    PROPERTY_OF[value], f"must be greater than or equal to {PROPERTY_OF[low]}"
-                )
-            if getattr(self, value) > getattr(self, high):
-                raise BrokerConfigError(
-                    PROPERTY_OF[value], f"must be less than or equal to {PROPERTY_OF[high]}"
-                )
-        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
-            raise BrokerConfigError(
-                PROPERTY_OF["group_consumer_heartbeat_interval_ms"],
-                f"must be less than {PROPERTY_OF['group_consumer_session_timeout_ms']}",
-            )
 
     def resolved_topic_defaults(self) -> dict[str, TopicDefault]:
         """Per topic config set at broker level: its value and the broker property it came from."""

@@ -47,6 +47,7 @@ def setup(records: int = 10, *, warm: bool = True, **config: int) -> tuple[Engin
         BrokerConfig(
             group_initial_rebalance_delay_ms=0,
             group_share_record_lock_duration_ms=LOCK_MS,
+            group_share_min_record_lock_duration_ms=1000,  # Kafka's lowest: group configs of 1-2 s
             **config,  # type: ignore[arg-type]
         )
     )
@@ -384,6 +385,9 @@ def test_group_configs_set_the_lock_duration_and_the_delivery_limit() -> None:
     engine, client, topic_id = setup()
     assert alter_group(client, "share.record.lock.duration.ms", "999") == E.INVALID_CONFIG  # Kafka: >= 1000
     assert alter_group(client, "share.delivery.count.limit", "1") == E.INVALID_CONFIG  # Kafka: >= 2
+    # The broker's bounds: group.share.min.record.lock.duration.ms (set to 1 s by setup) and
+    # group.share.max.delivery.count.limit (10).
+    assert alter_group(client, "share.delivery.count.limit", "11") == E.INVALID_CONFIG
     assert alter_group(client, "share.record.lock.duration.ms", "2000") == E.NONE
     assert alter_group(client, "share.delivery.count.limit", "2") == E.NONE
     engine.advance(0)
@@ -394,6 +398,15 @@ def test_group_configs_set_the_lock_duration_and_the_delivery_limit() -> None:
     assert acquired(fetch(client, topic_id, 2)) == [(0, 0, 2)]
     engine.advance(2000)  # expired at the group's limit of two deliveries: archived
     assert acquired(fetch(client, topic_id, 3)) == []
+
+
+def test_group_configs_are_bounded_by_the_broker() -> None:
+    # Kafka 4.4's defaults: share.record.lock.duration.ms between 15 s and 60 s.
+    engine = Engine(BrokerConfig(group_initial_rebalance_delay_ms=0))
+    client = Client(engine, 1)
+    assert alter_group(client, "share.record.lock.duration.ms", "14999") == E.INVALID_CONFIG
+    assert alter_group(client, "share.record.lock.duration.ms", "15000") == E.NONE
+    assert alter_group(client, "share.record.lock.duration.ms", "60001") == E.INVALID_CONFIG
 
 
 def test_describe_share_group_offsets() -> None:

@@ -130,6 +130,7 @@ def _kafka_wire_cluster(workdir: Path, log: IO[bytes]) -> tuple[str, subprocess.
             "cluster",
             *("--nodes", str(NODES), "--base-port", str(base), "--data-dir", str(workdir)),
             *("--set", "group.share.heartbeat.interval.ms=1000"),
+            *("--set", "group.share.min.heartbeat.interval.ms=1000"),
         ],
         stdout=log,  # the nodes' logs, WARNING and above
         stderr=subprocess.STDOUT,

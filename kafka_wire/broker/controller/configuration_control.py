@@ -233,7 +233,7 @@ class ConfigurationControl:
         if resource_type == ConfigResourceType.TOPIC:
             return self.topic_config_problem(configs)
         if resource_type == ConfigResourceType.GROUP:
-            return group_config_problem(configs)
+            return group_config_problem(configs, self.config.group_config_bounds)
         return None
 
     # -- AlterConfigs ----------------------------------------------------------------------------

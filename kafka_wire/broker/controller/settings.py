@@ -8,6 +8,7 @@ from dataclasses import field
 from typing import Final
 
 from kafka_wire.broker.config import DEFAULT_MAX_RECORDS_PER_USER_OP, BrokerConfig, BrokerConfigError
+from kafka_wire.broker.controller.group_configs import GroupConfigBounds
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.quick_dataclass import dataclass
 
@@ -78,6 +79,9 @@ class ControllerConfig:
     delegation_token_max_lifetime_ms: int = 7 * 24 * 3_600_000
     delegation_token_expiry_time_ms: int = 24 * 3_600_000
     delegation_token_expiry_check_interval_ms: int = 3_600_000
+    #: The ``group.*`` settings group configs are checked against (IncrementalAlterConfigs and
+    #: AlterConfigs on group resources).
+    group_config_bounds: GroupConfigBounds = field(default_factory=GroupConfigBounds)
 
     def __post_init__(self) -> None:
         for name in ("session_timeout_ms", "leader_imbalance_check_interval_ms", "snapshot_max_bytes"):
@@ -111,6 +115,7 @@ class ControllerConfig:
             delegation_token_max_lifetime_ms=config.delegation_token_max_lifetime_ms,
             delegation_token_expiry_time_ms=config.delegation_token_expiry_time_ms,
             delegation_token_expiry_check_interval_ms=config.delegation_token_expiry_check_interval_ms,
+            group_config_bounds=GroupConfigBounds.of(config),
         )
 
 

@@ -186,7 +186,8 @@ def txn_clients(workload: Workload, history: History, rng: random.Random) -> lis
 
 #: The share workload's group, its acquisition lock and delivery limit (group configs, which the
 #: checker reads too), and the broker properties it needs: a short share session, frequent
-#: heartbeats, few ``__share_group_state`` partitions.
+#: heartbeats, few ``__share_group_state`` partitions, and the lowest bounds that allow them and
+#: the lock (Kafka 4.4's defaults refuse a 6 s session, a 1 s heartbeat and a 2 s lock).
 SHARE_GROUP: Final = "share-1"
 SHARE_LOCK_MS: Final = 2_000
 SHARE_DELIVERY_LIMIT: Final = 3
@@ -197,7 +198,10 @@ SHARE_GROUP_CONFIGS: Final[dict[str, str]] = {
 }
 SHARE_SETTINGS: Final[dict[str, str]] = {
     "group.share.session.timeout.ms": "6000",
+    "group.share.min.session.timeout.ms": "6000",
     "group.share.heartbeat.interval.ms": "1000",
+    "group.share.min.heartbeat.interval.ms": "1000",
+    "group.share.min.record.lock.duration.ms": "1000",
     "share.coordinator.state.topic.num.partitions": "3",
 }
 
