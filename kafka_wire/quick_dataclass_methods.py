@@ -3096,25 +3096,31 @@ def broker_share_manager__ShareConfig(cls: Any, fields: tuple[Field[Any], ...]) 
     _dflt_delivery_limit = fields[1].default
     _dflt_max_in_flight = fields[2].default
     _dflt_max_sessions = fields[3].default
-    def __init__(self: Any, *, lock_duration_ms: Any=_dflt_lock_duration_ms, delivery_limit: Any=_dflt_delivery_limit, max_in_flight: Any=_dflt_max_in_flight, max_sessions: Any=_dflt_max_sessions) -> None:
+    _dflt_lock_duration_bounds = fields[4].default
+    _dflt_delivery_limit_bounds = fields[5].default
+    _dflt_max_in_flight_bounds = fields[6].default
+    def __init__(self: Any, *, lock_duration_ms: Any=_dflt_lock_duration_ms, delivery_limit: Any=_dflt_delivery_limit, max_in_flight: Any=_dflt_max_in_flight, max_sessions: Any=_dflt_max_sessions, lock_duration_bounds: Any=_dflt_lock_duration_bounds, delivery_limit_bounds: Any=_dflt_delivery_limit_bounds, max_in_flight_bounds: Any=_dflt_max_in_flight_bounds) -> None:
         _object_setattr(self, 'lock_duration_ms', lock_duration_ms)
         _object_setattr(self, 'delivery_limit', delivery_limit)
         _object_setattr(self, 'max_in_flight', max_in_flight)
         _object_setattr(self, 'max_sessions', max_sessions)
+        _object_setattr(self, 'lock_duration_bounds', lock_duration_bounds)
+        _object_setattr(self, 'delivery_limit_bounds', delivery_limit_bounds)
+        _object_setattr(self, 'max_in_flight_bounds', max_in_flight_bounds)
     def __repr__(self: Any) -> Any:
-        return self.__class__.__qualname__ + f"(lock_duration_ms={self.lock_duration_ms!r}, delivery_limit={self.delivery_limit!r}, max_in_flight={self.max_in_flight!r}, max_sessions={self.max_sessions!r})"
+        return self.__class__.__qualname__ + f"(lock_duration_ms={self.lock_duration_ms!r}, delivery_limit={self.delivery_limit!r}, max_in_flight={self.max_in_flight!r}, max_sessions={self.max_sessions!r}, lock_duration_bounds={self.lock_duration_bounds!r}, delivery_limit_bounds={self.delivery_limit_bounds!r}, max_in_flight_bounds={self.max_in_flight_bounds!r})"
     def __eq__(self: Any, other: Any) -> Any:
         if other.__class__ is self.__class__:
-            return (self.lock_duration_ms,self.delivery_limit,self.max_in_flight,self.max_sessions,) == (other.lock_duration_ms,other.delivery_limit,other.max_in_flight,other.max_sessions,)
+            return (self.lock_duration_ms,self.delivery_limit,self.max_in_flight,self.max_sessions,self.lock_duration_bounds,self.delivery_limit_bounds,self.max_in_flight_bounds,) == (other.lock_duration_ms,other.delivery_limit,other.max_in_flight,other.max_sessions,other.lock_duration_bounds,other.delivery_limit_bounds,other.max_in_flight_bounds,)
         return NotImplemented
     def __hash__(self: Any) -> int:
-        return hash((self.lock_duration_ms,self.delivery_limit,self.max_in_flight,self.max_sessions,))
+        return hash((self.lock_duration_ms,self.delivery_limit,self.max_in_flight,self.max_sessions,self.lock_duration_bounds,self.delivery_limit_bounds,self.max_in_flight_bounds,))
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        if type(self) is cls or name in ('lock_duration_ms','delivery_limit','max_in_flight','max_sessions',):
+        if type(self) is cls or name in ('lock_duration_ms','delivery_limit','max_in_flight','max_sessions','lock_duration_bounds','delivery_limit_bounds','max_in_flight_bounds',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self: Any, name: str) -> None:
-        if type(self) is cls or name in ('lock_duration_ms','delivery_limit','max_in_flight','max_sessions',):
+        if type(self) is cls or name in ('lock_duration_ms','delivery_limit','max_in_flight','max_sessions','lock_duration_bounds','delivery_limit_bounds','max_in_flight_bounds',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__, '__hash__': __hash__, '__setattr__': __setattr__, '__delattr__': __delattr__}
@@ -4675,7 +4681,7 @@ SPECS: dict[str, Spec] = {
     'kafka_wire.broker.server_properties:Endpoint': (True, True, True, False, False, (('listener', True, True, True, None, False, False, False), ('host', True, True, True, None, False, False, False), ('port', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.server_properties:ServerProperties': (True, True, True, False, False, (('config', True, True, True, None, False, False, False), ('bind', True, True, True, None, False, False, False), ('advertised', True, True, True, None, False, False, False), ('data_dir', True, True, True, None, False, False, False), ('notes', True, True, True, None, False, False, False), ('tls', True, True, True, None, False, False, True)), ()),
     'kafka_wire.broker.share.admin:Op': (False, True, True, False, False, (('conn_id', True, True, True, None, False, False, False), ('request', True, True, True, None, False, False, False), ('answer', True, True, True, None, False, False, False), ('deadline_ms', True, True, True, None, False, False, False), ('calls', True, True, True, None, False, False, True), ('done', True, True, True, None, False, True, False)), ()),
-    'kafka_wire.broker.share.manager:ShareConfig': (True, True, True, False, False, (('lock_duration_ms', True, True, True, None, True, True, False), ('delivery_limit', True, True, True, None, True, True, False), ('max_in_flight', True, True, True, None, True, True, False), ('max_sessions', True, True, True, None, True, True, False)), ()),
+    'kafka_wire.broker.share.manager:ShareConfig': (True, True, True, False, False, (('lock_duration_ms', True, True, True, None, True, True, False), ('delivery_limit', True, True, True, None, True, True, False), ('max_in_flight', True, True, True, None, True, True, False), ('max_sessions', True, True, True, None, True, True, False), ('lock_duration_bounds', True, True, True, None, True, True, False), ('delivery_limit_bounds', True, True, True, None, True, True, False), ('max_in_flight_bounds', True, True, True, None, True, True, False)), ()),
     'kafka_wire.broker.share.persister:ReadOutcome': (True, True, True, False, False, (('error_code', True, True, True, None, False, False, False), ('leader_epoch', True, True, True, None, False, False, False), ('state_epoch', True, True, True, None, False, True, False), ('start_offset', True, True, True, None, False, True, False), ('batches', True, True, True, None, False, True, False)), ()),
     'kafka_wire.broker.share.persister:Snapshot': (True, True, True, False, False, (('state_epoch', True, True, True, None, False, False, False), ('leader_epoch', True, True, True, None, False, False, False), ('start_offset', True, True, True, None, False, False, False), ('batches', True, True, True, None, False, False, False)), ()),
     'kafka_wire.broker.share.persister:_Entry': (False, True, True, False, False, (('key', True, True, True, None, False, False, False), ('reading', True, True, True, None, False, True, False), ('read', True, True, True, None, False, True, False), ('read_due_ms', True, True, True, None, False, True, False), ('newest', True, True, True, None, False, True, False), ('version', True, True, True, None, False, True, False), ('stored', True, True, True, None, False, True, False), ('in_flight', True, True, True, None, False, True, False), ('write_due_ms', True, True, True, None, False, True, False), ('oldest_unstored_ms', True, True, True, None, False, True, False), ('failed', True, True, True, None, False, True, False), ('uncertain', True, True, True, None, False, True, False)), ()),

@@ -232,6 +232,18 @@ class Broker:
                 delivery_limit=config.group_share_delivery_count_limit,
                 max_in_flight=config.group_share_partition_max_record_locks,
                 max_sessions=config.max_share_session_cache_size,
+                lock_duration_bounds=(
+                    config.group_share_min_record_lock_duration_ms,
+                    config.group_share_max_record_lock_duration_ms,
+                ),
+                delivery_limit_bounds=(
+                    config.group_share_min_delivery_count_limit,
+                    config.group_share_max_delivery_count_limit,
+                ),
+                max_in_flight_bounds=(
+                    config.group_share_min_partition_max_record_locks,
+                    config.group_share_max_partition_max_record_locks,
+                ),
             ),
             self._timer_queue,
             configs_of=lambda group_id: state.group_configs.get(group_id, {}),

@@ -409,6 +409,38 @@ def test_group_configs_are_bounded_by_the_broker() -> None:
     assert alter_group(client, "share.record.lock.duration.ms", "60001") == E.INVALID_CONFIG
 
 
+def test_group_configs_outside_the_brokers_bounds_are_taken_at_the_nearest() -> None:
+    # Stored while the bounds allowed them; the broker restarts with Kafka's default bounds
+    # (lock 15-60 s, deliveries 2-10, record locks 100-4000): Kafka 4.4's GroupConfigManager
+    # takes each at the nearest bound.
+    engine, client, topic_id = setup(
+        group_share_max_delivery_count_limit=25, group_share_max_partition_max_record_locks=10_000
+    )
+    assert alter_group(client, "share.record.lock.duration.ms", "2000") == E.NONE
+    assert alter_group(client, "share.delivery.count.limit", "20") == E.NONE
+    assert alter_group(client, "share.partition.max.record.locks", "9000") == E.NONE
+    engine.advance(0)
+    assert engine.broker.state.share is not None
+    assert engine.broker.state.share.lock_duration_ms("sg") == 2000
+    produce_values(engine, client, [b"p"])
+    restarted = Engine(
+        BrokerConfig(group_initial_rebalance_delay_ms=0),
+        storage=engine.storage,
+    )
+    restarted.advance(0)
+    share = restarted.broker.state.share
+    assert share is not None
+    assert share.lock_duration_ms("sg") == 15_000
+    again = Client(restarted, 1)
+    fetch_until_acquired(restarted, again, topic_id, member="m2")
+    (partition,) = share.partitions.values()
+    assert (partition.lock_duration_ms, partition.delivery_limit, partition.max_in_flight) == (
+        15_000,
+        10,
+        4000,
+    )
+
+
 def test_describe_share_group_offsets() -> None:
     engine, client, topic_id = setup()
     produce_values(engine, client, [b"%d" % i for i in range(10)])

@@ -67,12 +67,21 @@ class ShareConfig:
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     #: ``max.share.session.cache.size``.
     max_sessions: int = DEFAULT_MAX_SHARE_SESSIONS
+    #: The broker's bounds of the group configs overriding the first three
+    #: (``group.share.min/max.record.lock.duration.ms``, ``.delivery.count.limit``,
+    #: ``.partition.max.record.locks``): an override outside them, kept from before they
+    #: changed or checked by a controller with others, is taken at the nearest bound, as Kafka
+    #: 4.4's ``GroupConfigManager`` takes it.
+    lock_duration_bounds: tuple[int, int] = (15_000, 60_000)
+    delivery_limit_bounds: tuple[int, int] = (2, 10)
+    max_in_flight_bounds: tuple[int, int] = (100, 4000)
 
 
-def _int(configs: Mapping[str, str], name: str, default: int) -> int:
+def _int(configs: Mapping[str, str], name: str, default: int, bounds: tuple[int, int]) -> int:
+    """The group config ``name`` within ``bounds``, else ``default``."""
     value = configs.get(name)
     try:
-        return default if value is None else int(value)
+        return default if value is None else min(max(int(value), bounds[0]), bounds[1])
     except ValueError:  # the controller checks group configs: not expected
         return default
 
@@ -165,7 +174,12 @@ class ShareManager:
 
     def lock_duration_ms(self, group_id: str) -> int:
         """``share.record.lock.duration.ms`` of the group, else the broker's."""
-        return _int(self._configs_of(group_id), "share.record.lock.duration.ms", self.config.lock_duration_ms)
+        return _int(
+            self._configs_of(group_id),
+            "share.record.lock.duration.ms",
+            self.config.lock_duration_ms,
+            self.config.lock_duration_bounds,
+        )
 
     def read_committed(self, group_id: str) -> bool:
         """Whether the group's ``share.isolation.level`` is ``read_committed`` (Kafka 4.4 reads it
@@ -202,7 +216,12 @@ class ShareManager:
                     return None
                 if kept.error_code:  # fenced (a newer leader read it) or refused: asked again later
                     return None
-            window = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
+            window = _int(
+                configs,
+                "share.partition.max.record.locks",
+                self.config.max_in_flight,
+                self.config.max_in_flight_bounds,
+            )
             from kafka_wire.broker.group.share_partition import SharePartition
 
             if kept is not None and kept.start_offset >= 0:
@@ -230,9 +249,16 @@ class ShareManager:
             self._state_epochs[key] = 0 if kept is None else kept.state_epoch
             if kept is None or kept.start_offset != found.start_offset or kept.start_offset < 0:
                 self.persist(key, now_ms)
-        found.lock_duration_ms = _int(configs, "share.record.lock.duration.ms", self.config.lock_duration_ms)
-        found.delivery_limit = _int(configs, "share.delivery.count.limit", self.config.delivery_limit)
-        found.max_in_flight = _int(configs, "share.partition.max.record.locks", self.config.max_in_flight)
+        config = self.config
+        found.lock_duration_ms = _int(
+            configs, "share.record.lock.duration.ms", config.lock_duration_ms, config.lock_duration_bounds
+        )
+        found.delivery_limit = _int(
+            configs, "share.delivery.count.limit", config.delivery_limit, config.delivery_limit_bounds
+        )
+        found.max_in_flight = _int(
+            configs, "share.partition.max.record.locks", config.max_in_flight, config.max_in_flight_bounds
+        )
         return found
 
     def persist(self, key: SharePartitionKey, now_ms: int) -> Ticket | None:
