@@ -5,6 +5,7 @@ v1 (Kafka 4's lowest), v3 (types and documentation) and v4; IncrementalAlterConf
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Final
 
 import pytest
@@ -19,7 +20,7 @@ from kafka_wire.messages import (
 )
 from tests.differential.compare import Rule, Side, ignored
 from tests.differential.configs import LISTED_RULES, TOPIC_CONFIG_RULES, UNLISTED_TOPIC_CONFIGS
-from tests.differential.pair import Pair
+from tests.differential.pair import Pair, Peer, poll
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -246,6 +247,8 @@ def test_alter_refused(pair: Pair, refused_topic: None, case: str, version: int,
     ops, error = ALTER_CASES[case]
     kafka, _ = pair.check(alter((TOPIC, "ac-refused", ops), validate_only=validate_only), version)
     assert kafka.responses[0].error_code == error
+    if error == ErrorCode.NONE and not validate_only:
+        settle(pair, "ac-refused", ops)
     pair.check(describe((TOPIC, "ac-refused", None)), 4, TOPIC_CONFIG_RULES)
 
 
@@ -277,4 +280,30 @@ def test_alter(pair: Pair, version: int) -> None:
         pair.check(alter((TOPIC, name, ops), validate_only=True), version)
         pair.check(describe((TOPIC, name, None)), 4, TOPIC_CONFIG_RULES)
         pair.check(alter((TOPIC, name, ops)), version)
+        settle(pair, name, ops)
         pair.check(describe((TOPIC, name, None)), 4, TOPIC_CONFIG_RULES)
+
+
+def settle(pair: Pair, topic: str, ops: list[Op]) -> None:
+    """Wait until both brokers' DescribeConfigs of ``topic`` show the changes ``ops`` made."""
+    for peer in (pair.kafka, pair.kafka_wire):
+        poll(f"{peer.side.name} to apply {ops}", partial(_applied, peer, topic, ops))
+
+
+def _applied(peer: Peer, topic: str, ops: list[Op]) -> bool:
+    """Whether ``peer``'s DescribeConfigs of ``topic`` shows every change of ``ops`` (Kafka's
+    broker applies a change once the controller's record reaches it, after the answer)."""
+    answer = peer.request(describe((TOPIC, topic, None)), 4)
+    shown = {c.name: c for r in answer.results for c in r.configs}
+    for change in ops:
+        entry = shown.get(change.name)
+        values = [] if entry is None or entry.value is None else entry.value.split(",")
+        if change.config_operation == SET and (entry is None or entry.value != change.value):
+            return False
+        if change.config_operation == DELETE and entry is not None and entry.config_source == 1:
+            return False  # still the topic's own value (DYNAMIC_TOPIC_CONFIG)
+        if change.config_operation == APPEND and change.value not in values:
+            return False
+        if change.config_operation == SUBTRACT and change.value in values:
+            return False
+    return True

@@ -54,17 +54,24 @@ import json, sys
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 bootstrap, settings, users = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 admin = AdminClient({"bootstrap.servers": bootstrap, **settings})
-upsertions = [
-    UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism[mechanism.replace("-", "_")], 8192), password.encode())
+# The brokers' metadata first: librdkafka then drops its bootstrap connection, which fails a
+# request still in flight on it (_DESTROY_BROKER), as a slow machine showed.
+admin.list_topics(timeout=30)
+upsertions = {
+    user: UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism[mechanism.replace("-", "_")], 8192), password.encode())
     for mechanism, user, password in users
-]
+}
 results = {}
-for user, future in admin.alter_user_scram_credentials(upsertions).items():
-    try:
-        future.result(timeout=30)
-        results[user] = None
-    except Exception as exc:
-        results[user] = str(exc)
+for attempt in range(3):  # an upsertion is idempotent: one cut off in flight is sent again
+    for user, future in admin.alter_user_scram_credentials(list(upsertions.values())).items():
+        try:
+            future.result(timeout=30)
+            results[user] = None
+        except Exception as exc:
+            results[user] = str(exc)
+    upsertions = {u: x for u, x in upsertions.items() if results[u] is not None and "_DESTROY_BROKER" in results[u]}
+    if not upsertions:
+        break
 print(json.dumps(results))
 """
 

@@ -186,10 +186,19 @@ def test_the_cluster_starts_and_ctrl_c_stops_it(tmp_path: Path) -> None:
         assert parent.returncode == 0, (out, err)
         assert "kafka-wire cluster: stopped" in out
     finally:
-        if parent.poll() is None:
-            parent.kill()
-            parent.wait()
-        kill_nodes_of(tmp_path)  # the nodes run in their own session: a killed parent leaves them
+        stop(parent, tmp_path)
+
+
+def stop(parent: subprocess.Popen[str], data_dir: Path) -> None:
+    """Kill ``parent`` (the ``kafka-wire cluster`` process) if it still runs, close its pipes (a
+    failed test leaves them open otherwise) and kill its nodes, which run in their own session."""
+    if parent.poll() is None:
+        parent.kill()
+        parent.wait()
+    for pipe in (parent.stdout, parent.stderr):
+        if pipe is not None:
+            pipe.close()
+    kill_nodes_of(data_dir)
 
 
 def kill_nodes_of(data_dir: Path) -> None:
@@ -238,10 +247,7 @@ def test_the_cluster_serves_sasl_clients(tmp_path: Path) -> None:
         assert parent.returncode == 0, (out, err)
         assert f"SASL 127.0.0.1:{sasl_ports[2]}" in out
     finally:
-        if parent.poll() is None:
-            parent.kill()
-            parent.wait()
-        kill_nodes_of(tmp_path)
+        stop(parent, tmp_path)
 
 
 def _brokers(admin: AdminClient) -> set[int]:
