@@ -159,9 +159,7 @@ class GroupCoordinator:
         self._membership = Membership(rt, self._persistence, self._rebalance)
         topics_of: TopicsOf = topics if topics is not None else lambda: ()
         self._consumer = ConsumerGroups(rt, self._persistence.persist, topics_of)
-        self._share = ShareGroups(
-            rt, self._persistence.persist, topics_of, self._persistence.stored_share_group
-        )
+        self._share = ShareGroups(rt, self._persistence, topics_of)
         self._admin = GroupAdmin(
             rt, self._persistence, self._rebalance, self._share.groups, self._share.delete
         )

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Final
 
 from kafka_wire import messages
@@ -46,7 +46,7 @@ from kafka_wire.broker.group.consumer_groups import Refused, TopicsOf
 from kafka_wire.broker.group.consumer_model import metadata_hash
 from kafka_wire.broker.group.effects import KeyValue
 from kafka_wire.broker.group.model import NO_OPERATIONS, Waiter
-from kafka_wire.broker.group.persistence import DeleteGroupsAnswer, ShareWrite
+from kafka_wire.broker.group.persistence import DeleteGroupsAnswer, GroupPersistence, ShareWrite
 from kafka_wire.broker.group.runtime import GroupRuntime, timer_key
 from kafka_wire.broker.group.share_model import (
     SHARE_GROUP_TRANSITIONS,
@@ -119,17 +119,9 @@ def simple_assignment(
 class ShareGroups:
     """The share groups of the coordinator and their requests and timers."""
 
-    def __init__(
-        self,
-        rt: GroupRuntime,
-        persist: Callable[[str, list[KeyValue], ShareWrite], object],
-        topics: TopicsOf,
-        stored: Callable[[str], tuple[bool, ShareGroup | None]] = lambda group_id: (False, None),
-    ) -> None:
+    def __init__(self, rt: GroupRuntime, persistence: GroupPersistence, topics: TopicsOf) -> None:
         self._rt = rt
-        self._persist = persist
-        #: Whether a group's write is not stored yet, and the group as stored (Describe reads it).
-        self._stored = stored
+        self._persistence = persistence
         self._topics = topics
         self.groups: dict[str, ShareGroup] = {}
         #: The latest write handed out per group: an earlier refused write must not undo it.
@@ -191,7 +183,7 @@ class ShareGroups:
             self._latest[group_id] = write
         elif waiter is None or answer is None:
             return  # nothing to write, nobody to answer
-        self._persist(group_id, records, write)
+        self._persistence.persist(group_id, records, write)
 
     def delete(self, group_id: str, answer: DeleteGroupsAnswer, index: int) -> None:
         """DeleteGroups of an empty share group: its records are tombstoned; the answer's result
@@ -200,7 +192,7 @@ class ShareGroups:
         records: list[KeyValue] = [(key, None) for key in group_keys(group_id)]
         write = ShareWrite(group_id, group, deleted=(answer, index))
         self._latest[group_id] = write
-        self._persist(group_id, records, write)
+        self._persistence.persist(group_id, records, write)
 
     def written(self, write: ShareWrite, error: int, revert: bool = True) -> None:
         """The outcome of a write: a refused one puts the group back if ``revert`` (its records
@@ -540,7 +532,7 @@ class ShareGroups:
         described = []
         for group_id in request.group_ids:
             refused = self._rt.refusal(group_id) if group_id else None
-            changed, stored = self._stored(group_id)  # read as stored, as Kafka's coordinator reads
+            changed, stored = self._persistence.stored_share_group(group_id)  # as Kafka's reads: stored
             group = stored if changed else self.groups.get(group_id)
             if refused is not None:
                 described.append(
